@@ -1,0 +1,163 @@
+# fencegate build.  Targets: all check unit integration lint check-deps fuzz
+# fuzz-smoke bench deps run demo clean.  Sources, unit tests (tests/unit/**/
+# *_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
+#
+#   make deps                      install Debian packages (root)
+#   make                           build/fencegate
+#   make check                     unit + integration tests
+#   make SAN=address,undefined check   the same under sanitizers (in build/san)
+
+PKGS    := libevent libevent_openssl libcurl openssl jansson lmdb expat
+LLHTTP_SRC_DIR ?= /usr/share/llhttp
+LLHTTP_INC_DIR ?= /usr/share/include/llhttp
+PYTHON  ?= /usr/bin/python3
+
+ifdef SAN
+BUILD   ?= build/san
+else
+BUILD   ?= build
+endif
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror -Wshadow -Wcast-align -Wwrite-strings -Wformat=2 \
+           -Wstrict-prototypes -Wmissing-prototypes -Wvla
+BASEFLAGS := -std=c11 -D_DEFAULT_SOURCE -I. -I$(LLHTTP_INC_DIR) $(shell pkg-config --cflags $(PKGS))
+ALLFLAGS = $(CFLAGS) $(BASEFLAGS) -MMD -MP
+LDLIBS  += $(shell pkg-config --libs $(PKGS)) -lpthread
+ifdef SAN
+ALLFLAGS += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS  += -fsanitize=$(SAN)
+endif
+
+MODULES   := common store election gateway
+LIB_SRCS  := $(filter-out gateway/main.c,$(wildcard $(addsuffix /*.c,$(MODULES))))
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LLHTTP_OBJS := $(patsubst %,$(BUILD)/obj/llhttp/%.o,api http llhttp)
+LIB       := $(BUILD)/libfencegate.a
+BIN       := $(BUILD)/fencegate
+
+UNIT_SRCS := $(shell find tests/unit -name '*_test.c' 2>/dev/null | sort)
+UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
+BENCH_SRCS := $(wildcard tests/bench/*_bench.c)
+BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
+HELPER_SRCS := $(wildcard tests/helpers/*.c)
+HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
+
+.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench deps run demo clean format
+
+all: $(BIN) $(HELPER_BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $(WARN) -c -o $@ $<
+
+# llhttp is compiled from Debian's node-llhttp sources, never copied here.
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_SRC_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -w -c -o $@ $<
+
+$(LIB): $(LIB_OBJS) $(LLHTTP_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/obj/gateway/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests: one binary per tests/unit/**/x_test.c, linked against the
+# archive so a test that #includes a .c (to reach its statics) simply does not
+# pull that member.
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/bench/%: tests/bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+check: unit integration
+
+unit: $(UNIT_BINS)
+	@SHARED_TESTDATA=$(CURDIR)/../shared/testdata tests/run-unit.sh $(UNIT_BINS)
+
+integration: $(BIN) $(HELPER_BINS)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \
+	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra tests/integration $(PYTEST_ARGS)
+
+bench: $(BENCH_BINS) $(BIN)
+	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
+# ---- fuzzing (libFuzzer, Debian's clang) ----
+FUZZ_CC    ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined $(BASEFLAGS) -MMD -MP
+FUZZ_SRCS  := $(wildcard tests/fuzz/*_fuzz.c)
+FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+FUZZ_OBJS  := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o) $(patsubst %,$(FUZZ_BUILD)/obj/llhttp/%.o,api http llhttp)
+FUZZ_RUNS  ?= 20000
+
+$(FUZZ_BUILD)/obj/llhttp/%.o: $(LLHTTP_SRC_DIR)/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -w -c -o $@ $<
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(WARN) -c -o $@ $<
+
+$(FUZZ_BUILD)/libfuzz.a: $(FUZZ_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/%_fuzz: tests/fuzz/%_fuzz.c $(FUZZ_BUILD)/libfuzz.a
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(WARN) -Wno-missing-prototypes -fsanitize=fuzzer,address,undefined \
+	  -o $@ $< $(FUZZ_BUILD)/libfuzz.a $(LDLIBS)
+
+fuzz: $(FUZZ_BINS)
+
+fuzz-smoke: $(FUZZ_BINS)
+	@fails=0; for f in $(FUZZ_BINS); do n=$$(basename $$f); c=tests/fuzz/corpus/$${n%_fuzz}; \
+	  mkdir -p $(FUZZ_BUILD)/work/$$n; \
+	  if $$f -runs=$(FUZZ_RUNS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	       -artifact_prefix=$(FUZZ_BUILD)/work/$$n/ $(FUZZ_BUILD)/work/$$n $$c \
+	       > $(FUZZ_BUILD)/work/$$n.log 2>&1; then echo "fuzz $$n: ok"; \
+	  else echo "fuzz $$n: FAILED"; tail -40 $(FUZZ_BUILD)/work/$$n.log; fails=$$((fails+1)); fi; done; \
+	  echo "$$(( $(words $(FUZZ_BINS)) - fails )) passed, $$fails failed"; test $$fails -eq 0
+
+# ---- lint ----
+OUR_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+lint: check-deps
+	clang-format --dry-run --Werror $(OUR_SRCS)
+	@! grep -nE '\b(sprintf|strcpy|strcat|strncpy|strtok|atoi|atol|sscanf|gets)[[:space:]]*\(' $(OUR_SRCS) \
+	  || { echo "banned function (STYLE R10)"; exit 1; }
+	cppcheck --quiet --enable=warning,portability,performance --std=c11 --error-exitcode=1 \
+	  --inline-suppr --suppress=missingIncludeSystem -I. $(MODULES)
+	clang-tidy --quiet $(LIB_SRCS) gateway/main.c -- $(BASEFLAGS)
+
+check-deps:
+	@! grep -rEn '#include ["<](gateway|election)/|<curl/|<event2/|<jansson.h>|<openssl/' store/ || { echo "store/ includes too much"; exit 1; }
+	@! grep -rEn '#include ["<]gateway/|<curl/|<jansson.h>|<openssl/|<lmdb.h>' election/ || { echo "election/ includes too much"; exit 1; }
+	@! grep -rEn '#include ["<](gateway|election|store)/|<event2/|<curl/|<lmdb.h>|<jansson.h>|<openssl/' common/ || { echo "common/ includes too much"; exit 1; }
+	@! grep -rEln '<lmdb.h>' gateway/ election/ common/ || { echo "<lmdb.h> outside store/"; exit 1; }
+	@! grep -rEln '<curl/' $$(ls gateway/*.c gateway/*.h | grep -v 'gateway/upstream') || { echo "<curl/> outside gateway/upstream*"; exit 1; }
+	@echo "check-deps: ok"
+
+format:
+	clang-format -i $(OUR_SRCS)
+
+deps:
+	tests/deps.sh
+
+run: $(BIN)
+	tests/run-dev.sh
+
+demo: $(BIN)
+	tests/demo.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

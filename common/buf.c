@@ -1,0 +1,126 @@
+#include "common/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+buf_init(struct buf *b, size_t cap)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+    b->cap = cap;
+}
+
+void
+buf_cleanup(struct buf *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+}
+
+void
+buf_cleanse(struct buf *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    if (b->data != NULL) {
+        /* volatile stores so the wipe is not optimised away before free() */
+        volatile char *p = b->data;
+        for (size_t i = 0; i < b->alloc; i++) {
+            p[i] = 0;
+        }
+    }
+    buf_cleanup(b);
+}
+
+void
+buf_reset(struct buf *b)
+{
+    b->len = 0;
+    if (b->data != NULL) {
+        b->data[0] = '\0';
+    }
+}
+
+static int
+reserve(struct buf *b, size_t extra)
+{
+    if (extra > b->cap || b->len > b->cap - extra) {
+        return ERR_TOOBIG;
+    }
+    size_t need = b->len + extra + 1;
+    if (need <= b->alloc) {
+        return 0;
+    }
+    size_t n = b->alloc != 0 ? b->alloc : 64;
+    while (n < need) {
+        n = n > ((size_t)-1) / 2 ? need : n * 2;
+    }
+    if (n > b->cap + 1) {
+        n = b->cap + 1;
+    }
+    char *p = realloc(b->data, n);
+    if (p == NULL) {
+        return ERR_NOMEM;
+    }
+    b->data = p;
+    b->alloc = n;
+    return 0;
+}
+
+int
+buf_append(struct buf *b, const void *p, size_t len)
+{
+    int rc = reserve(b, len);
+    if (rc != 0) {
+        return rc;
+    }
+    if (len > 0) {
+        memcpy(b->data + b->len, p, len);
+    }
+    b->len += len;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int
+buf_append_str(struct buf *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
+
+int
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return ERR_INVAL;
+    }
+    int rc = reserve(b, (size_t)n);
+    if (rc != 0) {
+        return rc;
+    }
+    va_start(ap, fmt);
+    (void)vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+const char *
+buf_cstr(const struct buf *b)
+{
+    return b->data != NULL ? b->data : "";
+}

@@ -1,0 +1,51 @@
+/*
+ * common/buf.h: a growable byte buffer with a hard cap.
+ *
+ * struct buf is embedded by its owner (buf_init/buf_cleanup).  It always keeps
+ * a NUL after the last byte, so text can be read with str functions, but it
+ * holds binary data too.  Growth past `cap` fails with ERR_TOOBIG and leaves
+ * the contents unchanged (curl's dynbuf idea): every buffer that takes bytes
+ * from the wire has a limit.  Not thread-safe; one owner.
+ */
+#ifndef COMMON_BUF_H
+#define COMMON_BUF_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+struct buf {
+    char *data; /* owned; NULL until the first append; NUL-terminated when non-NULL */
+    size_t len; /* bytes in use, not counting the NUL */
+    size_t alloc; /* bytes allocated */
+    size_t cap; /* hard limit on len */
+};
+
+/* buf_init - an empty buffer that will never hold more than cap bytes. */
+void buf_init(struct buf *b, size_t cap);
+
+/* buf_cleanup - free the storage; b is empty (and reusable) afterwards.  NULL-safe. */
+void buf_cleanup(struct buf *b);
+
+/* buf_cleanse - like buf_cleanup, but wipes the bytes first (for secrets). */
+void buf_cleanse(struct buf *b);
+
+/* buf_reset - keep the storage, drop the contents. */
+void buf_reset(struct buf *b);
+
+/*
+ * buf_append - add len bytes from p (borrowed).
+ * Returns 0, ERR_TOOBIG past the cap, or ERR_NOMEM; on failure b is unchanged.
+ */
+MUST_USE int buf_append(struct buf *b, const void *p, size_t len);
+
+/* buf_append_str - add the NUL-terminated s.  Returns as buf_append. */
+MUST_USE int buf_append_str(struct buf *b, const char *s);
+
+/* buf_printf - add formatted text.  Returns as buf_append. */
+MUST_USE int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* buf_cstr - the contents as a C string ("" for an empty buffer); valid until the next change. */
+const char *buf_cstr(const struct buf *b);
+
+#endif

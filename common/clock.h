@@ -1,0 +1,29 @@
+/*
+ * common/clock.h: the injectable clock.
+ *
+ * Everything that needs "now" asks here, so tests can pin time (SigV4 vectors,
+ * lease expiry).  clock_mono_ms() is for durations and lease judgement (G6);
+ * clock_wall_ms() is for timestamps written into records and signatures.
+ * Not thread-safe to change while other threads read: set in tests before use.
+ */
+#ifndef COMMON_CLOCK_H
+#define COMMON_CLOCK_H
+
+#include <stdint.h>
+
+/* Milliseconds on the monotonic clock (CLOCK_MONOTONIC), or the pinned value. */
+uint64_t clock_mono_ms(void);
+
+/* Milliseconds since the Unix epoch (CLOCK_REALTIME), or the pinned value. */
+int64_t clock_wall_ms(void);
+
+/*
+ * clock_pin - pin both clocks for tests.  mono_ms and wall_ms are returned as
+ * they are until clock_unpin().  Test-only.
+ */
+void clock_pin(uint64_t mono_ms, int64_t wall_ms);
+
+/* clock_unpin - return to the real clocks. */
+void clock_unpin(void);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * common/num.h: numbers from untrusted text, through one door (STYLE R10).
+ */
+#ifndef COMMON_NUM_H
+#define COMMON_NUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+/*
+ * parse_u64 - parse the whole of s (decimal digits only: no sign, no spaces,
+ * no leading "+", at most 20 digits) into *out, which must lie in [min, max].
+ * Returns 0, or ERR_INVAL (empty, non-digit, overflow, out of range); *out is
+ * untouched on failure.
+ */
+MUST_USE int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* parse_u64n - as parse_u64, for the first len bytes of s (need not be NUL-terminated). */
+MUST_USE int parse_u64n(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * parse_hex_u64n - parse len hex digits (either case, no "0x") into *out,
+ * at most 16 digits.  Returns 0 or ERR_INVAL.
+ */
+MUST_USE int parse_hex_u64n(const char *s, size_t len, uint64_t *out);
+
+#endif
