@@ -33,7 +33,7 @@ endif
 MODULES   := common store election gateway
 LIB_SRCS  := $(filter-out gateway/main.c,$(wildcard $(addsuffix /*.c,$(MODULES))))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-LLHTTP_OBJS := $(patsubst %,$(BUILD)/obj/llhttp/%.o,api http llhttp)
+LLHTTP_OBJS := $(patsubst %,$(BUILD)/obj/llhttp/llhttp_%.o,api http llhttp)
 LIB       := $(BUILD)/libfencegate.a
 BIN       := $(BUILD)/fencegate
 
@@ -53,7 +53,7 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(ALLFLAGS) $(WARN) -c -o $@ $<
 
 # llhttp is compiled from Debian's node-llhttp sources, never copied here.
-$(BUILD)/obj/llhttp/%.o: $(LLHTTP_SRC_DIR)/%.c
+$(BUILD)/obj/llhttp/llhttp_%.o: $(LLHTTP_SRC_DIR)/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -w -c -o $@ $<
 
@@ -97,10 +97,10 @@ FUZZ_BUILD := build/fuzz
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined $(BASEFLAGS) -MMD -MP
 FUZZ_SRCS  := $(wildcard tests/fuzz/*_fuzz.c)
 FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
-FUZZ_OBJS  := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o) $(patsubst %,$(FUZZ_BUILD)/obj/llhttp/%.o,api http llhttp)
+FUZZ_OBJS  := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o) $(patsubst %,$(FUZZ_BUILD)/obj/llhttp/llhttp_%.o,api http llhttp)
 FUZZ_RUNS  ?= 20000
 
-$(FUZZ_BUILD)/obj/llhttp/%.o: $(LLHTTP_SRC_DIR)/%.c
+$(FUZZ_BUILD)/obj/llhttp/llhttp_%.o: $(LLHTTP_SRC_DIR)/%.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -w -c -o $@ $<
 
@@ -139,7 +139,8 @@ lint: check-deps
 
 check-deps:
 	@! grep -rEn '#include ["<](gateway|election)/|<curl/|<event2/|<jansson.h>|<openssl/' store/ || { echo "store/ includes too much"; exit 1; }
-	@! grep -rEn '#include ["<]gateway/|<curl/|<jansson.h>|<openssl/|<lmdb.h>' election/ || { echo "election/ includes too much"; exit 1; }
+	@! grep -rEn '#include ["<]gateway/|<curl/|<openssl/|<lmdb.h>' election/ || { echo "election/ includes too much"; exit 1; }
+	@! grep -rEln '<jansson.h>' election/ | grep -v '^election/lockfile.c$$' || { echo "<jansson.h> in election/ outside lockfile.c"; exit 1; }
 	@! grep -rEn '#include ["<](gateway|election|store)/|<event2/|<curl/|<lmdb.h>|<jansson.h>|<openssl/' common/ || { echo "common/ includes too much"; exit 1; }
 	@! grep -rEln '<lmdb.h>' gateway/ election/ common/ || { echo "<lmdb.h> outside store/"; exit 1; }
 	@! grep -rEln '<curl/' $$(ls gateway/*.c gateway/*.h | grep -v 'gateway/upstream') || { echo "<curl/> outside gateway/upstream*"; exit 1; }

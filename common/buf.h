@@ -15,10 +15,10 @@
 #include "common/err.h"
 
 struct buf {
-    char *data; /* owned; NULL until the first append; NUL-terminated when non-NULL */
-    size_t len; /* bytes in use, not counting the NUL */
+    char *data;   /* owned; NULL until the first append; NUL-terminated when non-NULL */
+    size_t len;   /* bytes in use, not counting the NUL */
     size_t alloc; /* bytes allocated */
-    size_t cap; /* hard limit on len */
+    size_t cap;   /* hard limit on len */
 };
 
 /* buf_init - an empty buffer that will never hold more than cap bytes. */

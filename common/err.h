@@ -14,21 +14,21 @@
 
 enum err_code {
     ERR_OK = 0,
-    ERR_NOMEM = -1,     /* allocation failed */
-    ERR_INVAL = -2,     /* malformed input or bad argument */
-    ERR_NOTFOUND = -3,  /* the thing asked for does not exist (an outcome, not a fault) */
-    ERR_TOOBIG = -4,    /* a size limit was passed */
-    ERR_IO = -5,        /* an I/O or system call failed */
-    ERR_UPSTREAM = -6,  /* the upstream could not be reached or answered badly */
-    ERR_TIMEOUT = -7,   /* a deadline passed */
-    ERR_FENCED = -8,    /* a stale fencing token */
-    ERR_EXISTS = -9,    /* the thing to create exists already (precondition failed) */
-    ERR_CONFLICT = -10, /* a concurrent change won; re-read and retry or give up */
-    ERR_AUTH = -11,     /* authentication failed */
-    ERR_DENIED = -12,   /* authenticated but not allowed */
-    ERR_VERSION = -13,  /* stored data has a format this build does not understand */
-    ERR_CLOSED = -14,   /* the peer went away or the object was shut down */
-    ERR_AGAIN = -15,    /* not now: would block or paused */
+    ERR_NOMEM = -1,        /* allocation failed */
+    ERR_INVAL = -2,        /* malformed input or bad argument */
+    ERR_NOTFOUND = -3,     /* the thing asked for does not exist (an outcome, not a fault) */
+    ERR_TOOBIG = -4,       /* a size limit was passed */
+    ERR_IO = -5,           /* an I/O or system call failed */
+    ERR_UPSTREAM = -6,     /* the upstream could not be reached or answered badly */
+    ERR_TIMEOUT = -7,      /* a deadline passed */
+    ERR_FENCED = -8,       /* a stale fencing token */
+    ERR_EXISTS = -9,       /* the thing to create exists already (precondition failed) */
+    ERR_CONFLICT = -10,    /* a concurrent change won; re-read and retry or give up */
+    ERR_AUTH = -11,        /* authentication failed */
+    ERR_DENIED = -12,      /* authenticated but not allowed */
+    ERR_VERSION = -13,     /* stored data has a format this build does not understand */
+    ERR_CLOSED = -14,      /* the peer went away or the object was shut down */
+    ERR_AGAIN = -15,       /* not now: would block or paused */
     ERR_UNSUPPORTED = -16, /* a valid request this build does not implement */
 };
 

@@ -24,6 +24,9 @@ log_set_level(const char *name)
     return ERR_INVAL;
 }
 
+static void vlog(enum log_level level, const char *module, const char *func, const char *fmt,
+                 va_list ap) __attribute__((format(printf, 4, 0)));
+
 static void
 vlog(enum log_level level, const char *module, const char *func, const char *fmt, va_list ap)
 {
@@ -33,14 +36,16 @@ vlog(enum log_level level, const char *module, const char *func, const char *fmt
 
     (void)clock_gettime(CLOCK_REALTIME, &ts);
     (void)gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s %s: ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, level_names[level], module, func);
+    int n = snprintf(line, sizeof(line),
+                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s %s: ", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, level_names[level], module, func);
     if (n < 0) {
         return;
     }
     size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
-    int m = vsnprintf(line + len, sizeof(line) - len, fmt, ap);
+    /* clang-analyzer 14 misreads a va_list parameter as uninitialised */
+    int m = vsnprintf(line + len, sizeof(line) - len, fmt, ap); /* NOLINT */
     if (m > 0) {
         len += (size_t)m;
     }

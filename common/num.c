@@ -45,9 +45,9 @@ parse_hex_u64n(const char *s, size_t len, uint64_t *out)
         if (c >= '0' && c <= '9') {
             d = (uint64_t)(c - '0');
         } else if (c >= 'a' && c <= 'f') {
-            d = (uint64_t)(c - 'a' + 10);
+            d = (uint64_t)(c - 'a') + 10u;
         } else if (c >= 'A' && c <= 'F') {
-            d = (uint64_t)(c - 'A' + 10);
+            d = (uint64_t)(c - 'A') + 10u;
         } else {
             return ERR_INVAL;
         }

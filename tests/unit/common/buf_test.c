@@ -1,0 +1,132 @@
+/* Unit tests for common/buf.c, common/num.c, common/err.c, common/clock.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/num.h"
+
+static void
+test_buf_append_and_cap(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 10);
+    assert_string_equal(buf_cstr(&b), "");
+    assert_int_equal(buf_append(&b, "hello", 5), 0);
+    assert_int_equal(buf_append_str(&b, "world"), 0);
+    assert_int_equal(b.len, 10);
+    assert_string_equal(buf_cstr(&b), "helloworld");
+    /* one byte past the cap fails and leaves the contents unchanged */
+    assert_int_equal(buf_append(&b, "!", 1), ERR_TOOBIG);
+    assert_int_equal(b.len, 10);
+    assert_string_equal(buf_cstr(&b), "helloworld");
+    buf_reset(&b);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(buf_cstr(&b), "");
+    assert_int_equal(buf_printf(&b, "%d-%s", 42, "x"), 0);
+    assert_string_equal(buf_cstr(&b), "42-x");
+    assert_int_equal(buf_printf(&b, "%s", "0123456789"), ERR_TOOBIG);
+    assert_string_equal(buf_cstr(&b), "42-x");
+    buf_cleanse(&b);
+    assert_null(b.data);
+    buf_cleanup(&b);
+    buf_cleanup(NULL);
+}
+
+static void
+test_buf_binary_and_growth(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    char chunk[1000];
+    for (size_t i = 0; i < sizeof(chunk); i++) {
+        chunk[i] = (char)i; /* includes NUL bytes */
+    }
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(buf_append(&b, chunk, sizeof(chunk)), 0);
+    }
+    assert_int_equal(b.len, 1000000);
+    assert_memory_equal(b.data + 999000, chunk, sizeof(chunk));
+    assert_int_equal(b.data[b.len], '\0');
+    /* size arithmetic that would overflow is refused, not wrapped */
+    assert_int_equal(buf_append(&b, chunk, (size_t)-1), ERR_TOOBIG);
+    buf_cleanup(&b);
+}
+
+static void
+test_parse_u64(void **state)
+{
+    (void)state;
+    uint64_t v = 7;
+    assert_int_equal(parse_u64("0", 0, 10, &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(parse_u64("18446744073709551615", 0, UINT64_MAX, &v), 0);
+    assert_true(v == UINT64_MAX);
+    v = 7;
+    assert_int_equal(parse_u64("18446744073709551616", 0, UINT64_MAX, &v), ERR_INVAL);
+    assert_int_equal(parse_u64("", 0, 10, &v), ERR_INVAL);
+    assert_int_equal(parse_u64("-1", 0, 10, &v), ERR_INVAL);
+    assert_int_equal(parse_u64("+1", 0, 10, &v), ERR_INVAL);
+    assert_int_equal(parse_u64(" 1", 0, 10, &v), ERR_INVAL);
+    assert_int_equal(parse_u64("1 ", 0, 10, &v), ERR_INVAL);
+    assert_int_equal(parse_u64("11", 0, 10, &v), ERR_INVAL);
+    assert_int_equal(parse_u64("4", 5, 10, &v), ERR_INVAL);
+    assert_int_equal(parse_u64("000000000000000000001", 0, 10, &v), ERR_INVAL); /* 21 digits */
+    assert_int_equal(v, 7); /* untouched on failure */
+    assert_int_equal(parse_u64n("123abc", 3, 0, 1000, &v), 0);
+    assert_int_equal(v, 123);
+}
+
+static void
+test_parse_hex(void **state)
+{
+    (void)state;
+    uint64_t v = 0;
+    assert_int_equal(parse_hex_u64n("10000", 5, &v), 0);
+    assert_int_equal(v, 65536);
+    assert_int_equal(parse_hex_u64n("fFfF", 4, &v), 0);
+    assert_int_equal(v, 65535);
+    assert_int_equal(parse_hex_u64n("ffffffffffffffff", 16, &v), 0);
+    assert_true(v == UINT64_MAX);
+    assert_int_equal(parse_hex_u64n("10000000000000000", 17, &v), ERR_INVAL);
+    assert_int_equal(parse_hex_u64n("", 0, &v), ERR_INVAL);
+    assert_int_equal(parse_hex_u64n("0x1", 3, &v), ERR_INVAL);
+    assert_int_equal(parse_hex_u64n("g", 1, &v), ERR_INVAL);
+}
+
+static void
+test_err_str_and_clock(void **state)
+{
+    (void)state;
+    for (int e = 0; e >= ERR_UNSUPPORTED; e--) {
+        assert_string_not_equal(err_str(e), "unknown error");
+    }
+    assert_string_equal(err_str(12345), "unknown error");
+    clock_pin(1000, 1700000000000);
+    assert_int_equal(clock_mono_ms(), 1000);
+    assert_true(clock_wall_ms() == 1700000000000);
+    clock_unpin();
+    uint64_t a = clock_mono_ms();
+    uint64_t b = clock_mono_ms();
+    assert_true(b >= a);
+    assert_true(clock_wall_ms() > 1700000000000);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_buf_append_and_cap), cmocka_unit_test(test_buf_binary_and_growth),
+        cmocka_unit_test(test_parse_u64),          cmocka_unit_test(test_parse_hex),
+        cmocka_unit_test(test_err_str_and_clock),
+    };
+    return cmocka_run_group_tests_name("common", tests, NULL, NULL);
+}
