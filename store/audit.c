@@ -1,0 +1,525 @@
+/*
+ * store/audit.c: the audit log of rejected writes.
+ *
+ * "audit" maps (time, seq) to the record; "audit_lock" maps (lock, time, seq)
+ * to nothing, so a query by lock and time range is a range scan of the index
+ * plus one lookup per record.  seq comes from the meta key "audit_seq",
+ * advanced in the same transaction, so it is unique even if the wall clock
+ * steps back.  Retention deletes from the front of "audit" (oldest first).
+ */
+#define LOG_MODULE "store"
+#include "store/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "store/store_int.h"
+
+#define META_SEQ_KEY "audit_seq"
+
+static const char *const kind_names[STORE_AUDIT_KIND_MAX + 1] = {
+    [STORE_AUDIT_STALE] = "stale",
+    [STORE_AUDIT_NOT_GRANTED] = "not_granted",
+    [STORE_AUDIT_CUT] = "cut",
+    [STORE_AUDIT_MISSING_TOKEN] = "missing_token",
+    [STORE_AUDIT_LOCK_MISMATCH] = "lock_mismatch",
+    [STORE_AUDIT_INVALID_TOKEN] = "invalid_token",
+};
+
+const char *
+store_audit_kind_name(enum store_audit_kind kind)
+{
+    if ((int)kind < 1 || (int)kind > STORE_AUDIT_KIND_MAX) {
+        return "unknown";
+    }
+    return kind_names[kind];
+}
+
+int
+store_audit_kind_parse(const char *name, enum store_audit_kind *out)
+{
+    for (int k = 1; k <= STORE_AUDIT_KIND_MAX; k++) {
+        if (strcmp(name, kind_names[k]) == 0) {
+            *out = (enum store_audit_kind)k;
+            return 0;
+        }
+    }
+    return ERR_INVAL;
+}
+
+int
+store_audit_cursor_format(const struct store_audit_cursor *c, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%" PRId64 ".%" PRIu64, c->time_ms, c->seq);
+    if (n < 0 || (size_t)n >= len) {
+        return ERR_TOOBIG;
+    }
+    return 0;
+}
+
+int
+store_audit_cursor_parse(const char *s, struct store_audit_cursor *out)
+{
+    const char *dot = strchr(s, '.');
+    if (dot == NULL) {
+        return ERR_INVAL;
+    }
+    uint64_t t;
+    uint64_t seq;
+    if (parse_u64n(s, (size_t)(dot - s), 0, INT64_MAX, &t) != 0 ||
+        parse_u64(dot + 1, 0, UINT64_MAX, &seq) != 0) {
+        return ERR_INVAL;
+    }
+    out->set = true;
+    out->time_ms = (int64_t)t;
+    out->seq = seq;
+    return 0;
+}
+
+/* Delete the index entry of the record at (t, seq) with value v. */
+static int
+del_index(struct store *s, MDB_txn *txn, const MDB_val *v, int64_t t, uint64_t seq)
+{
+    struct store_audit_rec r;
+    struct store_rec_scratch sc;
+    if (store_rec_audit_decode(v->mv_data, v->mv_size, &r, &sc) != 0) {
+        atomic_fetch_add(&s->st_damaged, 1);
+        return 0; /* its index entry, if any, is an orphan that queries skip */
+    }
+    uint8_t ik[STORE_KEY_INDEX_MAX];
+    MDB_val k = {.mv_size = store_rec_index_key(r.lock, t, seq, ik), .mv_data = ik};
+    int rc = mdb_del(txn, s->dbi_index, &k, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int
+store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t max,
+                      uint64_t *deleted, bool *more)
+{
+    *deleted = 0;
+    *more = false;
+    MDB_stat st;
+    int rc = mdb_stat(txn, s->dbi_audit, &st);
+    if (rc != 0) {
+        return rc;
+    }
+    uint64_t entries = st.ms_entries;
+    int64_t cutoff = INT64_MIN;
+    if (now_ms >= 0 && s->opts.audit_max_age_ms > 0 &&
+        (uint64_t)now_ms > s->opts.audit_max_age_ms) {
+        cutoff = now_ms - (int64_t)s->opts.audit_max_age_ms;
+    }
+    MDB_cursor *cur;
+    rc = mdb_cursor_open(txn, s->dbi_audit, &cur);
+    if (rc != 0) {
+        return rc;
+    }
+    while (*deleted < max) {
+        MDB_val k;
+        MDB_val v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+        if (rc != 0) {
+            break;
+        }
+        int64_t t = 0;
+        uint64_t seq = 0;
+        bool key_ok = store_rec_audit_key_decode(k.mv_data, k.mv_size, &t, &seq) == 0;
+        bool over = s->opts.audit_max_records > 0 && entries - *deleted > s->opts.audit_max_records;
+        if (!over && key_ok && t >= cutoff) {
+            break; /* the oldest record may stay, so all younger ones may too */
+        }
+        if (key_ok) {
+            rc = del_index(s, txn, &v, t, seq);
+            if (rc != 0) {
+                break;
+            }
+        }
+        rc = mdb_cursor_del(cur, 0);
+        if (rc != 0) {
+            break;
+        }
+        (*deleted)++;
+    }
+    mdb_cursor_close(cur);
+    if (rc == MDB_NOTFOUND) {
+        rc = 0;
+    }
+    *more = rc == 0 && *deleted == max;
+    return rc;
+}
+
+int
+store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len,
+                  int64_t time_ms, const char *lock, uint64_t *seq)
+{
+    MDB_val mk = {.mv_size = sizeof(META_SEQ_KEY) - 1, .mv_data = (void *)META_SEQ_KEY};
+    MDB_val mv;
+    uint64_t last = 0;
+    int rc = mdb_get(txn, s->dbi_meta, &mk, &mv);
+    if (rc == 0 && mv.mv_size == 8) {
+        const uint8_t *p = mv.mv_data;
+        for (int i = 7; i >= 0; i--) {
+            last = (last << 8) | p[i];
+        }
+    } else if (rc != 0 && rc != MDB_NOTFOUND) {
+        return rc;
+    }
+    uint64_t n = last + 1;
+    uint8_t nb[8];
+    for (int i = 0; i < 8; i++) {
+        nb[i] = (uint8_t)(n >> (8 * i));
+    }
+    MDB_val nv = {.mv_size = sizeof(nb), .mv_data = nb};
+    rc = mdb_put(txn, s->dbi_meta, &mk, &nv, 0);
+    if (rc != 0) {
+        return rc;
+    }
+    uint8_t ak[STORE_KEY_AUDIT_LEN];
+    store_rec_audit_key(time_ms, n, ak);
+    MDB_val k = {.mv_size = sizeof(ak), .mv_data = ak};
+    MDB_val v = {.mv_size = rec_len, .mv_data = (void *)rec};
+    rc = mdb_put(txn, s->dbi_audit, &k, &v, MDB_NOOVERWRITE);
+    if (rc != 0) {
+        return rc;
+    }
+    uint8_t ik[STORE_KEY_INDEX_MAX];
+    MDB_val ikv = {.mv_size = store_rec_index_key(lock, time_ms, n, ik), .mv_data = ik};
+    MDB_val empty = {.mv_size = 0, .mv_data = NULL};
+    rc = mdb_put(txn, s->dbi_index, &ikv, &empty, 0);
+    if (rc != 0) {
+        return rc;
+    }
+    *seq = n;
+    return 0;
+}
+
+/* Encode rec into a new op (time filled in).  Returns 0, ERR_INVAL, ERR_NOMEM. */
+static int
+audit_op_new(const struct store_audit_rec *rec, struct store_op **out)
+{
+    struct store_audit_rec r = *rec;
+    if (r.time_ms <= 0) {
+        r.time_ms = clock_wall_ms();
+    }
+    uint8_t buf[STORE_REC_AUDIT_MAX];
+    size_t len = 0;
+    int err = store_rec_audit_encode(&r, buf, sizeof(buf), &len);
+    if (err != 0) {
+        return err;
+    }
+    struct store_op *op = calloc(1, sizeof(*op) + len);
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->type = STORE_OP_AUDIT;
+    op->time_ms = r.time_ms;
+    size_t n = r.lock == NULL ? 0 : store_rec_trunc_len(r.lock, STORE_LOCK_MAX);
+    if (n > 0) {
+        memcpy(op->lock, r.lock, n);
+    }
+    op->lock[n] = '\0';
+    memcpy(op->rec, buf, len);
+    op->rec_len = len;
+    *out = op;
+    return 0;
+}
+
+int
+store_audit_append(struct store *s, const struct store_audit_rec *rec, store_audit_done_fn *cb,
+                   void *arg)
+{
+    if (s->read_only) {
+        return ERR_CLOSED;
+    }
+    struct store_op *op = NULL;
+    int err = audit_op_new(rec, &op);
+    if (err != 0) {
+        return err;
+    }
+    op->audit_cb = cb;
+    op->arg = arg;
+    err = store_worker_submit(s, op);
+    if (err != 0) {
+        free(op);
+    }
+    return err;
+}
+
+/* store_write_fn of store_audit_append_sync. */
+struct append_ctx {
+    const struct store_op *op; /* the encoded record */
+    uint64_t seq;              /* result */
+};
+
+static int
+append_write(struct store *s, MDB_txn *txn, void *arg)
+{
+    struct append_ctx *c = arg;
+    int rc =
+        store_audit_apply(s, txn, c->op->rec, c->op->rec_len, c->op->time_ms, c->op->lock, &c->seq);
+    if (rc != 0 || s->opts.audit_max_records == 0) {
+        return rc;
+    }
+    uint64_t deleted = 0;
+    bool more = false;
+    rc = store_audit_prune_txn(s, txn, -1, 64, &deleted, &more);
+    atomic_fetch_add(&s->st_pruned, deleted); /* may count twice if retried; a counter only */
+    return rc;
+}
+
+int
+store_audit_append_sync(struct store *s, const struct store_audit_rec *rec, uint64_t *seq)
+{
+    if (s->read_only) {
+        return ERR_CLOSED;
+    }
+    struct store_op *op = NULL;
+    int err = audit_op_new(rec, &op);
+    if (err != 0) {
+        return err;
+    }
+    struct append_ctx c = {.op = op};
+    err = store_write_run(s, append_write, &c);
+    free(op);
+    if (err != 0) {
+        return err;
+    }
+    atomic_fetch_add(&s->st_audit, 1);
+    if (seq != NULL) {
+        *seq = c.seq;
+    }
+    return 0;
+}
+
+/* store_write_fn of store_audit_prune_sync. */
+struct prune_ctx {
+    int64_t now_ms;   /* for the age limit */
+    uint32_t max;     /* batch bound */
+    uint64_t deleted; /* result */
+    bool more;        /* result */
+};
+
+static int
+prune_write(struct store *s, MDB_txn *txn, void *arg)
+{
+    struct prune_ctx *c = arg;
+    return store_audit_prune_txn(s, txn, c->now_ms, c->max, &c->deleted, &c->more);
+}
+
+int
+store_audit_prune_sync(struct store *s, int64_t now_ms, uint32_t max_delete, uint64_t *deleted,
+                       bool *more)
+{
+    if (max_delete == 0 || now_ms < 0) {
+        return ERR_INVAL;
+    }
+    struct prune_ctx c = {.now_ms = now_ms, .max = max_delete};
+    int err = store_write_run(s, prune_write, &c);
+    if (err != 0) {
+        return err;
+    }
+    atomic_fetch_add(&s->st_pruned, c.deleted);
+    if (deleted != NULL) {
+        *deleted = c.deleted;
+    }
+    if (more != NULL) {
+        *more = c.more;
+    }
+    return 0;
+}
+
+int
+store_audit_count(struct store *s, uint64_t *n)
+{
+    MDB_txn *txn;
+    int err = store_txn_read_begin(s, &txn);
+    if (err != 0) {
+        return err;
+    }
+    MDB_stat st;
+    int rc = mdb_stat(txn, s->dbi_audit, &st);
+    store_txn_read_end(s, txn);
+    if (rc != 0) {
+        return store_err_mdb(rc, "mdb_stat");
+    }
+    *n = st.ms_entries;
+    return 0;
+}
+
+/* State of one query walk. */
+struct qwalk {
+    const struct store_audit_query *q; /* the query */
+    int64_t until;                     /* exclusive upper time bound */
+    size_t lock_len;                   /* q->lock's length (index walks) */
+    uint32_t count;                    /* records delivered */
+    struct store_audit_cursor last;    /* the last one delivered */
+    bool more;                         /* a record past the limit exists */
+};
+
+/*
+ * Deliver the record at (t, seq) whose value is v.  Returns 0 to go on, 1 to
+ * stop quietly, or a negative code to stop with it.
+ */
+static int
+deliver(struct store *s, struct qwalk *w, int64_t t, uint64_t seq, const MDB_val *v,
+        store_audit_each_fn *fn, void *arg)
+{
+    struct store_audit_rec r;
+    struct store_rec_scratch sc;
+    if (store_rec_audit_decode(v->mv_data, v->mv_size, &r, &sc) != 0) {
+        atomic_fetch_add(&s->st_damaged, 1);
+        log_warn("%s: skipping damaged audit record %" PRId64 ".%" PRIu64, s->path, t, seq);
+        return 0;
+    }
+    if (w->count == w->q->limit) {
+        w->more = true;
+        return 1;
+    }
+    r.time_ms = t;
+    r.seq = seq;
+    int rc = fn(arg, &r);
+    w->count++;
+    w->last = (struct store_audit_cursor){.set = true, .time_ms = t, .seq = seq};
+    if (rc != 0) {
+        w->more = true;
+        return rc < 0 ? rc : 1;
+    }
+    return 0;
+}
+
+/* Walk "audit" from key start.  Returns 0, a negative ERR_*, or an MDB_* code. */
+static int
+walk_all(struct store *s, MDB_txn *txn, struct qwalk *w, const uint8_t *start,
+         store_audit_each_fn *fn, void *arg)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, s->dbi_audit, &cur);
+    if (rc != 0) {
+        return rc;
+    }
+    MDB_val k = {.mv_size = STORE_KEY_AUDIT_LEN, .mv_data = (void *)start};
+    MDB_val v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        int64_t t;
+        uint64_t seq;
+        if (store_rec_audit_key_decode(k.mv_data, k.mv_size, &t, &seq) != 0) {
+            atomic_fetch_add(&s->st_damaged, 1);
+            continue;
+        }
+        if (t >= w->until) {
+            break;
+        }
+        int r = deliver(s, w, t, seq, &v, fn, arg);
+        if (r != 0) {
+            rc = r < 0 ? r : 0;
+            break;
+        }
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Walk "audit_lock" for one lock from key start, looking each record up. */
+static int
+walk_lock(struct store *s, MDB_txn *txn, struct qwalk *w, const uint8_t *start, size_t start_len,
+          store_audit_each_fn *fn, void *arg)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, s->dbi_index, &cur);
+    if (rc != 0) {
+        return rc;
+    }
+    MDB_val k = {.mv_size = start_len, .mv_data = (void *)start};
+    MDB_val v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        size_t ll;
+        int64_t t;
+        uint64_t seq;
+        const uint8_t *p = k.mv_data;
+        if (k.mv_size < 1 + w->lock_len || p[0] != w->lock_len ||
+            memcmp(p + 1, w->q->lock, w->lock_len) != 0) {
+            break; /* past this lock's entries */
+        }
+        if (store_rec_index_key_decode(p, k.mv_size, &ll, &t, &seq) != 0) {
+            atomic_fetch_add(&s->st_damaged, 1);
+            continue;
+        }
+        if (t >= w->until) {
+            break;
+        }
+        uint8_t ak[STORE_KEY_AUDIT_LEN];
+        store_rec_audit_key(t, seq, ak);
+        MDB_val pk = {.mv_size = sizeof(ak), .mv_data = ak};
+        MDB_val pv;
+        int g = mdb_get(txn, s->dbi_audit, &pk, &pv);
+        if (g == MDB_NOTFOUND) {
+            continue; /* orphan index entry (its record was damaged and pruned) */
+        }
+        if (g != 0) {
+            rc = g;
+            break;
+        }
+        int r = deliver(s, w, t, seq, &pv, fn, arg);
+        if (r != 0) {
+            rc = r < 0 ? r : 0;
+            break;
+        }
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int
+store_audit_query(struct store *s, const struct store_audit_query *q, store_audit_each_fn *fn,
+                  void *arg, struct store_audit_cursor *next)
+{
+    if (next != NULL) {
+        memset(next, 0, sizeof(*next));
+    }
+    if (q->limit < 1 || q->limit > STORE_AUDIT_LIMIT_MAX || fn == NULL ||
+        (q->lock != NULL && strnlen(q->lock, STORE_LOCK_MAX + 1) > STORE_LOCK_MAX)) {
+        return ERR_INVAL;
+    }
+    struct qwalk w = {.q = q, .until = q->until_ms > 0 ? q->until_ms : INT64_MAX};
+    /* The first key to look at: since_ms, or just after the cursor if later. */
+    int64_t t0 = q->since_ms > 0 ? q->since_ms : 0;
+    uint64_t seq0 = 0;
+    if (q->after.set && q->after.time_ms >= t0) {
+        t0 = q->after.time_ms;
+        seq0 = q->after.seq + 1;
+        if (seq0 == 0) {
+            t0++; /* seq wrapped: nothing more at this millisecond */
+        }
+    }
+    MDB_txn *txn;
+    int err = store_txn_read_begin(s, &txn);
+    if (err != 0) {
+        return err;
+    }
+    int rc;
+    if (q->lock != NULL) {
+        w.lock_len = strlen(q->lock);
+        uint8_t ik[STORE_KEY_INDEX_MAX];
+        size_t ilen = store_rec_index_key(q->lock, t0, seq0, ik);
+        rc = walk_lock(s, txn, &w, ik, ilen, fn, arg);
+    } else {
+        uint8_t ak[STORE_KEY_AUDIT_LEN];
+        store_rec_audit_key(t0, seq0, ak);
+        rc = walk_all(s, txn, &w, ak, fn, arg);
+    }
+    store_txn_read_end(s, txn);
+    if (rc != 0 && !(rc < 0 && rc > -1000)) {
+        return store_err_mdb(rc, "audit query");
+    }
+    if (next != NULL && w.more) {
+        *next = w.last;
+    }
+    return rc;
+}

@@ -1,0 +1,148 @@
+/*
+ * store/store_int.h: what the files of store/ share; not for use outside store/.
+ *
+ * Locking, in this order:
+ *   wlock     (mutex)   held for a whole write transaction and for a resize,
+ *                       so no write transaction of this process is active
+ *                       while the map changes (mdb_env_set_mapsize's rule);
+ *   maplock   (rwlock)  read transactions hold it shared; a resize holds it
+ *                       exclusively (no read transaction active either);
+ *   rpool_lock, qlock, dlock (mutexes) guard small lists, held briefly.
+ * LMDB is opened with MDB_NOTLS: a read transaction is not tied to a thread,
+ * so reset transactions are pooled and renewed (no reader-table lock).
+ */
+#ifndef STORE_STORE_INT_H
+#define STORE_STORE_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/record.h"
+#include "store/store.h"
+
+#define STORE_RPOOL_MAX  16   /* reset read transactions kept for reuse */
+#define STORE_BATCH_MAX  1024 /* async operations per write transaction */
+#define STORE_PRUNE_STEP 1000 /* audit records deleted per retention transaction */
+
+enum store_op_type {
+    STORE_OP_FENCE = 1, /* fence advance */
+    STORE_OP_ELECT = 2, /* election cache update */
+    STORE_OP_AUDIT = 3, /* audit append */
+};
+
+/* One queued async write; owned by the store from submit to callback. */
+struct store_op {
+    struct store_op *next;                /* queue / completion list link */
+    enum store_op_type type;              /* what to do */
+    uint64_t enq_ns;                      /* CLOCK_MONOTONIC ns when queued (audit flush timing) */
+    char lock[STORE_LOCK_MAX + 1];        /* fence and election: the lock */
+    uint64_t value;                       /* fence: token; election: epoch */
+    char request_id[STORE_REQID_MAX + 1]; /* fence: who advanced it */
+    char principal[STORE_PRINCIPAL_MAX + 1]; /* fence: its principal */
+    int64_t time_ms;                         /* audit: record time (keys) */
+    store_fence_done_fn *fence_cb;           /* callbacks; at most one is set */
+    store_elect_done_fn *elect_cb;
+    store_audit_done_fn *audit_cb;
+    void *arg;       /* for the callback */
+    int err;         /* result: 0 or ERR_* */
+    uint64_t result; /* highest token / epoch / audit seq */
+    size_t rec_len;  /* audit: bytes in rec */
+    uint8_t rec[];   /* audit: the encoded value (allocated) */
+};
+
+struct store {
+    MDB_env *env;           /* the environment */
+    MDB_dbi dbi_meta;       /* "meta": format version, audit sequence */
+    MDB_dbi dbi_fence;      /* "fence": lock -> fence record */
+    MDB_dbi dbi_elect;      /* "elect": lock -> election record */
+    MDB_dbi dbi_audit;      /* "audit": (time, seq) -> audit record */
+    MDB_dbi dbi_index;      /* "audit_lock": (lock, time, seq) -> empty */
+    bool read_only;         /* opened MDB_RDONLY */
+    struct store_opts opts; /* copy; opts.data_dir is NULL after open */
+    char path[4096];        /* the data file's path, for messages */
+
+    pthread_mutex_t wlock; /* see the top of this file */
+    pthread_rwlock_t maplock;
+    size_t map_size; /* current map size; changed under wlock + maplock */
+
+    pthread_mutex_t rpool_lock;      /* guards rpool */
+    MDB_txn *rpool[STORE_RPOOL_MAX]; /* reset read transactions */
+    int nrpool;                      /* entries in rpool */
+
+    _Atomic uint64_t durable_txnid; /* every txn <= this one is known fsync'd */
+
+    /* worker (writable stores only) */
+    bool worker_running;    /* the thread was started */
+    pthread_t worker;       /* the thread */
+    pthread_mutex_t qlock;  /* guards the queue fields and stopping */
+    pthread_cond_t qcond;   /* signalled on submit and stop */
+    struct store_op *qhead; /* pending operations, FIFO */
+    struct store_op *qtail;
+    size_t qlen;            /* pending + in the current group (queue_max applies) */
+    size_t qpending;        /* in the queue, not yet taken */
+    size_t qurgent;         /* of those, fence/election ops (flush at once) */
+    bool stopping;          /* store_close began: drain and exit */
+    pthread_mutex_t dlock;  /* guards the completion (done) list */
+    struct store_op *chead; /* finished operations, FIFO */
+    struct store_op *ctail;
+    int efd; /* eventfd signalled on completion; -1 if none */
+
+    /* counters (struct store_stats) */
+    _Atomic uint64_t st_commits, st_fence, st_elect, st_audit, st_pruned, st_rejected;
+    _Atomic uint64_t st_grows, st_damaged;
+};
+
+/* store_err_mdb - convert an LMDB/errno code to ERR_* and log it with what. */
+int store_err_mdb(int rc, const char *what);
+
+/*
+ * store_txn_read_begin - a read-only transaction (from the pool), holding
+ * maplock shared until store_txn_read_end.  Returns 0 or ERR_IO.
+ */
+MUST_USE int store_txn_read_begin(struct store *s, MDB_txn **txn);
+
+/* store_txn_read_end - return a transaction from store_txn_read_begin. */
+void store_txn_read_end(struct store *s, MDB_txn *txn);
+
+/* store_txn_durable - whether everything txn sees is known to be fsync'd. */
+bool store_txn_durable(struct store *s, MDB_txn *txn);
+
+/*
+ * A write body: runs inside a write transaction; may be run again from the
+ * start after the map has grown, so it must reset its own outputs.
+ * Returns 0 (commit), an ERR_* (abort), or an MDB_* code (< -30000, converted
+ * by the caller; MDB_MAP_FULL grows the map and retries).
+ */
+typedef int store_write_fn(struct store *s, MDB_txn *txn, void *arg);
+
+/*
+ * store_write_run - run fn in one write transaction and commit it (fsync),
+ * growing the map on MDB_MAP_FULL.  Holds wlock throughout.
+ * Returns 0, fn's ERR_*, ERR_TOOBIG (map at map_max), ERR_CLOSED
+ * (read-only), ERR_IO.
+ */
+MUST_USE int store_write_run(struct store *s, store_write_fn *fn, void *arg);
+
+/* Apply functions (inside a write transaction; MDB_* or ERR_* on failure). */
+int store_fence_apply(struct store *s, MDB_txn *txn, const char *lock, uint64_t token,
+                      const char *request_id, const char *principal, int64_t now_ms,
+                      uint64_t *highest);
+int store_elect_apply(struct store *s, MDB_txn *txn, const char *lock, uint64_t epoch,
+                      int64_t now_ms, uint64_t *epoch_now);
+int store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len,
+                      int64_t time_ms, const char *lock, uint64_t *seq);
+/* Delete, oldest first, records beyond the caps (age: if now_ms >= 0); at most max. */
+int store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t max,
+                          uint64_t *deleted, bool *more);
+
+/* Worker (worker.c). */
+MUST_USE int store_worker_start(struct store *s);
+void store_worker_stop(struct store *s);
+/* store_worker_submit - queue op (owned by the store on success).
+ * Returns 0, ERR_AGAIN (full), ERR_CLOSED. */
+MUST_USE int store_worker_submit(struct store *s, struct store_op *op);
+
+#endif

@@ -1,0 +1,239 @@
+/* tests/unit/store/record_test.c: store/record.c encoders and decoders. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/record.h"
+
+static void
+test_fence_roundtrip(void **state)
+{
+    (void)state;
+    struct store_fence f = {.token = 42, .advanced_ms = 1795256130123};
+    memcpy(f.request_id, "req-1", 6);
+    memcpy(f.principal, "worker", 7);
+    uint8_t buf[STORE_REC_FENCE_MAX];
+    size_t len = 0;
+    assert_int_equal(store_rec_fence_encode(&f, buf, sizeof(buf), &len), 0);
+    struct store_fence g;
+    assert_int_equal(store_rec_fence_decode(buf, len, &g), 0);
+    assert_int_equal(g.token, 42);
+    assert_int_equal(g.advanced_ms, 1795256130123);
+    assert_string_equal(g.request_id, "req-1");
+    assert_string_equal(g.principal, "worker");
+    /* too small an output */
+    assert_int_equal(store_rec_fence_encode(&f, buf, len - 1, &len), ERR_TOOBIG);
+}
+
+static void
+test_fence_damaged(void **state)
+{
+    (void)state;
+    struct store_fence f = {.token = 7, .advanced_ms = 1};
+    memcpy(f.request_id, "r", 2);
+    uint8_t buf[STORE_REC_FENCE_MAX + 1];
+    size_t len = 0;
+    assert_int_equal(store_rec_fence_encode(&f, buf, sizeof(buf), &len), 0);
+    struct store_fence g = {.token = 99};
+    for (size_t i = 0; i < len; i++) {
+        assert_int_equal(store_rec_fence_decode(buf, i, &g), ERR_INVAL); /* every truncation */
+    }
+    assert_int_equal(g.token, 99); /* untouched on failure */
+    buf[len] = 0;
+    assert_int_equal(store_rec_fence_decode(buf, len + 1, &g), ERR_INVAL); /* trailing byte */
+    uint8_t b2[STORE_REC_FENCE_MAX];
+    memcpy(b2, buf, len);
+    b2[0] = 'E';
+    assert_int_equal(store_rec_fence_decode(b2, len, &g), ERR_INVAL); /* wrong tag */
+    memcpy(b2, buf, len);
+    b2[1] = 2;
+    assert_int_equal(store_rec_fence_decode(b2, len, &g), ERR_VERSION); /* newer */
+    b2[1] = 0;
+    assert_int_equal(store_rec_fence_decode(b2, len, &g), ERR_INVAL);
+    memcpy(b2, buf, len);
+    b2[2 + 16 + 2] = '\0'; /* NUL inside the request id */
+    assert_int_equal(store_rec_fence_decode(b2, len, &g), ERR_INVAL);
+    memcpy(b2, buf, len);
+    b2[2 + 16] = 0xff; /* string length beyond the cap */
+    assert_int_equal(store_rec_fence_decode(b2, len, &g), ERR_INVAL);
+    struct store_fence z = {.token = 0};
+    assert_int_equal(store_rec_fence_encode(&z, buf, sizeof(buf), &len), 0);
+    assert_int_equal(store_rec_fence_decode(buf, len, &g), ERR_INVAL); /* token 0 */
+    assert_int_equal(store_rec_fence_decode(NULL, 0, &g), ERR_INVAL);
+}
+
+static void
+test_elect_roundtrip(void **state)
+{
+    (void)state;
+    struct store_elect e = {.epoch = UINT64_MAX, .learned_ms = -5};
+    uint8_t buf[STORE_REC_ELECT_MAX];
+    size_t len = 0;
+    assert_int_equal(store_rec_elect_encode(&e, buf, sizeof(buf), &len), 0);
+    assert_int_equal(len, STORE_REC_ELECT_MAX);
+    struct store_elect g;
+    assert_int_equal(store_rec_elect_decode(buf, len, &g), 0);
+    assert_true(g.epoch == UINT64_MAX);
+    assert_int_equal(g.learned_ms, -5);
+    for (size_t i = 0; i < len; i++) {
+        assert_int_equal(store_rec_elect_decode(buf, i, &g), ERR_INVAL);
+    }
+    buf[1] = 9;
+    assert_int_equal(store_rec_elect_decode(buf, len, &g), ERR_VERSION);
+    assert_int_equal(store_rec_elect_encode(&e, buf, 3, &len), ERR_TOOBIG);
+}
+
+static void
+test_audit_roundtrip(void **state)
+{
+    (void)state;
+    struct store_audit_rec r = {.time_ms = 1000,
+                                .kind = STORE_AUDIT_CUT,
+                                .token = 3,
+                                .current = 4,
+                                .lock = "orders",
+                                .principal = "w",
+                                .client = "127.0.0.1:1",
+                                .method = "PUT",
+                                .bucket = "data",
+                                .key = "orders/x",
+                                .operation = "PutObject",
+                                .request_id = "rid",
+                                .user_agent = NULL};
+    uint8_t buf[STORE_REC_AUDIT_MAX];
+    size_t len = 0;
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    struct store_audit_rec g;
+    struct store_rec_scratch sc;
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), 0);
+    assert_int_equal(g.time_ms, 1000);
+    assert_int_equal(g.kind, STORE_AUDIT_CUT);
+    assert_int_equal(g.token, 3);
+    assert_int_equal(g.current, 4);
+    assert_string_equal(g.lock, "orders");
+    assert_string_equal(g.key, "orders/x");
+    assert_string_equal(g.user_agent, "");
+    assert_string_equal(g.request_id, "rid");
+    for (size_t i = 0; i < len; i++) {
+        assert_int_equal(store_rec_audit_decode(buf, i, &g, &sc), ERR_INVAL);
+    }
+    buf[10] = 0; /* kind byte: 0 is out of range */
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), ERR_INVAL);
+    buf[10] = STORE_AUDIT_KIND_MAX + 1;
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), ERR_INVAL);
+    r.kind = (enum store_audit_kind)0;
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), ERR_INVAL);
+    r.kind = STORE_AUDIT_STALE;
+    assert_int_equal(store_rec_audit_encode(&r, buf, 10, &len), ERR_TOOBIG);
+}
+
+static void
+test_audit_caps(void **state)
+{
+    (void)state;
+    char *key = malloc(5000);
+    memset(key, 'k', 4999);
+    key[4999] = '\0';
+    char ua[600];
+    /* 'a' then 2-byte sequences (U+00E9): the cut must not split one. */
+    ua[0] = 'a';
+    for (size_t i = 1; i + 1 < sizeof(ua) - 1; i += 2) {
+        ua[i] = (char)0xC3;
+        ua[i + 1] = (char)0xA9;
+    }
+    ua[sizeof(ua) - 1] = '\0';
+    struct store_audit_rec r = {.kind = STORE_AUDIT_STALE, .key = key, .user_agent = ua};
+    uint8_t buf[STORE_REC_AUDIT_MAX];
+    size_t len = 0;
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    struct store_audit_rec g;
+    struct store_rec_scratch sc;
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), 0);
+    assert_int_equal(strlen(g.key), STORE_KEY_MAX);
+    size_t ualen = strlen(g.user_agent);
+    assert_true(ualen <= STORE_UA_MAX);
+    assert_int_equal(ualen % 2, 1); /* 'a' + whole 2-byte sequences */
+    assert_int_equal(store_rec_trunc_len("abc", 10), 3);
+    assert_int_equal(store_rec_trunc_len("abc", 2), 2);
+    assert_int_equal(store_rec_trunc_len("\xe2\x82\xac", 2), 0); /* euro sign, 3 bytes */
+    free(key);
+}
+
+static void
+test_keys(void **state)
+{
+    (void)state;
+    uint8_t a[STORE_KEY_AUDIT_LEN];
+    uint8_t b[STORE_KEY_AUDIT_LEN];
+    store_rec_audit_key(5, 9, a);
+    store_rec_audit_key(6, 1, b);
+    assert_true(memcmp(a, b, sizeof(a)) < 0); /* time orders first */
+    int64_t t;
+    uint64_t seq;
+    assert_int_equal(store_rec_audit_key_decode(a, sizeof(a), &t, &seq), 0);
+    assert_int_equal(t, 5);
+    assert_int_equal(seq, 9);
+    assert_int_equal(store_rec_audit_key_decode(a, 15, &t, &seq), ERR_INVAL);
+    store_rec_audit_key(-3, 1, a);
+    assert_int_equal(store_rec_audit_key_decode(a, sizeof(a), &t, &seq), 0);
+    assert_int_equal(t, 0); /* negative times clamp to 0 */
+    memset(a, 0xff, sizeof(a));
+    assert_int_equal(store_rec_audit_key_decode(a, sizeof(a), &t, &seq), ERR_INVAL);
+
+    uint8_t ik[STORE_KEY_INDEX_MAX];
+    size_t n = store_rec_index_key("orders", 7, 8, ik);
+    assert_int_equal(n, 1 + 6 + 16);
+    size_t ll;
+    assert_int_equal(store_rec_index_key_decode(ik, n, &ll, &t, &seq), 0);
+    assert_int_equal(ll, 6);
+    assert_memory_equal(ik + 1, "orders", 6);
+    assert_int_equal(t, 7);
+    assert_int_equal(seq, 8);
+    assert_int_equal(store_rec_index_key_decode(ik, n - 1, &ll, &t, &seq), ERR_INVAL);
+    ik[0] = 200;
+    assert_int_equal(store_rec_index_key_decode(ik, n, &ll, &t, &seq), ERR_INVAL);
+    assert_int_equal(store_rec_index_key(NULL, 1, 1, ik), 17);
+}
+
+/* Random bytes and random mutations of valid records: errors, never crashes. */
+static void
+test_garbage(void **state)
+{
+    (void)state;
+    srand(1234);
+    uint8_t buf[STORE_REC_AUDIT_MAX];
+    struct store_audit_rec r = {.kind = STORE_AUDIT_STALE, .lock = "l", .key = "k"};
+    size_t len = 0;
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    for (int i = 0; i < 20000; i++) {
+        uint8_t m[STORE_REC_AUDIT_MAX];
+        memcpy(m, buf, len);
+        m[(size_t)rand() % len] = (uint8_t)rand();
+        size_t ml = (size_t)rand() % (len + 1);
+        struct store_audit_rec g;
+        struct store_rec_scratch sc;
+        struct store_fence f;
+        struct store_elect e;
+        int err = store_rec_audit_decode(m, ml, &g, &sc);
+        assert_true(err == 0 || err == ERR_INVAL || err == ERR_VERSION);
+        assert_true(store_rec_fence_decode(m, ml, &f) != 0);
+        assert_true(store_rec_elect_decode(m, ml, &e) != 0);
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fence_roundtrip), cmocka_unit_test(test_fence_damaged),
+        cmocka_unit_test(test_elect_roundtrip), cmocka_unit_test(test_audit_roundtrip),
+        cmocka_unit_test(test_audit_caps),      cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_garbage),
+    };
+    return cmocka_run_group_tests_name("store_record", tests, NULL, NULL);
+}
