@@ -1,0 +1,1470 @@
+/*
+ * gateway/config.c: the JSON configuration loader (STYLE R9).
+ *
+ * Every JSON object of the configuration is described by a table of fields
+ * ({name, type, offset, min, max, default}); one walker (walk()) applies a
+ * table to an object: unknown keys, wrong types and out-of-range values fail
+ * naming the full key path ("upstream.regoin: unknown key"), absent keys get
+ * their defaults.  Arrays of objects (listen, principals, fences) and the
+ * cross-field rules (secret sources, lease ordering, the anonymous-access
+ * rule of DESIGN.md "Security") are checked after the walk.
+ *
+ * Secrets (upstream keys, session token, principal secrets) are wiped before
+ * they are freed.  <jansson.h> stays in this file: json_error_t is turned into
+ * errbuf text here (STYLE R4).
+ */
+#include "gateway/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/num.h"
+
+#define CONFIG_MAX_FILE_BYTES                                                                      \
+    ((size_t)4 * 1024 * 1024)         /* a config file larger than this is refused */
+#define CONFIG_MAX_SECRET_BYTES 4096u /* a secret_key_file larger than this is refused */
+#define CONFIG_MAX_STR          4096u /* default maximum length of a string value */
+#define CONFIG_MAX_PATH         256   /* key paths in error messages are cut here */
+
+/* Field types understood by walk(). */
+enum ftype {
+    F_STR,     /* char *, owned copy */
+    F_BOOL,    /* bool */
+    F_U32,     /* uint32_t, JSON integer in [min, max] */
+    F_U64,     /* uint64_t, JSON integer in [min, max] */
+    F_ENUM,    /* an enum stored as int; JSON string from choices */
+    F_STRLIST, /* char **, NULL-terminated owned array of owned strings */
+    F_CUSTOM,  /* handled by field.custom, which is also called with NULL when the key is absent */
+};
+
+#define F_REQUIRED 0x1u /* absence is an error */
+#define F_SCRATCH  0x2u /* offset is into the scratch struct, not the target */
+
+struct ctx {
+    char *errbuf;  /* borrowed; the one error line */
+    size_t errlen; /* size of errbuf */
+};
+
+struct choice {
+    const char *name; /* JSON spelling */
+    int value;        /* stored value */
+};
+
+struct field;
+typedef int custom_fn(struct ctx *c, const char *path, json_t *v, void *base);
+
+struct field {
+    const char *name; /* JSON key */
+    enum ftype type;  /* how the value is read */
+    unsigned flags;   /* F_REQUIRED, F_SCRATCH */
+    size_t offset;    /* where it is stored, from base (or scratch with F_SCRATCH) */
+    uint64_t min;     /* F_U32/F_U64: smallest value; F_STR: shortest length */
+    uint64_t max;     /* F_U32/F_U64: largest value; F_STR: longest length (0: default) */
+    uint64_t def;     /* F_BOOL/F_U32/F_U64/F_ENUM: value when absent */
+    const char *sdef; /* F_STR: value when absent (copied), or NULL */
+    bool (*valid)(const char *s); /* F_STR/F_STRLIST: extra check of each string, or NULL */
+    const char *valid_msg;        /* what valid() wants, for the error message */
+    const struct choice *choices; /* F_ENUM: NULL-name-terminated */
+    custom_fn *custom;            /* F_CUSTOM: the handler */
+};
+
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+/*
+ * Table rows, one per key (Redis's createIntConfig idea), positional so each
+ * fits a line: FSTR(name, offset, flags, min_len, max_len, default, check, check_msg) ...
+ */
+/* clang-format off */
+#define FSTR(...)  FSTR_(__VA_ARGS__) /* indirection: each V_* below is two arguments */
+#define FLIST(...) FLIST_(__VA_ARGS__)
+#define FSTR_(n, off, fl, lo, hi, def, chk, msg) {n, F_STR, fl, off, lo, hi, 0, def, chk, msg, NULL, NULL}
+#define FLIST_(n, off, chk, msg)     {n, F_STRLIST, 0, off, 0, 0, 0, NULL, chk, msg, NULL, NULL}
+#define FBOOL(n, off, def)           {n, F_BOOL, 0, off, 0, 0, def, NULL, NULL, NULL, NULL, NULL}
+#define FU32(n, off, lo, hi, def)    {n, F_U32, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
+#define FU64(n, off, lo, hi, def)    {n, F_U64, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
+#define FENUM(n, off, fl, def, chs)  {n, F_ENUM, fl, off, 0, 0, def, NULL, NULL, NULL, chs, NULL}
+#define FCUSTOM(n, off, fn)          {n, F_CUSTOM, 0, off, 0, 0, 0, NULL, NULL, NULL, NULL, fn}
+/* clang-format on */
+
+/* check functions and their messages, as FSTR/FLIST argument pairs */
+#define V_NONE     NULL, NULL
+#define V_TOKEN    valid_token, "printable ASCII without spaces or quotes, at most 255 bytes"
+#define V_ENV      valid_env_name, "an environment variable name"
+#define V_BUCKET   valid_bucket, "a bucket name ([A-Za-z0-9._-]{1,255})"
+#define V_LOCK     valid_lock, "a lock name ([A-Za-z0-9._-]{1,128})"
+#define V_DOMAIN   valid_domain, "a DNS name such as \"s3.example.com\""
+#define V_AKEY     valid_access_key, "an access key ([A-Za-z0-9._~+-]{1,128})"
+#define V_LOGLEVEL valid_log_level, "\"debug\", \"info\", \"warn\" or \"error\""
+#define REQ        F_REQUIRED
+#define SCR        F_SCRATCH
+
+/* ---- small helpers ---- */
+
+static void
+wipe(void *p, size_t len)
+{
+    /* volatile stores so the wipe is not optimised away before free() */
+    volatile unsigned char *v = p;
+    for (size_t i = 0; i < len; i++) {
+        v[i] = 0;
+    }
+}
+
+static void
+free_secret(char *s)
+{
+    if (s != NULL) {
+        wipe(s, strlen(s));
+        free(s);
+    }
+}
+
+static void
+free_strlist(char **list)
+{
+    if (list == NULL) {
+        return;
+    }
+    for (char **p = list; *p != NULL; p++) {
+        free(*p);
+    }
+    free(list);
+}
+
+/* cfg_err - write "path: message" into the context's errbuf; returns ERR_INVAL. */
+static int cfg_err(struct ctx *c, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+cfg_err(struct ctx *c, const char *path, const char *fmt, ...)
+{
+    if (c->errbuf == NULL || c->errlen == 0) {
+        return ERR_INVAL;
+    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT: clang-analyzer 14 false positive */
+    va_end(ap);
+    if (n < 0) {
+        msg[0] = '\0';
+    }
+    if (path != NULL && path[0] != '\0') {
+        (void)snprintf(c->errbuf, c->errlen, "%s: %s", path, msg);
+    } else {
+        (void)snprintf(c->errbuf, c->errlen, "%s", msg);
+    }
+    /* Key names come from the file: keep the one-line message printable. */
+    for (char *p = c->errbuf; *p != '\0'; p++) {
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f) {
+            *p = '?';
+        }
+    }
+    return ERR_INVAL;
+}
+
+static int
+nomem(struct ctx *c)
+{
+    if (c->errbuf != NULL && c->errlen > 0) {
+        (void)snprintf(c->errbuf, c->errlen, "out of memory");
+    }
+    return ERR_NOMEM;
+}
+
+/* concat - parts[0..n) into out, cut to fit (snprintf would warn about the cut, rightly). */
+static void
+concat(char *out, size_t outlen, const char *const *parts, size_t nparts)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < nparts; i++) {
+        size_t n = strlen(parts[i]);
+        if (n > outlen - 1 - used) {
+            n = outlen - 1 - used;
+        }
+        memcpy(out + used, parts[i], n);
+        used += n;
+    }
+    out[used] = '\0';
+}
+
+/* join - "parent.name" (or "name" at the top) into out. */
+static void
+join(char *out, size_t outlen, const char *parent, const char *name)
+{
+    const char *parts[3] = {parent, parent[0] != '\0' ? "." : "", name};
+    concat(out, outlen, parts, 3);
+}
+
+/* index_path - "parent[i]" into out. */
+static void
+index_path(char *out, size_t outlen, const char *parent, size_t i)
+{
+    char idx[32];
+    (void)snprintf(idx, sizeof(idx), "[%zu]", i);
+    const char *parts[2] = {parent, idx};
+    concat(out, outlen, parts, 2);
+}
+
+static bool
+all_chars(const char *s, size_t minlen, size_t maxlen, const char *extra)
+{
+    size_t n = strlen(s);
+    if (n < minlen || n > maxlen) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || strchr(extra, ch) != NULL;
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Lock names: [A-Za-z0-9._-]{1,128} (they become parts of object keys and headers). */
+static bool
+valid_lock(const char *s)
+{
+    return all_chars(s, 1, 128, "._-");
+}
+
+/* Bucket names: the S3 character set including legacy upper case and '_'. */
+static bool
+valid_bucket(const char *s)
+{
+    return all_chars(s, 1, 255, "._-");
+}
+
+/* DNS names for virtual_host_domains: no leading or trailing dot. */
+static bool
+valid_domain(const char *s)
+{
+    size_t n = strlen(s);
+    return all_chars(s, 1, 253, ".-") && s[0] != '.' && s[n - 1] != '.';
+}
+
+/* Access keys appear inside "Credential=AK/date/...": no '/', ',', '=' or spaces. */
+static bool
+valid_access_key(const char *s)
+{
+    return all_chars(s, 1, 128, "._~+-");
+}
+
+/* Names shown in logs and lock files: printable ASCII, no spaces or quotes. */
+static bool
+valid_token(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Environment variable names: [A-Za-z_][A-Za-z0-9_]*. */
+static bool
+valid_env_name(const char *s)
+{
+    return all_chars(s, 1, 255, "_") && !(s[0] >= '0' && s[0] <= '9');
+}
+
+static bool
+valid_log_level(const char *s)
+{
+    return strcmp(s, "debug") == 0 || strcmp(s, "info") == 0 || strcmp(s, "warn") == 0 ||
+           strcmp(s, "error") == 0;
+}
+
+/* ---- the walker ---- */
+
+static int
+read_string(struct ctx *c, const char *path, json_t *v, const struct field *f, char **out)
+{
+    if (!json_is_string(v)) {
+        return cfg_err(c, path, "expected a string");
+    }
+    const char *s = json_string_value(v);
+    size_t len = json_string_length(v);
+    size_t max = f->max != 0 ? (size_t)f->max : CONFIG_MAX_STR;
+    if (strlen(s) != len) {
+        return cfg_err(c, path, "must not contain NUL");
+    }
+    if (len < f->min) {
+        return cfg_err(c, path, len == 0 ? "must not be empty" : "too short");
+    }
+    if (len > max) {
+        return cfg_err(c, path, "longer than %zu bytes", max);
+    }
+    if (f->valid != NULL && !f->valid(s)) {
+        return cfg_err(c, path, "must be %s", f->valid_msg);
+    }
+    char *copy = strdup(s);
+    if (copy == NULL) {
+        return nomem(c);
+    }
+    *out = copy;
+    return 0;
+}
+
+static int
+read_strlist(struct ctx *c, const char *path, json_t *v, const struct field *f, char ***out)
+{
+    if (!json_is_array(v)) {
+        return cfg_err(c, path, "expected an array of strings");
+    }
+    size_t n = json_array_size(v);
+    char **list = calloc(n + 1, sizeof(*list));
+    if (list == NULL) {
+        return nomem(c);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ipath[CONFIG_MAX_PATH];
+        index_path(ipath, sizeof(ipath), path, i);
+        int rc = read_string(c, ipath, json_array_get(v, i), f, &list[i]);
+        if (rc != 0) {
+            free_strlist(list);
+            return rc;
+        }
+    }
+    *out = list;
+    return 0;
+}
+
+static int
+read_int(struct ctx *c, const char *path, json_t *v, const struct field *f, uint64_t *out)
+{
+    if (!json_is_integer(v)) {
+        return cfg_err(c, path, "expected an integer");
+    }
+    json_int_t i = json_integer_value(v);
+    if (i < 0 || (uint64_t)i < f->min || (uint64_t)i > f->max) {
+        return cfg_err(c, path, "must be between %llu and %llu", (unsigned long long)f->min,
+                       (unsigned long long)f->max);
+    }
+    *out = (uint64_t)i;
+    return 0;
+}
+
+static int
+read_enum(struct ctx *c, const char *path, json_t *v, const struct field *f, int *out)
+{
+    if (json_is_string(v)) {
+        for (const struct choice *ch = f->choices; ch->name != NULL; ch++) {
+            if (strcmp(json_string_value(v), ch->name) == 0) {
+                *out = ch->value;
+                return 0;
+            }
+        }
+    }
+    char want[128] = "";
+    size_t used = 0;
+    for (const struct choice *ch = f->choices; ch->name != NULL; ch++) {
+        int n = snprintf(want + used, sizeof(want) - used, "%s\"%s\"", used == 0 ? "" : " or ",
+                         ch->name);
+        if (n < 0 || (size_t)n >= sizeof(want) - used) {
+            break;
+        }
+        used += (size_t)n;
+    }
+    return cfg_err(c, path, "must be %s", want);
+}
+
+/* set_value - parse v (never NULL) as field f and store it. */
+static int
+set_value(struct ctx *c, const char *path, json_t *v, const struct field *f, char *dst)
+{
+    switch (f->type) {
+    case F_STR: {
+        char *s = NULL;
+        int rc = read_string(c, path, v, f, &s);
+        if (rc != 0) {
+            return rc;
+        }
+        memcpy(dst, &s, sizeof(s));
+        return 0;
+    }
+    case F_BOOL: {
+        if (!json_is_boolean(v)) {
+            return cfg_err(c, path, "expected true or false");
+        }
+        bool b = json_is_true(v);
+        memcpy(dst, &b, sizeof(b));
+        return 0;
+    }
+    case F_U32:
+    case F_U64: {
+        uint64_t u = 0;
+        int rc = read_int(c, path, v, f, &u);
+        if (rc != 0) {
+            return rc;
+        }
+        if (f->type == F_U32) {
+            uint32_t u32 = (uint32_t)u;
+            memcpy(dst, &u32, sizeof(u32));
+        } else {
+            memcpy(dst, &u, sizeof(u));
+        }
+        return 0;
+    }
+    case F_ENUM: {
+        int e = 0;
+        int rc = read_enum(c, path, v, f, &e);
+        if (rc != 0) {
+            return rc;
+        }
+        memcpy(dst, &e, sizeof(e));
+        return 0;
+    }
+    case F_STRLIST: {
+        char **list = NULL;
+        int rc = read_strlist(c, path, v, f, &list);
+        if (rc != 0) {
+            return rc;
+        }
+        memcpy(dst, &list, sizeof(list));
+        return 0;
+    }
+    case F_CUSTOM:
+        return f->custom(c, path, v, dst);
+    default:
+        return cfg_err(c, path, "internal error: bad field type");
+    }
+}
+
+/* set_default - store field f's default (f's key was absent). */
+static int
+set_default(struct ctx *c, const char *path, const struct field *f, char *dst)
+{
+    switch (f->type) {
+    case F_STR: {
+        char *s = NULL;
+        if (f->sdef != NULL) {
+            s = strdup(f->sdef);
+            if (s == NULL) {
+                return nomem(c);
+            }
+        }
+        memcpy(dst, &s, sizeof(s));
+        return 0;
+    }
+    case F_BOOL: {
+        bool b = f->def != 0;
+        memcpy(dst, &b, sizeof(b));
+        return 0;
+    }
+    case F_U32: {
+        uint32_t u32 = (uint32_t)f->def;
+        memcpy(dst, &u32, sizeof(u32));
+        return 0;
+    }
+    case F_U64:
+        memcpy(dst, &f->def, sizeof(f->def));
+        return 0;
+    case F_ENUM: {
+        int e = (int)f->def;
+        memcpy(dst, &e, sizeof(e));
+        return 0;
+    }
+    case F_STRLIST: {
+        char **list = NULL;
+        memcpy(dst, &list, sizeof(list));
+        return 0;
+    }
+    case F_CUSTOM:
+        return f->custom(c, path, NULL, dst);
+    default:
+        return cfg_err(c, path, "internal error: bad field type");
+    }
+}
+
+/* field_dst - where f's value is stored; NULL when f wants a scratch struct and none was given. */
+static char *
+field_dst(const struct field *f, void *base, void *scratch)
+{
+    void *p = (f->flags & F_SCRATCH) != 0 ? scratch : base;
+    return p != NULL ? (char *)p + f->offset : NULL;
+}
+
+/*
+ * walk - apply the table fields[0..n) to the JSON object obj (NULL: apply
+ * every default).  Values land at base + offset, or scratch + offset for
+ * F_SCRATCH fields.  [out] seen: bit i set when fields[i] was present
+ * (tables have at most 64 fields).  Returns 0 or ERR_INVAL/ERR_NOMEM with
+ * errbuf set.  Values stored before a failure stay in base/scratch for their
+ * owner to free.
+ */
+static int
+walk(struct ctx *c, const char *path, json_t *obj, const struct field *fields, size_t n, void *base,
+     void *scratch, uint64_t *seen)
+{
+    uint64_t mask = 0;
+    char kpath[CONFIG_MAX_PATH];
+
+    if (obj != NULL && !json_is_object(obj)) {
+        return cfg_err(c, path, "expected an object");
+    }
+    if (obj != NULL) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(obj, key, v)
+        {
+            join(kpath, sizeof(kpath), path, key);
+            size_t i = 0;
+            while (i < n && strcmp(fields[i].name, key) != 0) {
+                i++;
+            }
+            if (i == n) {
+                return cfg_err(c, kpath, "unknown key");
+            }
+            const struct field *f = &fields[i];
+            char *dst = field_dst(f, base, scratch);
+            if (dst == NULL) {
+                return cfg_err(c, kpath, "internal error: no scratch space");
+            }
+            int rc = set_value(c, kpath, v, f, dst);
+            if (rc != 0) {
+                return rc;
+            }
+            mask |= 1ull << i;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((mask & (1ull << i)) != 0) {
+            continue;
+        }
+        const struct field *f = &fields[i];
+        join(kpath, sizeof(kpath), path, f->name);
+        if ((f->flags & F_REQUIRED) != 0) {
+            return cfg_err(c, kpath, "required");
+        }
+        char *dst = field_dst(f, base, scratch);
+        if (dst == NULL) {
+            return cfg_err(c, kpath, "internal error: no scratch space");
+        }
+        int rc = set_default(c, kpath, f, dst);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    if (seen != NULL) {
+        *seen = mask;
+    }
+    return 0;
+}
+
+/* ---- secrets from the environment or a file ---- */
+
+static int
+secret_from_env(struct ctx *c, const char *path, const char *var, char **out)
+{
+    const char *v = getenv(var);
+    if (v == NULL || v[0] == '\0') {
+        return cfg_err(c, path, "environment variable %s is not set", var);
+    }
+    char *copy = strdup(v);
+    if (copy == NULL) {
+        return nomem(c);
+    }
+    *out = copy;
+    return 0;
+}
+
+/* secret_from_file - the whole file at fpath, trailing whitespace removed. */
+static int
+secret_from_file(struct ctx *c, const char *path, const char *fpath, char **out)
+{
+    char tmp[CONFIG_MAX_SECRET_BYTES + 1];
+    size_t len = 0;
+    int rc = 0;
+    struct stat st;
+    /* O_NONBLOCK: naming a FIFO must not hang start-up; only regular files are read */
+    int fd = open(fpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        return cfg_err(c, path, "cannot open %s: %s", fpath, strerror(errno));
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = cfg_err(c, path, "%s is not a regular file", fpath);
+        goto fail;
+    }
+    for (;;) {
+        ssize_t r = read(fd, tmp + len, sizeof(tmp) - len);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            rc = cfg_err(c, path, "cannot read %s: %s", fpath, strerror(errno));
+            goto fail;
+        }
+        if (r == 0) {
+            break;
+        }
+        len += (size_t)r;
+        if (len == sizeof(tmp)) {
+            rc = cfg_err(c, path, "%s is larger than %u bytes", fpath, CONFIG_MAX_SECRET_BYTES);
+            goto fail;
+        }
+    }
+    while (len > 0 && (tmp[len - 1] == '\n' || tmp[len - 1] == '\r' || tmp[len - 1] == ' ' ||
+                       tmp[len - 1] == '\t')) {
+        len--;
+    }
+    if (len == 0) {
+        rc = cfg_err(c, path, "%s is empty", fpath);
+        goto fail;
+    }
+    if (memchr(tmp, '\0', len) != NULL) {
+        rc = cfg_err(c, path, "%s contains a NUL byte", fpath);
+        goto fail;
+    }
+    char *copy = malloc(len + 1);
+    if (copy == NULL) {
+        rc = nomem(c);
+        goto fail;
+    }
+    memcpy(copy, tmp, len);
+    copy[len] = '\0';
+    *out = copy;
+fail:
+    wipe(tmp, sizeof(tmp));
+    (void)close(fd);
+    return rc;
+}
+
+/* ---- listen ---- */
+
+static bool
+is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (strcasecmp(host, "localhost") == 0) {
+        return true;
+    }
+    if (inet_pton(AF_INET, host, &a4) == 1) {
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    }
+    if (inet_pton(AF_INET6, host, &a6) == 1) {
+        if (IN6_IS_ADDR_LOOPBACK(&a6)) {
+            return true;
+        }
+        return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+    }
+    return false;
+}
+
+/* parse_address - "host:port" or "[v6]:port" into l->host, l->port, l->loopback. */
+static int
+parse_address(struct ctx *c, const char *path, const char *s, struct gw_listen *l)
+{
+    const char *host;
+    size_t hlen;
+    const char *port;
+
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (end == NULL || end[1] != ':') {
+            return cfg_err(c, path, "expected \"[address]:port\"");
+        }
+        host = s + 1;
+        hlen = (size_t)(end - host);
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (colon == NULL) {
+            return cfg_err(c, path, "expected \"host:port\"");
+        }
+        host = s;
+        hlen = (size_t)(colon - s);
+        port = colon + 1;
+        if (memchr(host, ':', hlen) != NULL) {
+            return cfg_err(c, path, "write IPv6 addresses as \"[address]:port\"");
+        }
+    }
+    if (hlen == 0) {
+        return cfg_err(c, path, "missing host (use 0.0.0.0 or [::] for every address)");
+    }
+    uint64_t p = 0;
+    if (parse_u64(port, 0, 65535, &p) != 0) {
+        return cfg_err(c, path, "port must be a number between 0 and 65535");
+    }
+    char *h = strndup(host, hlen);
+    if (h == NULL) {
+        return nomem(c);
+    }
+    struct in6_addr a6;
+    if (s[0] == '[' ? inet_pton(AF_INET6, h, &a6) != 1 : !all_chars(h, 1, 253, ".-")) {
+        free(h);
+        return cfg_err(c, path, "invalid host");
+    }
+    l->host = h;
+    l->port = (uint16_t)p;
+    l->loopback = is_loopback(h);
+    return 0;
+}
+
+/* The object form of a listen entry; address is scratch, the TLS files go straight in. */
+struct listen_src {
+    char *address; /* owned until parsed */
+};
+
+static const struct field listen_fields[] = {
+    FSTR("address", offsetof(struct listen_src, address), REQ | SCR, 1, 0, NULL, V_NONE),
+    FSTR("tls_cert", offsetof(struct gw_listen, tls_cert), 0, 1, 0, NULL, V_NONE),
+    FSTR("tls_key", offsetof(struct gw_listen, tls_key), 0, 1, 0, NULL, V_NONE),
+};
+
+static int
+parse_listen_entry(struct ctx *c, const char *path, json_t *v, struct gw_listen *l)
+{
+    if (json_is_string(v)) {
+        return parse_address(c, path, json_string_value(v), l);
+    }
+    if (!json_is_object(v)) {
+        return cfg_err(c, path, "expected \"host:port\" or an object with \"address\"");
+    }
+    struct listen_src src = {0};
+    char kpath[CONFIG_MAX_PATH];
+    int rc = walk(c, path, v, listen_fields, NFIELDS(listen_fields), l, &src, NULL);
+    if (rc != 0) {
+        goto fail;
+    }
+    join(kpath, sizeof(kpath), path, "address");
+    rc = parse_address(c, kpath, src.address, l);
+    if (rc != 0) {
+        goto fail;
+    }
+    if ((l->tls_cert == NULL) != (l->tls_key == NULL)) {
+        join(kpath, sizeof(kpath), path, l->tls_cert == NULL ? "tls_cert" : "tls_key");
+        rc = cfg_err(c, kpath, "required with %s", l->tls_cert == NULL ? "tls_key" : "tls_cert");
+        goto fail;
+    }
+fail:
+    free(src.address);
+    return rc;
+}
+
+/* F_CUSTOM for "listen" (base: struct gw_config) */
+static int
+on_listen(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, listen));
+    if (v == NULL) {
+        return cfg_err(c, path, "required");
+    }
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        return cfg_err(c, path, "expected a non-empty array");
+    }
+    if (json_array_size(v) > GW_CONFIG_MAX_LISTEN) {
+        return cfg_err(c, path, "at most %d entries", GW_CONFIG_MAX_LISTEN);
+    }
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        char ipath[CONFIG_MAX_PATH];
+        index_path(ipath, sizeof(ipath), path, i);
+        /* count first: a partly built entry is freed with the config */
+        cfg->nlisten = i + 1;
+        int rc = parse_listen_entry(c, ipath, json_array_get(v, i), &cfg->listen[i]);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- upstream ---- */
+
+/* Where the upstream credentials come from; env names and file paths, never secrets. */
+struct upstream_src {
+    char *access_key_env;    /* owned or NULL */
+    char *secret_key_env;    /* owned or NULL */
+    char *secret_key_file;   /* owned or NULL */
+    char *session_token_env; /* owned or NULL */
+};
+
+static const struct choice addressing_choices[] = {
+    {"path", GW_ADDR_PATH},
+    {"virtual", GW_ADDR_VIRTUAL},
+    {NULL, 0},
+};
+
+#define UP(m) offsetof(struct gw_config, upstream.m)
+#define US(m) offsetof(struct upstream_src, m)
+static const struct field upstream_fields[] = {
+    FSTR("endpoint", UP(endpoint), REQ, 1, 0, NULL, V_NONE),
+    FSTR("region", UP(region), 0, 1, 64, "us-east-1", V_TOKEN),
+    FENUM("addressing", UP(addressing), 0, GW_ADDR_PATH, addressing_choices),
+    FSTR("access_key", UP(access_key), 0, 1, 0, NULL, V_TOKEN),
+    FSTR("access_key_env", US(access_key_env), SCR, 1, 0, NULL, V_ENV),
+    FSTR("secret_key", UP(secret_key), 0, 1, 0, NULL, V_NONE),
+    FSTR("secret_key_env", US(secret_key_env), SCR, 1, 0, NULL, V_ENV),
+    FSTR("secret_key_file", US(secret_key_file), SCR, 1, 0, NULL, V_NONE),
+    FSTR("session_token_env", US(session_token_env), SCR, 1, 0, NULL, V_ENV),
+    FSTR("ca_file", UP(ca_file), 0, 1, 0, NULL, V_NONE),
+    FBOOL("tls_verify", UP(tls_verify), true),
+    FU32("connect_timeout_ms", UP(connect_timeout_ms), 100, 600000, 5000),
+    FU32("timeout_ms", UP(timeout_ms), 100, 86400000, 60000),
+    FU32("max_connections", UP(max_connections), 1, 65536, 256),
+};
+#undef US
+#undef UP
+
+/* check_endpoint - scheme http/https, a host, an optional port, no path/query/userinfo. */
+static int
+check_endpoint(struct ctx *c, const char *path, char *ep)
+{
+    const char *rest;
+    if (strncmp(ep, "http://", 7) == 0) {
+        rest = ep + 7;
+    } else if (strncmp(ep, "https://", 8) == 0) {
+        rest = ep + 8;
+    } else {
+        return cfg_err(c, path, "must start with http:// or https://");
+    }
+    size_t n = strlen(ep);
+    if (n > 0 && ep[n - 1] == '/') {
+        ep[n - 1] = '\0'; /* "http://h:1/" means "http://h:1" */
+    }
+    if (strpbrk(rest, "/?#@ ") != NULL) {
+        return cfg_err(c, path, "must be scheme://host[:port] with no path, query or user");
+    }
+    const char *hostend;
+    if (rest[0] == '[') {
+        hostend = strchr(rest, ']');
+        if (hostend == NULL || hostend == rest + 1) {
+            return cfg_err(c, path, "bad IPv6 address");
+        }
+        hostend++;
+    } else {
+        hostend = strchr(rest, ':');
+        if (hostend == NULL) {
+            hostend = rest + strlen(rest);
+        }
+        if (hostend == rest) {
+            return cfg_err(c, path, "missing host");
+        }
+    }
+    if (*hostend == ':') {
+        uint64_t port = 0;
+        if (parse_u64(hostend + 1, 1, 65535, &port) != 0) {
+            return cfg_err(c, path, "bad port");
+        }
+    } else if (*hostend != '\0') {
+        return cfg_err(c, path, "bad host");
+    }
+    return 0;
+}
+
+/* F_CUSTOM for "upstream" (base: &cfg->upstream) */
+static int
+on_upstream(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, upstream));
+    struct upstream_src src = {0};
+    char kpath[CONFIG_MAX_PATH];
+    uint64_t seen = 0;
+    int rc;
+
+    if (v == NULL) {
+        return cfg_err(c, path, "required");
+    }
+    rc = walk(c, path, v, upstream_fields, NFIELDS(upstream_fields), cfg, &src, &seen);
+    if (rc != 0) {
+        goto fail;
+    }
+    join(kpath, sizeof(kpath), path, "endpoint");
+    rc = check_endpoint(c, kpath, cfg->upstream.endpoint);
+    if (rc != 0) {
+        goto fail;
+    }
+
+    /* access key: inline, or a named variable, or AWS_ACCESS_KEY_ID */
+    if (cfg->upstream.access_key != NULL && src.access_key_env != NULL) {
+        join(kpath, sizeof(kpath), path, "access_key_env");
+        rc = cfg_err(c, kpath, "give access_key or access_key_env, not both");
+        goto fail;
+    }
+    if (cfg->upstream.access_key == NULL) {
+        const char *var = src.access_key_env != NULL ? src.access_key_env : "AWS_ACCESS_KEY_ID";
+        join(kpath, sizeof(kpath), path,
+             src.access_key_env != NULL ? "access_key_env" : "access_key");
+        const char *val = getenv(var);
+        if (src.access_key_env == NULL && (val == NULL || val[0] == '\0')) {
+            rc = cfg_err(c, kpath, "not given, and environment variable %s is not set", var);
+            goto fail;
+        }
+        rc = secret_from_env(c, kpath, var, &cfg->upstream.access_key);
+        if (rc != 0) {
+            goto fail;
+        }
+        if (!valid_token(cfg->upstream.access_key)) {
+            rc = cfg_err(c, kpath, "the access key in %s is not printable", var);
+            goto fail;
+        }
+    }
+
+    /* secret key: exactly one of inline, named variable, file; else AWS_SECRET_ACCESS_KEY */
+    int nsrc = (cfg->upstream.secret_key != NULL) + (src.secret_key_env != NULL) +
+               (src.secret_key_file != NULL);
+    if (nsrc > 1) {
+        join(kpath, sizeof(kpath), path, "secret_key");
+        rc = cfg_err(c, kpath, "give one of secret_key, secret_key_env, secret_key_file");
+        goto fail;
+    }
+    bool default_env = false;
+    if (src.secret_key_file != NULL) {
+        join(kpath, sizeof(kpath), path, "secret_key_file");
+        rc = secret_from_file(c, kpath, src.secret_key_file, &cfg->upstream.secret_key);
+    } else if (cfg->upstream.secret_key == NULL) {
+        default_env = src.secret_key_env == NULL;
+        join(kpath, sizeof(kpath), path, default_env ? "secret_key" : "secret_key_env");
+        const char *dv = getenv("AWS_SECRET_ACCESS_KEY");
+        if (default_env && (dv == NULL || dv[0] == '\0')) {
+            rc = cfg_err(c, kpath,
+                         "not given, and environment variable AWS_SECRET_ACCESS_KEY is not set");
+            goto fail;
+        }
+        rc = secret_from_env(c, kpath, default_env ? "AWS_SECRET_ACCESS_KEY" : src.secret_key_env,
+                             &cfg->upstream.secret_key);
+    }
+    if (rc != 0) {
+        goto fail;
+    }
+
+    /*
+     * Session token: a named variable must be set.  The default
+     * AWS_SESSION_TOKEN is used only with the default AWS_SECRET_ACCESS_KEY,
+     * so a stray AWS session in a developer's shell is not sent along with
+     * keys that came from somewhere else.
+     */
+    if (src.session_token_env != NULL) {
+        join(kpath, sizeof(kpath), path, "session_token_env");
+        rc = secret_from_env(c, kpath, src.session_token_env, &cfg->upstream.session_token);
+        if (rc != 0) {
+            goto fail;
+        }
+    } else if (default_env) {
+        const char *tok = getenv("AWS_SESSION_TOKEN");
+        if (tok != NULL && tok[0] != '\0') {
+            cfg->upstream.session_token = strdup(tok);
+            if (cfg->upstream.session_token == NULL) {
+                rc = nomem(c);
+                goto fail;
+            }
+        }
+    }
+fail:
+    free(src.access_key_env);
+    free(src.secret_key_env);
+    free(src.secret_key_file);
+    free(src.session_token_env);
+    return rc;
+}
+
+/* ---- principals ---- */
+
+struct principal_src {
+    char *secret_key_env;  /* owned or NULL */
+    char *secret_key_file; /* owned or NULL */
+};
+
+#define PR(m) offsetof(struct gw_principal, m)
+#define PS(m) offsetof(struct principal_src, m)
+static const struct field principal_fields[] = {
+    FSTR("name", PR(name), REQ, 1, 0, NULL, V_TOKEN),
+    FSTR("access_key", PR(access_key), REQ, 1, 0, NULL, V_AKEY),
+    FSTR("secret_key", PR(secret_key), 0, 1, 0, NULL, V_NONE),
+    FSTR("secret_key_env", PS(secret_key_env), SCR, 1, 0, NULL, V_ENV),
+    FSTR("secret_key_file", PS(secret_key_file), SCR, 1, 0, NULL, V_NONE),
+    FLIST("buckets", PR(buckets), V_BUCKET),
+    FLIST("locks", PR(locks), V_LOCK),
+};
+#undef PR
+#undef PS
+
+static int
+parse_principal(struct ctx *c, const char *path, json_t *v, struct gw_principal *p)
+{
+    struct principal_src src = {0};
+    char kpath[CONFIG_MAX_PATH];
+    int rc = walk(c, path, v, principal_fields, NFIELDS(principal_fields), p, &src, NULL);
+    if (rc != 0) {
+        goto fail;
+    }
+    int nsrc =
+        (p->secret_key != NULL) + (src.secret_key_env != NULL) + (src.secret_key_file != NULL);
+    if (nsrc != 1) {
+        join(kpath, sizeof(kpath), path, "secret_key");
+        rc = cfg_err(c, kpath, "give exactly one of secret_key, secret_key_env, secret_key_file");
+        goto fail;
+    }
+    if (src.secret_key_env != NULL) {
+        join(kpath, sizeof(kpath), path, "secret_key_env");
+        rc = secret_from_env(c, kpath, src.secret_key_env, &p->secret_key);
+    } else if (src.secret_key_file != NULL) {
+        join(kpath, sizeof(kpath), path, "secret_key_file");
+        rc = secret_from_file(c, kpath, src.secret_key_file, &p->secret_key);
+    }
+fail:
+    free(src.secret_key_env);
+    free(src.secret_key_file);
+    return rc;
+}
+
+/* F_CUSTOM for "principals" (base: &cfg->principals) */
+static int
+on_principals(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, principals));
+    if (v == NULL) {
+        return 0;
+    }
+    if (!json_is_array(v)) {
+        return cfg_err(c, path, "expected an array of objects");
+    }
+    size_t n = json_array_size(v);
+    if (n == 0) {
+        return 0;
+    }
+    cfg->principals = calloc(n, sizeof(*cfg->principals));
+    if (cfg->principals == NULL) {
+        return nomem(c);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ipath[CONFIG_MAX_PATH];
+        index_path(ipath, sizeof(ipath), path, i);
+        cfg->nprincipals = i + 1;
+        struct gw_principal *p = &cfg->principals[i];
+        int rc = parse_principal(c, ipath, json_array_get(v, i), p);
+        if (rc != 0) {
+            return rc;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(cfg->principals[j].access_key, p->access_key) == 0) {
+                char kpath[CONFIG_MAX_PATH];
+                join(kpath, sizeof(kpath), ipath, "access_key");
+                return cfg_err(c, kpath, "same access key as %s[%zu]", path, j);
+            }
+            if (strcmp(cfg->principals[j].name, p->name) == 0) {
+                char kpath[CONFIG_MAX_PATH];
+                join(kpath, sizeof(kpath), ipath, "name");
+                return cfg_err(c, kpath, "same name as %s[%zu]", path, j);
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- election ---- */
+
+static const struct choice backend_choices[] = {
+    {"s3", GW_ELECT_S3},
+    {"dir", GW_ELECT_DIR},
+    {NULL, 0},
+};
+
+#define EL(m)     offsetof(struct gw_config, election.m)
+#define LEASE_MAX 86400000u /* one day */
+static const struct field election_fields[] = {
+    FENUM("backend", EL(backend), REQ, GW_ELECT_NONE, backend_choices),
+    FSTR("bucket", EL(bucket), 0, 1, 0, NULL, V_BUCKET),
+    FSTR("prefix", EL(prefix), 0, 0, 512, "fencegate/", V_NONE),
+    FSTR("path", EL(path), 0, 1, 0, NULL, V_NONE),
+    FU32("default_lease_ms", EL(default_lease_ms), 10, LEASE_MAX, 15000),
+    FU32("min_lease_ms", EL(min_lease_ms), 10, LEASE_MAX, 1000),
+    FU32("max_lease_ms", EL(max_lease_ms), 10, LEASE_MAX, 300000),
+    FU32("keep_epochs", EL(keep_epochs), 1, 1000000, 5),
+};
+#undef EL
+
+/* F_CUSTOM for "election" (base: &cfg->election); absent means backend NONE */
+static int
+on_election(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, election));
+    char kpath[CONFIG_MAX_PATH];
+    if (v == NULL) {
+        /* defaults for the lease numbers; "backend" is the one required key */
+        int rc =
+            walk(c, path, NULL, election_fields + 1, NFIELDS(election_fields) - 1, cfg, NULL, NULL);
+        cfg->election.backend = GW_ELECT_NONE;
+        return rc;
+    }
+    int rc = walk(c, path, v, election_fields, NFIELDS(election_fields), cfg, NULL, NULL);
+    if (rc != 0) {
+        return rc;
+    }
+    bool s3 = cfg->election.backend == GW_ELECT_S3;
+    const char *need = s3 ? "bucket" : "path";
+    const char *other = s3 ? "path" : "bucket";
+    if ((s3 ? cfg->election.bucket : cfg->election.path) == NULL) {
+        join(kpath, sizeof(kpath), path, need);
+        return cfg_err(c, kpath, "required with backend \"%s\"", s3 ? "s3" : "dir");
+    }
+    if ((s3 ? cfg->election.path : cfg->election.bucket) != NULL) {
+        join(kpath, sizeof(kpath), path, other);
+        return cfg_err(c, kpath, "only for backend \"%s\"", s3 ? "dir" : "s3");
+    }
+    if (cfg->election.min_lease_ms > cfg->election.max_lease_ms) {
+        join(kpath, sizeof(kpath), path, "min_lease_ms");
+        return cfg_err(c, kpath, "larger than max_lease_ms");
+    }
+    if (cfg->election.default_lease_ms < cfg->election.min_lease_ms ||
+        cfg->election.default_lease_ms > cfg->election.max_lease_ms) {
+        join(kpath, sizeof(kpath), path, "default_lease_ms");
+        return cfg_err(c, kpath, "must lie between min_lease_ms (%u) and max_lease_ms (%u)",
+                       cfg->election.min_lease_ms, cfg->election.max_lease_ms);
+    }
+    return 0;
+}
+
+/* ---- fences ---- */
+
+#define FR(m) offsetof(struct gw_fence_rule, m)
+static const struct field fence_fields[] = {
+    FSTR("bucket", FR(bucket), REQ, 1, 0, NULL, V_BUCKET),
+    FSTR("prefix", FR(prefix), 0, 0, 1024, "", V_NONE),
+    FSTR("lock", FR(lock), REQ, 1, 0, NULL, V_LOCK),
+    FBOOL("require_token", FR(require_token), true),
+};
+#undef FR
+
+/* F_CUSTOM for "fences" (base: &cfg->fences) */
+static int
+on_fences(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, fences));
+    if (v == NULL) {
+        return 0;
+    }
+    if (!json_is_array(v)) {
+        return cfg_err(c, path, "expected an array of objects");
+    }
+    size_t n = json_array_size(v);
+    if (n == 0) {
+        return 0;
+    }
+    cfg->fences = calloc(n, sizeof(*cfg->fences));
+    if (cfg->fences == NULL) {
+        return nomem(c);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ipath[CONFIG_MAX_PATH];
+        index_path(ipath, sizeof(ipath), path, i);
+        cfg->nfences = i + 1;
+        int rc = walk(c, ipath, json_array_get(v, i), fence_fields, NFIELDS(fence_fields),
+                      &cfg->fences[i], NULL, NULL);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- fencing, limits, audit: plain sections ---- */
+
+#define FE(m) offsetof(struct gw_config, fencing.m)
+static const struct field fencing_fields[] = {
+    FBOOL("allow_unfenced_writes", FE(allow_unfenced_writes), true),
+    FBOOL("record_epoch_metadata", FE(record_epoch_metadata), true),
+    FBOOL("abort_stale_uploads", FE(abort_stale_uploads), true),
+    FBOOL("allow_bucket_writes", FE(allow_bucket_writes), false),
+};
+#undef FE
+
+#define LI(m)   offsetof(struct gw_config, limits.m)
+#define HOUR_MS 3600000u
+static const struct field limits_fields[] = {
+    FU32("max_header_bytes", LI(max_header_bytes), 1024, 1048576, 65536),
+    FU32("max_headers", LI(max_headers), 8, 10000, 100),
+    FU32("max_url_bytes", LI(max_url_bytes), 256, 65536, 8192),
+    FU32("header_timeout_ms", LI(header_timeout_ms), 100, HOUR_MS, 30000),
+    FU32("body_timeout_ms", LI(body_timeout_ms), 100, HOUR_MS, 60000),
+    FU32("idle_timeout_ms", LI(idle_timeout_ms), 100, HOUR_MS, 60000),
+    FU32("write_timeout_ms", LI(write_timeout_ms), 100, HOUR_MS, 60000),
+    FU32("max_connections", LI(max_connections), 1, 1000000, 4096),
+    FU32("buffer_bytes", LI(buffer_bytes), 4096, 67108864, 262144),
+};
+#undef LI
+
+#define AU(m) offsetof(struct gw_config, audit.m)
+static const struct field audit_fields[] = {
+    FU32("retention_days", AU(retention_days), 1, 36500, 30),
+    FU64("max_records", AU(max_records), 1, 1000000000000ull, 1000000),
+};
+#undef AU
+
+/* F_CUSTOM for "fencing", "limits", "audit" (base: that member of struct gw_config) */
+static int
+on_fencing(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    return walk(c, path, v, fencing_fields, NFIELDS(fencing_fields),
+                (char *)dst - offsetof(struct gw_config, fencing), NULL, NULL);
+}
+
+static int
+on_limits(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    return walk(c, path, v, limits_fields, NFIELDS(limits_fields),
+                (char *)dst - offsetof(struct gw_config, limits), NULL, NULL);
+}
+
+static int
+on_audit(struct ctx *c, const char *path, json_t *v, void *dst)
+{
+    return walk(c, path, v, audit_fields, NFIELDS(audit_fields),
+                (char *)dst - offsetof(struct gw_config, audit), NULL, NULL);
+}
+
+/* ---- the top level ---- */
+
+#define TOP(m) offsetof(struct gw_config, m)
+static const struct field top_fields[] = {
+    FCUSTOM("listen", TOP(listen), on_listen),
+    FSTR("data_dir", TOP(data_dir), REQ, 1, 0, NULL, V_NONE),
+    FSTR("gateway_id", TOP(gateway_id), 0, 1, 255, NULL, V_TOKEN),
+    FSTR("log_level", TOP(log_level), 0, 1, 0, "info", V_LOGLEVEL),
+    FBOOL("allow_anonymous", TOP(allow_anonymous), false),
+    FLIST("virtual_host_domains", TOP(virtual_host_domains), V_DOMAIN),
+    FCUSTOM("upstream", TOP(upstream), on_upstream),
+    FCUSTOM("principals", TOP(principals), on_principals),
+    FCUSTOM("election", TOP(election), on_election),
+    FCUSTOM("fences", TOP(fences), on_fences),
+    FCUSTOM("fencing", TOP(fencing), on_fencing),
+    FCUSTOM("limits", TOP(limits), on_limits),
+    FCUSTOM("audit", TOP(audit), on_audit),
+};
+#undef TOP
+
+static int
+default_gateway_id(struct ctx *c, struct gw_config *cfg)
+{
+    char host[256];
+    if (gethostname(host, sizeof(host)) != 0) {
+        host[0] = '\0';
+    }
+    host[sizeof(host) - 1] = '\0';
+    const char *id = valid_token(host) ? host : "fencegate";
+    cfg->gateway_id = strdup(id);
+    return cfg->gateway_id == NULL ? nomem(c) : 0;
+}
+
+/* check_anonymous - DESIGN.md "Security": no principals on a non-loopback address needs consent. */
+static int
+check_anonymous(struct ctx *c, const struct gw_config *cfg)
+{
+    if (cfg->nprincipals > 0 || cfg->allow_anonymous) {
+        return 0;
+    }
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        const struct gw_listen *l = &cfg->listen[i];
+        if (!l->loopback) {
+            bool v6 = strchr(l->host, ':') != NULL;
+            return cfg_err(c, "principals",
+                           "none configured and listen address %s%s%s:%u is not loopback; set "
+                           "\"allow_anonymous\": true to allow",
+                           v6 ? "[" : "", l->host, v6 ? "]" : "", (unsigned)l->port);
+        }
+    }
+    return 0;
+}
+
+/* load_json - parse text; path (or NULL) is recorded in the config. */
+static int
+load_json(const char *text, size_t len, const char *path, struct gw_config **out, struct ctx *c)
+{
+    json_error_t jerr;
+    struct gw_config *cfg = NULL;
+    int rc;
+
+    *out = NULL;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        return cfg_err(c, NULL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+    }
+    if (!json_is_object(root)) {
+        rc = cfg_err(c, NULL, "the configuration must be a JSON object");
+        goto fail;
+    }
+    cfg = calloc(1, sizeof(*cfg));
+    if (cfg == NULL) {
+        rc = nomem(c);
+        goto fail;
+    }
+    rc = walk(c, "", root, top_fields, NFIELDS(top_fields), cfg, NULL, NULL);
+    if (rc != 0) {
+        goto fail;
+    }
+    if (cfg->gateway_id == NULL) {
+        rc = default_gateway_id(c, cfg);
+        if (rc != 0) {
+            goto fail;
+        }
+    }
+    rc = check_anonymous(c, cfg);
+    if (rc != 0) {
+        goto fail;
+    }
+    if (path != NULL) {
+        cfg->path = strdup(path);
+        if (cfg->path == NULL) {
+            rc = nomem(c);
+            goto fail;
+        }
+    }
+    json_decref(root);
+    *out = cfg;
+    return 0;
+fail:
+    json_decref(root);
+    gw_config_free(cfg);
+    return rc;
+}
+
+int
+gw_config_load_string(const char *json, struct gw_config **out, char *errbuf, size_t errlen)
+{
+    struct ctx c = {errbuf, errlen};
+    if (errbuf != NULL && errlen > 0) {
+        errbuf[0] = '\0';
+    }
+    return load_json(json, strlen(json), NULL, out, &c);
+}
+
+int
+gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t errlen)
+{
+    struct ctx c = {errbuf, errlen};
+    struct buf text;
+    int rc = 0;
+
+    *out = NULL;
+    if (errbuf != NULL && errlen > 0) {
+        errbuf[0] = '\0';
+    }
+    buf_init(&text, CONFIG_MAX_FILE_BYTES);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        (void)cfg_err(&c, path, "cannot open: %s", strerror(errno));
+        return ERR_IO;
+    }
+    for (;;) {
+        char chunk[16384];
+        ssize_t r = read(fd, chunk, sizeof(chunk));
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            (void)cfg_err(&c, path, "cannot read: %s", strerror(errno));
+            rc = ERR_IO;
+            goto fail;
+        }
+        if (r == 0) {
+            break;
+        }
+        rc = buf_append(&text, chunk, (size_t)r);
+        if (rc == ERR_TOOBIG) {
+            rc = cfg_err(&c, path, "larger than %zu bytes", CONFIG_MAX_FILE_BYTES);
+            goto fail;
+        }
+        if (rc != 0) {
+            rc = nomem(&c);
+            goto fail;
+        }
+    }
+    rc = load_json(buf_cstr(&text), text.len, path, out, &c);
+fail:
+    /* the file may hold inline secrets */
+    buf_cleanse(&text);
+    (void)close(fd);
+    return rc;
+}
+
+void
+gw_config_free(struct gw_config *cfg)
+{
+    if (cfg == NULL) {
+        return;
+    }
+    free(cfg->path);
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        free(cfg->listen[i].host);
+        free(cfg->listen[i].tls_cert);
+        free(cfg->listen[i].tls_key);
+    }
+    free(cfg->data_dir);
+    free(cfg->gateway_id);
+    free(cfg->log_level);
+    free_strlist(cfg->virtual_host_domains);
+    free(cfg->upstream.endpoint);
+    free(cfg->upstream.region);
+    free(cfg->upstream.access_key);
+    free_secret(cfg->upstream.secret_key);
+    free_secret(cfg->upstream.session_token);
+    free(cfg->upstream.ca_file);
+    for (size_t i = 0; i < cfg->nprincipals; i++) {
+        struct gw_principal *p = &cfg->principals[i];
+        free(p->name);
+        free(p->access_key);
+        free_secret(p->secret_key);
+        free_strlist(p->buckets);
+        free_strlist(p->locks);
+    }
+    free(cfg->principals);
+    free(cfg->election.bucket);
+    free(cfg->election.prefix);
+    free(cfg->election.path);
+    for (size_t i = 0; i < cfg->nfences; i++) {
+        free(cfg->fences[i].bucket);
+        free(cfg->fences[i].prefix);
+        free(cfg->fences[i].lock);
+    }
+    free(cfg->fences);
+    wipe(cfg, sizeof(*cfg));
+    free(cfg);
+}
+
+const struct gw_principal *
+gw_config_principal_by_key(const struct gw_config *cfg, const char *access_key)
+{
+    for (size_t i = 0; i < cfg->nprincipals; i++) {
+        if (strcmp(cfg->principals[i].access_key, access_key) == 0) {
+            return &cfg->principals[i];
+        }
+    }
+    return NULL;
+}
+
+const struct gw_fence_rule *
+gw_config_fence_rule(const struct gw_config *cfg, const char *bucket, const char *key)
+{
+    for (size_t i = 0; i < cfg->nfences; i++) {
+        const struct gw_fence_rule *r = &cfg->fences[i];
+        if (strcmp(r->bucket, bucket) == 0 && strncmp(key, r->prefix, strlen(r->prefix)) == 0) {
+            return r;
+        }
+    }
+    return NULL;
+}
