@@ -36,6 +36,26 @@
  *
  * Memory: header bytes are capped by limits.max_header_bytes; body and
  * output buffers by limits.buffer_bytes (soft watermark, plus one read).
+ * A zero in gw_config.limits means the default documented in config.h.
+ *
+ * Errors the server writes itself (S3 XML, Connection: close):
+ *   431 RequestHeaderSectionTooLarge  head (or trailers) past max_header_bytes or max_headers
+ *   414 InvalidURI                    target past max_url_bytes
+ *   400 InvalidRequest                malformed, smuggling shapes, obs-fold, CTLs, Host missing
+ *                                     or repeated (HTTP/1.1), HTTP/0.9, bad chunked framing
+ *   501 NotImplemented                Transfer-Encoding other than a lone "chunked" (as S3)
+ *   505 HTTPVersionNotSupported       HTTP/1.2+, HTTP/2 preface
+ *   405 MethodNotAllowed              CONNECT
+ *   400 RequestTimeout                header timeout after a first byte, body timeout
+ *   503 ServiceUnavailable            out of memory
+ * A connection that never sends a byte, or is idle between requests, is
+ * closed silently at its timeout.  Connections close "lingering" (FIN, then
+ * input is read and dropped for up to 2 s) so a final error is not lost to a
+ * TCP reset.
+ *
+ * EOF from the client: while a request body is incomplete, on_abort(ERR_CLOSED);
+ * once the body is complete the response is still written (HTTP/1.0 tools
+ * half-close) and a write failure then aborts.  An error or reset aborts at once.
  */
 #ifndef GW_HTTP_H
 #define GW_HTTP_H
@@ -113,10 +133,11 @@ const char *gw_req_target(const struct gw_req *req); /* raw request target, e.g.
 const char *gw_req_path(const struct gw_req *req);   /* raw target before '?' (not decoded) */
 const char *gw_req_query(const struct gw_req *req);  /* raw target after '?', "" if none */
 int gw_req_version_minor(const struct gw_req *req);  /* 0 or 1 (HTTP/1.x) */
-const char *gw_req_id(const struct gw_req *req);     /* unique request id (hex), for logs and errors */
-const char *gw_req_peer(const struct gw_req *req);   /* client address "ip:port" */
+const char *gw_req_id(const struct gw_req *req); /* unique request id (hex), for logs and errors */
+const char *gw_req_peer(const struct gw_req *req); /* client address "ip:port" */
 bool gw_req_is_tls(const struct gw_req *req);
-const struct gw_config *gw_req_config(const struct gw_req *req); /* config in force for this request */
+const struct gw_config *
+gw_req_config(const struct gw_req *req); /* config in force for this request */
 
 /* gw_req_header - the value of the first header named name (case-insensitive), or NULL. */
 const char *gw_req_header(const struct gw_req *req, const char *name);
@@ -134,12 +155,14 @@ int64_t gw_req_content_length(const struct gw_req *req);
 /* gw_req_trailer - a trailer field of a chunked body (after the body ended), or NULL. */
 const char *gw_req_trailer(const struct gw_req *req, const char *name);
 
-/* gw_req_body_start - the handler will read the body: sends "100 Continue" if asked, starts reading. */
+/* gw_req_body_start - the handler will read the body: sends "100 Continue" if asked, starts
+ * reading. */
 void gw_req_body_start(struct gw_req *req);
 
 /*
  * gw_req_body_read - copy up to len decoded body bytes (chunked framing
  * removed) into dst.
+ * Starts the body (gw_req_body_start) if the handler has not.
  * Returns >0 bytes copied; 0 at the end of the body (all of it read);
  * ERR_AGAIN when nothing is buffered now (ops->on_body_ready will follow);
  * ERR_INVAL when the body framing was bad; ERR_CLOSED if the client went away.
@@ -162,7 +185,8 @@ void gw_resp_start(struct gw_req *req, int status);
 
 /*
  * gw_resp_header - add a response header.  Returns 0, or ERR_INVAL if name or
- * value holds CR, LF or NUL (the header is dropped).  Hop-by-hop headers
+ * value holds CR, LF or NUL (the header is dropped), ERR_TOOBIG once the handler's
+ * headers pass 64 KiB.  Hop-by-hop headers
  * (Connection, Keep-Alive, Transfer-Encoding, Content-Length) are managed by
  * the server and ignored here.
  */
@@ -186,6 +210,16 @@ MUST_USE int gw_resp_body_write(struct gw_req *req, const void *data, size_t len
 
 /* gw_resp_end - the response is complete.  req must not be used after this returns. */
 void gw_resp_end(struct gw_req *req);
+
+/*
+ * gw_resp_abort - end the request by cutting the connection: what was queued
+ * is flushed, but a chunked body gets no final chunk and a Content-Length body
+ * stays short, so the client sees a broken response, never a complete-looking
+ * one (e.g. the upstream failed mid-body).  Before any head was sent it
+ * answers 502 instead.  req must not be used after this returns; on_abort is
+ * not called.
+ */
+void gw_resp_abort(struct gw_req *req);
 
 /* gw_resp_simple - a whole response with a body in one call (ends the response). */
 void gw_resp_simple(struct gw_req *req, int status, const char *content_type, const void *body,
