@@ -36,9 +36,9 @@ struct gw_upstream_opts {
 
 /* What to send.  Every pointer is borrowed only until gw_xfer_start returns. */
 struct gw_xfer_req {
-    const char *method; /* sent exactly as given */
-    const char *url;    /* scheme://host[:port]/path?query; the path is sent byte for byte
-                           (CURLOPT_PATH_AS_IS: no dot-segment squashing) */
+    const char *method;         /* sent exactly as given */
+    const char *url;            /* scheme://host[:port]/path?query; the path is sent byte for byte
+                                   (CURLOPT_PATH_AS_IS: no dot-segment squashing) */
     const char *const *headers; /* "Name: value" strings, NULL-terminated; sent as given, in
                                    order, and nothing else is added (no Accept, no Expect,
                                    no Content-Type); a Host header here replaces curl's */
