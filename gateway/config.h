@@ -39,11 +39,11 @@ struct gw_listen {
 };
 
 struct gw_principal {
-    char *name;        /* owned; shown in logs and audit records */
-    char *access_key;  /* owned */
-    char *secret_key;  /* owned secret: wiped on free */
-    char **buckets;    /* owned, NULL-terminated; NULL means every bucket */
-    char **locks;      /* owned, NULL-terminated; NULL means every lock */
+    char *name;       /* owned; shown in logs and audit records */
+    char *access_key; /* owned */
+    char *secret_key; /* owned secret: wiped on free */
+    char **buckets;   /* owned, NULL-terminated; NULL means every bucket */
+    char **locks;     /* owned, NULL-terminated; NULL means every lock */
 };
 
 struct gw_fence_rule {
@@ -59,24 +59,25 @@ struct gw_config {
     struct gw_listen listen[GW_CONFIG_MAX_LISTEN]; /* listen[0..nlisten) */
     size_t nlisten;
 
-    char *data_dir;     /* owned; LMDB environment and other state */
-    char *gateway_id;   /* owned; this gateway's name in lock files ("granted_by"); default hostname */
-    char *log_level;    /* owned; "debug", "info", "warn", "error" */
+    char *data_dir; /* owned; LMDB environment and other state */
+    char
+        *gateway_id; /* owned; this gateway's name in lock files ("granted_by"); default hostname */
+    char *log_level; /* owned; "debug", "info", "warn", "error" */
     bool allow_anonymous; /* no principals and a non-loopback listener are allowed together */
     char **virtual_host_domains; /* owned, NULL-terminated: "s3.example.com" means
                                     bucket.s3.example.com is virtual-hosted style */
 
     struct {
-        char *endpoint;       /* owned; "http://127.0.0.1:7480" (scheme, host, port; no path) */
-        char *region;         /* owned; signing region, default "us-east-1" */
+        char *endpoint; /* owned; "http://127.0.0.1:7480" (scheme, host, port; no path) */
+        char *region;   /* owned; signing region, default "us-east-1" */
         enum gw_addressing addressing;
-        char *access_key;     /* owned; resolved from access_key or access_key_env */
-        char *secret_key;     /* owned secret; resolved from secret_key or secret_key_env */
-        char *session_token;  /* owned secret or NULL; from session_token_env */
-        char *ca_file;        /* owned or NULL; CA bundle for https upstreams */
-        bool tls_verify;      /* verify the upstream's certificate (default true) */
+        char *access_key;            /* owned; resolved from access_key or access_key_env */
+        char *secret_key;            /* owned secret; resolved from secret_key or secret_key_env */
+        char *session_token;         /* owned secret or NULL; from session_token_env */
+        char *ca_file;               /* owned or NULL; CA bundle for https upstreams */
+        bool tls_verify;             /* verify the upstream's certificate (default true) */
         uint32_t connect_timeout_ms; /* default 5000 */
-        uint32_t timeout_ms;  /* no progress for this long ends a transfer with 504; default 60000 */
+        uint32_t timeout_ms; /* no progress for this long ends a transfer with 504; default 60000 */
         uint32_t max_connections; /* cap on open upstream connections; default 256 */
     } upstream;
 
@@ -85,13 +86,13 @@ struct gw_config {
 
     struct {
         enum gw_election_backend backend;
-        char *bucket;            /* owned; s3 backend bucket */
-        char *prefix;            /* owned; key prefix, default "fencegate/" */
-        char *path;              /* owned; dir backend directory */
+        char *bucket;              /* owned; s3 backend bucket */
+        char *prefix;              /* owned; key prefix, default "fencegate/" */
+        char *path;                /* owned; dir backend directory */
         uint32_t default_lease_ms; /* default 15000 */
-        uint32_t min_lease_ms;   /* default 1000 */
-        uint32_t max_lease_ms;   /* default 300000 */
-        uint32_t keep_epochs;    /* epoch files kept per lock by GC; default 5 */
+        uint32_t min_lease_ms;     /* default 1000 */
+        uint32_t max_lease_ms;     /* default 300000 */
+        uint32_t keep_epochs;      /* epoch files kept per lock by GC; default 5 */
     } election;
 
     struct gw_fence_rule *fences; /* owned array of nfences, first match wins */

@@ -1,0 +1,229 @@
+#define LOG_MODULE "auth"
+#include "gateway/auth.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "gateway/config.h"
+#include "gateway/http.h"
+#include "gateway/s3req.h"
+
+static int
+refuse(struct gw_auth_fail *fail, int status, const char *code, const char *message)
+{
+    fail->status = status;
+    fail->code = code;
+    fail->message = message;
+    return ERR_AUTH;
+}
+
+/* Reads the payload mode from x-amz-content-sha256 (SigV4 for S3: "Signature
+ * Calculations for the Authorization Header", payload options). */
+static int
+payload_mode(struct gw_req *req, bool header_form, struct gw_auth *out, struct gw_auth_fail *fail)
+{
+    const char *h = gw_req_header(req, "x-amz-content-sha256");
+    if (h == NULL) {
+        if (header_form) {
+            return refuse(fail, 400, "InvalidRequest",
+                          "Missing required header for this request: x-amz-content-sha256.");
+        }
+        out->payload = GW_PAYLOAD_NONE;
+        return 0;
+    }
+    if (strcmp(h, GW_SIGV4_UNSIGNED) == 0) {
+        out->payload = GW_PAYLOAD_NONE;
+        return 0;
+    }
+    if (strlen(h) == GW_SIGV4_HEX_LEN && strspn(h, "0123456789abcdefABCDEF") == GW_SIGV4_HEX_LEN) {
+        for (size_t i = 0; i <= GW_SIGV4_HEX_LEN; i++) {
+            char c = h[i];
+            out->sha256[i] = (char)((c >= 'A' && c <= 'F') ? c - 'A' + 'a' : c);
+        }
+        out->payload = GW_PAYLOAD_SHA256;
+        if (gw_req_content_length(req) == 0 && strcmp(out->sha256, GW_SIGV4_EMPTY_SHA256) != 0) {
+            return refuse(fail, 400, "XAmzContentSHA256Mismatch",
+                          "The provided 'x-amz-content-sha256' header does not match what was "
+                          "computed.");
+        }
+        return 0;
+    }
+    if (strcmp(h, GW_SIGV4_STREAMING) == 0) {
+        out->payload = GW_PAYLOAD_CHUNKED_SIGNED;
+    } else if (strcmp(h, GW_SIGV4_STREAMING_TRL) == 0) {
+        out->payload = GW_PAYLOAD_CHUNKED_SIGNED_TRL;
+    } else if (strcmp(h, GW_SIGV4_STREAMING_UTRL) == 0) {
+        out->payload = GW_PAYLOAD_CHUNKED_UNSIGNED_TRL;
+    } else {
+        return refuse(fail, 400, "InvalidArgument",
+                      "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, a STREAMING-* value, or "
+                      "the body's SHA-256 in hex.");
+    }
+    const char *dl = gw_req_header(req, "x-amz-decoded-content-length");
+    if (dl == NULL || parse_u64(dl, 0, INT64_MAX, &out->decoded_length) != 0) {
+        return refuse(fail, 411, "MissingContentLength",
+                      "aws-chunked uploads need a valid x-amz-decoded-content-length header.");
+    }
+    out->trailer = gw_req_header(req, "x-amz-trailer");
+    return 0;
+}
+
+static bool
+bucket_allowed(const struct gw_principal *p, const struct gw_s3req *s3)
+{
+    if (p->buckets == NULL || s3->bucket_len == 0) {
+        return true;
+    }
+    for (char **b = p->buckets; *b != NULL; b++) {
+        if (strcmp(*b, s3->bucket) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int
+fail_from_verify(enum gw_sigv4_fail why, struct gw_auth_fail *fail)
+{
+    switch (why) {
+    case GW_SIGV4_FAIL_MALFORMED:
+        return refuse(fail, 400, "AuthorizationHeaderMalformed",
+                      "The authorization header is malformed.");
+    case GW_SIGV4_FAIL_QUERY:
+        return refuse(fail, 400, "AuthorizationQueryParametersError",
+                      "The presigned URL's X-Amz-* parameters are malformed.");
+    case GW_SIGV4_FAIL_SKEW:
+        return refuse(fail, 403, "RequestTimeTooSkewed",
+                      "The difference between the request time and the current time is too "
+                      "large.");
+    case GW_SIGV4_FAIL_EXPIRED:
+        return refuse(fail, 403, "AccessDenied", "Request has expired.");
+    case GW_SIGV4_FAIL_MISMATCH:
+        return refuse(fail, 403, "SignatureDoesNotMatch",
+                      "The request signature we calculated does not match the signature you "
+                      "provided. Check your key and signing method.");
+    case GW_SIGV4_FAIL_NONE:
+    case GW_SIGV4_FAIL_INTERNAL:
+    default:
+        return refuse(fail, 500, "InternalError", "The signature could not be checked.");
+    }
+}
+
+int
+gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
+              struct gw_sigv4_keycache *kc, struct gw_auth *out, struct gw_auth_fail *fail)
+{
+    struct gw_sigv4_authz a;
+    struct gw_sigv4_header *hs = NULL;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    const char *authz = gw_req_header(req, "authorization");
+
+    if (cfg->nprincipals == 0) {
+        /* Anonymous mode: nothing to verify against, but the body framing still
+         * has to be understood.  Signed chunks cannot be checked without a key. */
+        rc = payload_mode(req, false, out, fail);
+        if (rc == 0 && (out->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+                        out->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL)) {
+            rc = refuse(fail, 400, "InvalidRequest",
+                        "Signed aws-chunked uploads need principals in the gateway's "
+                        "configuration; use UNSIGNED-PAYLOAD or a body hash.");
+        }
+        return rc;
+    }
+
+    if (authz != NULL) {
+        rc = gw_sigv4_authz_parse(authz, &a);
+        if (rc == ERR_UNSUPPORTED) {
+            return refuse(fail, 400, "InvalidRequest",
+                          "The authorization mechanism you have provided is not supported. "
+                          "Please use AWS4-HMAC-SHA256.");
+        }
+        if (rc != 0) {
+            return refuse(fail, 400, "AuthorizationHeaderMalformed",
+                          "The authorization header is malformed.");
+        }
+    } else {
+        rc = gw_sigv4_presigned_parse(gw_req_query(req), &a);
+        if (rc == ERR_NOTFOUND) {
+            return refuse(fail, 403, "AccessDenied", "Anonymous access is not allowed.");
+        }
+        if (rc == ERR_UNSUPPORTED) {
+            return refuse(fail, 400, "AuthorizationQueryParametersError",
+                          "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\".");
+        }
+        if (rc != 0) {
+            return refuse(fail, 400, "AuthorizationQueryParametersError",
+                          "The presigned URL's X-Amz-* parameters are malformed.");
+        }
+    }
+
+    const struct gw_principal *p = gw_config_principal_by_key(cfg, a.access_key);
+    if (p == NULL) {
+        return refuse(fail, 403, "InvalidAccessKeyId",
+                      "The AWS Access Key Id you provided does not exist in our records.");
+    }
+    rc = payload_mode(req, !a.presigned, out, fail);
+    if (rc != 0) {
+        return rc;
+    }
+
+    size_t n = gw_req_header_count(req);
+    hs = calloc(n > 0 ? n : 1, sizeof(*hs));
+    if (hs == NULL) {
+        return ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_header *h = gw_req_header_at(req, i);
+        hs[i].name = h->name;
+        hs[i].value = h->value;
+    }
+    struct gw_sigv4_input in = {
+        .method = gw_req_method(req),
+        .path = gw_req_path(req),
+        .query = gw_req_query(req),
+        .headers = hs,
+        .nheaders = n,
+        .payload_hash = a.presigned ? NULL : gw_req_header(req, "x-amz-content-sha256"),
+    };
+    struct gw_sigv4_verify_opts opts = {
+        .region = NULL, /* any region: the scope is signed, and a gateway has no one region */
+        .service = "s3",
+        .now_ms = clock_wall_ms(),
+        .skew_s = 0,
+    };
+    enum gw_sigv4_fail why = GW_SIGV4_FAIL_NONE;
+    rc = gw_sigv4_verify(kc, p->secret_key, &a, &in, &opts, &out->v, &why);
+    free(hs);
+    if (rc == ERR_NOMEM) {
+        return ERR_NOMEM;
+    }
+    if (rc != 0) {
+        log_info("req %s: %s for access key %s (principal %s)", gw_req_id(req),
+                 gw_sigv4_fail_s3code(why), a.access_key, p->name);
+        gw_auth_cleanup(out);
+        return fail_from_verify(why, fail);
+    }
+    out->verified = true;
+    out->principal = p;
+    if (!bucket_allowed(p, s3)) {
+        gw_auth_cleanup(out);
+        return refuse(fail, 403, "AccessDenied", "Access Denied.");
+    }
+    return 0;
+}
+
+void
+gw_auth_cleanup(struct gw_auth *a)
+{
+    if (a == NULL) {
+        return;
+    }
+    gw_sigv4_wipe(&a->v, sizeof(a->v));
+    a->verified = false;
+}

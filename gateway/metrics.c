@@ -1,0 +1,55 @@
+#include "gateway/metrics.h"
+
+struct gw_metrics gw_metrics;
+
+void
+gw_metrics_count_status(int status)
+{
+    if (status >= 500) {
+        gw_metrics.responses_5xx++;
+    } else if (status >= 400) {
+        gw_metrics.responses_4xx++;
+    } else if (status >= 300) {
+        gw_metrics.responses_3xx++;
+    } else {
+        gw_metrics.responses_2xx++;
+    }
+}
+
+int
+gw_metrics_render(struct buf *out)
+{
+    static const struct {
+        const char *name;
+        const char *type;
+        const char *help;
+        const uint64_t *value;
+    } rows[] = {
+#define ROW(field, type, help) {"fencegate_" #field, type, help, &gw_metrics.field}
+        ROW(requests, "counter", "Requests received."),
+        ROW(requests_active, "gauge", "Requests in progress."),
+        ROW(proxied, "counter", "Requests forwarded upstream."),
+        ROW(writes, "counter", "Forwarded write requests."),
+        ROW(responses_2xx, "counter", "Responses with a 2xx status."),
+        ROW(responses_3xx, "counter", "Responses with a 3xx status."),
+        ROW(responses_4xx, "counter", "Responses with a 4xx status."),
+        ROW(responses_5xx, "counter", "Responses with a 5xx status."),
+        ROW(upstream_errors, "counter", "Upstream transfers that failed."),
+        ROW(upstream_timeouts, "counter", "Upstream transfers that timed out."),
+        ROW(client_aborts, "counter", "Clients that hung up before the response ended."),
+        ROW(bytes_in, "counter", "Request body bytes sent upstream."),
+        ROW(bytes_out, "counter", "Response body bytes sent to clients."),
+        ROW(fence_rejections, "counter", "Writes refused by the fence."),
+#undef ROW
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const uint64_t *v = rows[i].value;
+        int rc =
+            buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", rows[i].name, rows[i].help,
+                       rows[i].name, rows[i].type, rows[i].name, (unsigned long long)*v);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * gateway/metrics.h: process-wide counters, exported as Prometheus text.
+ *
+ * Plain integers bumped on the event-loop thread only (no atomics needed);
+ * gw_metrics_render() formats them for GET /metrics.
+ */
+#ifndef GW_METRICS_H
+#define GW_METRICS_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+
+struct gw_metrics {
+    uint64_t requests;        /* requests whose head was parsed */
+    uint64_t requests_active; /* requests not yet answered */
+    uint64_t proxied;         /* requests forwarded upstream */
+    uint64_t writes;          /* forwarded requests classified as writes */
+    uint64_t responses_2xx;   /* responses by class */
+    uint64_t responses_3xx;
+    uint64_t responses_4xx;
+    uint64_t responses_5xx;
+    uint64_t upstream_errors;   /* transfers that failed to connect or broke */
+    uint64_t upstream_timeouts; /* transfers that timed out */
+    uint64_t client_aborts;     /* clients that hung up before their response ended */
+    uint64_t bytes_in;          /* request-body bytes handed upstream */
+    uint64_t bytes_out;         /* response-body bytes handed to clients */
+    uint64_t fence_rejections;  /* writes refused by the fence */
+};
+
+/* The one instance. */
+extern struct gw_metrics gw_metrics;
+
+/* gw_metrics_count_status - bump the class counter for an HTTP status. */
+void gw_metrics_count_status(int status);
+
+/* gw_metrics_render - append the Prometheus text exposition to out. Returns 0 or a buf error. */
+MUST_USE int gw_metrics_render(struct buf *out);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * gateway/proxy.h: the proxy pipeline.
+ *
+ * Forwards one client request to the upstream: rewrites the header set
+ * (drops hop-by-hop, client credentials and X-Fencing-*), re-signs it with
+ * SigV4 and the upstream credentials, streams the request body up and the
+ * response body down with back-pressure on both sides, and ends the client's
+ * request with exactly one response on every path.
+ *
+ * Event-loop thread only.  One struct gw_proxy per loop, shared by requests.
+ */
+#ifndef GW_PROXY_H
+#define GW_PROXY_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+struct event_base;
+struct gw_auth;
+struct gw_config;
+struct gw_proxy;
+struct gw_req;
+struct gw_s3req;
+struct gw_upstream;
+
+/*
+ * gw_proxy_new - a proxy forwarding to cfg->upstream through up.
+ * [in] cfg, up  borrowed; must outlive the proxy (cfg may be swapped with gw_proxy_set_config).
+ * Returns the proxy, or NULL with errbuf filled (bad endpoint, no memory).
+ */
+struct gw_proxy *gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf,
+                              size_t errlen);
+
+/* gw_proxy_set_config - use cfg (borrowed) for requests forwarded from now on. */
+void gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg);
+
+/* gw_proxy_free - free the proxy (requests in flight must be gone).  NULL-safe. */
+void gw_proxy_free(struct gw_proxy *px);
+
+/*
+ * gw_proxy_forward - forward req (whose head is complete and whose body has
+ * not been started) as the S3 request s3 describes, with the body checked
+ * and decoded as auth says (both borrowed for the call).
+ * Takes over req: the proxy answers it on every path, including errors.
+ */
+void gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                      const struct gw_auth *auth);
+
+#endif

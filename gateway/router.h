@@ -1,0 +1,27 @@
+/*
+ * gateway/router.h: the first stop of every request.
+ *
+ * Answers the gateway's own endpoints (/healthz, /readyz, /metrics, the
+ * /_fencegate/ API) and hands S3 requests, once parsed and classified, to the
+ * proxy.  Event-loop thread only.
+ */
+#ifndef GW_ROUTER_H
+#define GW_ROUTER_H
+
+#include <stdbool.h>
+
+struct gw_proxy;
+struct gw_req;
+struct gw_sigv4_keycache;
+
+struct gw_router {
+    struct gw_proxy *proxy;       /* borrowed */
+    struct gw_sigv4_keycache *kc; /* borrowed; signing keys of inbound principals */
+    bool ready;                   /* /readyz answers 200 only when true */
+    const char *not_ready;        /* static text: why not ready, or NULL */
+};
+
+/* gw_router_on_request - the gw_request_fn given to gw_server_new; arg is a struct gw_router. */
+void gw_router_on_request(struct gw_req *req, void *arg);
+
+#endif

@@ -1,0 +1,221 @@
+#define LOG_MODULE "serve"
+#include "gateway/serve.h"
+
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "gateway/config.h"
+#include "gateway/http.h"
+#include "gateway/proxy.h"
+#include "gateway/router.h"
+#include "gateway/sigv4.h"
+#include "gateway/upstream.h"
+
+/* Configurations replaced by SIGHUP stay alive until exit: requests in flight
+ * may still point into them.  Reloads are rare; the list is capped. */
+#define SERVE_MAX_OLD_CONFIGS 64
+
+struct serve {
+    struct event_base *base;                      /* the one event loop */
+    struct gw_config *cfg;                        /* owned; in force */
+    struct gw_config *old[SERVE_MAX_OLD_CONFIGS]; /* owned; replaced, freed at exit */
+    size_t nold;
+    struct gw_upstream *up;       /* owned */
+    struct gw_proxy *proxy;       /* owned */
+    struct gw_server *srv;        /* owned */
+    struct gw_router router;      /* embedded */
+    struct gw_sigv4_keycache *kc; /* owned; inbound signing keys */
+    struct event *sig_term;       /* SIGTERM */
+    struct event *sig_int;        /* SIGINT */
+    struct event *sig_hup;        /* SIGHUP */
+    int stopping;                 /* how many stop signals were received */
+};
+
+static const char *
+config_path_arg(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            return argv[i + 1];
+        }
+    }
+    return NULL;
+}
+
+static void
+on_drained(void *arg)
+{
+    struct serve *s = arg;
+    log_info("all connections closed; exiting");
+    (void)event_base_loopexit(s->base, NULL);
+}
+
+/* evsignal_new: SIGTERM and SIGINT */
+static void
+on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct serve *s = arg;
+    (void)what;
+    s->stopping++;
+    if (s->stopping > 1) {
+        log_warn("second stop signal (%d): exiting now", (int)sig);
+        (void)event_base_loopbreak(s->base);
+        return;
+    }
+    log_info("signal %d: draining (send it again to exit at once)", (int)sig);
+    gw_server_drain(s->srv, on_drained, s);
+}
+
+/* evsignal_new: SIGHUP */
+static void
+on_reload_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct serve *s = arg;
+    char errbuf[512];
+    struct gw_config *cfg = NULL;
+    (void)sig;
+    (void)what;
+    if (s->nold == SERVE_MAX_OLD_CONFIGS) {
+        log_error("reload refused: too many reloads in this process; restart it");
+        return;
+    }
+    if (gw_config_load(s->cfg->path, &cfg, errbuf, sizeof(errbuf)) != 0) {
+        log_error("reload failed, keeping the running configuration: %s", errbuf);
+        return;
+    }
+    /* Listeners and the data directory are bound at start: changing them needs a restart. */
+    gw_server_set_config(s->srv, cfg);
+    gw_proxy_set_config(s->proxy, cfg);
+    (void)log_set_level(cfg->log_level);
+    s->old[s->nold++] = s->cfg;
+    s->cfg = cfg;
+    log_info("configuration reloaded from %s", cfg->path);
+}
+
+static void
+serve_cleanup(struct serve *s)
+{
+    gw_server_free(s->srv);
+    gw_proxy_free(s->proxy);
+    gw_upstream_free(s->up);
+    gw_sigv4_keycache_free(s->kc);
+    if (s->sig_term != NULL) {
+        event_free(s->sig_term);
+    }
+    if (s->sig_int != NULL) {
+        event_free(s->sig_int);
+    }
+    if (s->sig_hup != NULL) {
+        event_free(s->sig_hup);
+    }
+    if (s->base != NULL) {
+        event_base_free(s->base);
+    }
+    for (size_t i = 0; i < s->nold; i++) {
+        gw_config_free(s->old[i]);
+    }
+    gw_config_free(s->cfg);
+}
+
+int
+gw_cmd_serve(int argc, char **argv)
+{
+    struct serve s = {0};
+    char errbuf[512];
+    const char *path = config_path_arg(argc, argv);
+    int status = 1;
+
+    if (path == NULL) {
+        (void)fprintf(stderr, "usage: fencegate serve -c FILE\n");
+        return 2;
+    }
+    if (gw_config_load(path, &s.cfg, errbuf, sizeof(errbuf)) != 0) {
+        (void)fprintf(stderr, "fencegate: %s: %s\n", path, errbuf);
+        return 1;
+    }
+    (void)log_set_level(s.cfg->log_level);
+    (void)signal(SIGPIPE, SIG_IGN);
+
+    s.base = event_base_new();
+    if (s.base == NULL) {
+        log_error("cannot create the event loop");
+        goto out;
+    }
+    struct gw_upstream_opts uo = {
+        .connect_timeout_ms = s.cfg->upstream.connect_timeout_ms,
+        .timeout_ms = s.cfg->upstream.timeout_ms,
+        .max_connections = s.cfg->upstream.max_connections,
+        .ca_file = s.cfg->upstream.ca_file,
+        .tls_verify = s.cfg->upstream.tls_verify,
+    };
+    s.up = gw_upstream_new(s.base, &uo);
+    if (s.up == NULL) {
+        log_error("cannot create the upstream client");
+        goto out;
+    }
+    s.proxy = gw_proxy_new(s.cfg, s.up, errbuf, sizeof(errbuf));
+    if (s.proxy == NULL) {
+        log_error("%s", errbuf);
+        goto out;
+    }
+    s.kc = gw_sigv4_keycache_new();
+    if (s.kc == NULL) {
+        log_error("out of memory");
+        goto out;
+    }
+    s.router.proxy = s.proxy;
+    s.router.kc = s.kc;
+    s.router.ready = true;
+    s.srv = gw_server_new(s.base, s.cfg, gw_router_on_request, &s.router, errbuf, sizeof(errbuf));
+    if (s.srv == NULL) {
+        log_error("%s", errbuf);
+        goto out;
+    }
+    s.sig_term = evsignal_new(s.base, SIGTERM, on_stop_signal, &s);
+    s.sig_int = evsignal_new(s.base, SIGINT, on_stop_signal, &s);
+    s.sig_hup = evsignal_new(s.base, SIGHUP, on_reload_signal, &s);
+    if (s.sig_term == NULL || s.sig_int == NULL || s.sig_hup == NULL ||
+        evsignal_add(s.sig_term, NULL) != 0 || evsignal_add(s.sig_int, NULL) != 0 ||
+        evsignal_add(s.sig_hup, NULL) != 0) {
+        log_error("cannot install signal handlers");
+        goto out;
+    }
+    for (size_t i = 0; i < s.cfg->nlisten; i++) {
+        log_info("listening on %s:%u%s (pid %ld)", s.cfg->listen[i].host,
+                 (unsigned)gw_server_port(s.srv, i), s.cfg->listen[i].tls_cert ? " (TLS)" : "",
+                 (long)getpid());
+    }
+    log_info("upstream %s, region %s", s.cfg->upstream.endpoint, s.cfg->upstream.region);
+    if (event_base_dispatch(s.base) != 0) {
+        log_error("event loop failed");
+        goto out;
+    }
+    status = 0;
+out:
+    serve_cleanup(&s);
+    return status;
+}
+
+int
+gw_cmd_check_config(int argc, char **argv)
+{
+    char errbuf[512];
+    struct gw_config *cfg = NULL;
+    const char *path = config_path_arg(argc, argv);
+    if (path == NULL) {
+        (void)fprintf(stderr, "usage: fencegate check-config -c FILE\n");
+        return 2;
+    }
+    if (gw_config_load(path, &cfg, errbuf, sizeof(errbuf)) != 0) {
+        (void)fprintf(stderr, "%s: %s\n", path, errbuf);
+        return 1;
+    }
+    gw_config_free(cfg);
+    (void)printf("configuration OK\n");
+    return 0;
+}

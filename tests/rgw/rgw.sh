@@ -1,0 +1,348 @@
+#!/usr/bin/env bash
+# rgw.sh: a throw-away Ceph RADOS Gateway (S3) on loopback, for the tests.
+#
+#   rgw.sh start DIR [PORT]   boot ceph-mon + ceph-osd (memstore) + radosgw
+#                             under DIR; S3 on 127.0.0.1:PORT (default: a free
+#                             port).  Writes DIR/env and DIR/pids.
+#   rgw.sh stop DIR           stop exactly the PIDs in DIR/pids (TERM, wait,
+#                             KILL).  Never kills anything by name.
+#   rgw.sh status DIR         exit 0 if every PID in DIR/pids is alive and S3
+#                             answers.
+#
+# Everything lives under DIR: ceph.conf, monmap, mon and osd data, logs,
+# admin sockets, pid files.  No mgr is started: never call mgr-only commands
+# (`ceph df`, `ceph pg stat`), they hang.  Every daemon listens on 127.0.0.1
+# only.  Two instances with different DIRs can run at the same time.
+#
+# DIR/env (shell and python friendly KEY=VALUE lines):
+#   RGW_ENDPOINT=http://127.0.0.1:PORT  RGW_ACCESS_KEY=...  RGW_SECRET_KEY=...
+#   RGW_PORT, RGW_MON_PORT, RGW_DIR, RGW_BOOT_MS,
+#   RGW_VHOST_DOMAIN=localhost  (virtual-hosted: http://BUCKET.localhost:PORT)
+#
+# Environment knobs:
+#   RGW_BOOT_TIMEOUT   seconds to wait for the first S3 answer (default 60)
+#   RGW_MEMSTORE_GB    memstore size reported by the OSD (default 8; RAM is
+#                      only used for what is stored)
+#   RGW_ACCESS_KEY / RGW_SECRET_KEY   the S3 user's keys (fixed defaults)
+set -euo pipefail
+# Nothing from the caller's environment may redirect ceph's tools (the python
+# CLI runs on /usr/bin/python3; the image's pyenv settings must not leak in).
+unset CEPH_ARGS CEPH_CONF PYTHONHOME PYTHONPATH
+
+ACCESS_KEY=${RGW_ACCESS_KEY:-FGTESTACCESSKEY}
+SECRET_KEY=${RGW_SECRET_KEY:-fgtestsecretkey0123456789}
+BOOT_TIMEOUT=${RGW_BOOT_TIMEOUT:-60}
+MEMSTORE_GB=${RGW_MEMSTORE_GB:-8}
+
+die() {
+    echo "rgw.sh: $*" >&2
+    exit 1
+}
+log() { echo "rgw.sh: $*" >&2; }
+
+usage() {
+    echo "usage: rgw.sh start DIR [PORT] | stop DIR | status DIR" >&2
+    exit 2
+}
+
+# Prints N distinct free TCP ports on 127.0.0.1.  A small race remains
+# (someone may take a port before we bind it); start() retries once.
+free_ports() {
+    /usr/bin/python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+now_ms() { date +%s%3N; }
+
+# True if PID is alive and its command line mentions our conf file, so a
+# recycled PID is never signalled.
+ours() {
+    local pid=$1 conf=$2
+    [ -r "/proc/$pid/cmdline" ] || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$conf"
+}
+
+# Stops one process: TERM, wait up to $3 tenths of a second, then KILL.
+stop_one() {
+    local pid=$1 conf=$2 tenths=$3 i
+    ours "$pid" "$conf" || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < tenths; i++)); do
+        ours "$pid" "$conf" || return 0
+        sleep 0.1
+    done
+    log "pid $pid still running after SIGTERM; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# Stops what DIR/pids names, in reverse start order (radosgw, osd, mon): an
+# OSD stops at once while its mon is up, but waits seconds for a dead one.
+stop_pids() {
+    local dir=$1 conf=$1/ceph.conf pids=() name pid
+    [ -f "$dir/pids" ] || return 0
+    while read -r name pid; do
+        [ -n "$pid" ] && pids=("$pid" "${pids[@]}")
+    done <"$dir/pids"
+    for pid in "${pids[@]}"; do
+        stop_one "$pid" "$conf" 100
+    done
+    rm -f "$dir/pids"
+}
+
+# Signed S3 ListBuckets; prints the HTTP status (000 if no answer).  RGW
+# wants x-amz-content-sha256, which curl 7.88's --aws-sigv4 does not add.
+s3_probe() {
+    curl -s --noproxy '*' -o /dev/null -w '%{http_code}' --max-time 3 \
+        -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+        --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ACCESS_KEY:$SECRET_KEY" \
+        "http://127.0.0.1:$1/" 2>/dev/null || true
+}
+
+fail_boot() {
+    local dir=$1
+    shift
+    log "boot failed: $*"
+    local f
+    for f in "$dir"/log/*; do
+        [ -s "$f" ] || continue
+        echo "----- tail $f" >&2
+        tail -n 25 "$f" >&2
+    done
+    stop_pids "$dir"
+    exit "${FAIL_RC:-1}"
+}
+
+# Runs a daemon in the foreground of a new session (so a Ctrl-C aimed at the
+# caller does not hit it half-way; we stop it by PID), records its PID, and
+# waits (bounded) until it has exec'd: until then its command line is ours
+# (bash's) and ours() would call it dead.
+spawn() {
+    local dir=$1 name=$2 pid i
+    shift 2
+    setsid "$@" </dev/null >>"$dir/log/$name.out" 2>&1 &
+    pid=$!
+    echo "$name $pid" >>"$dir/pids"
+    for ((i = 0; i < 200; i++)); do
+        ours "$pid" "$dir/ceph.conf" && return 0
+        sleep 0.01
+    done
+}
+
+write_conf() {
+    local dir=$1 fsid=$2 mon_port=$3 port=$4
+    cat >"$dir/ceph.conf" <<EOF
+# Generated by tests/rgw/rgw.sh; a single-node throw-away cluster.
+[global]
+fsid = $fsid
+mon host = [v2:127.0.0.1:$mon_port]
+mon initial members = a
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+ms bind msgr1 = false
+ms bind ipv6 = false
+auth cluster required = none
+auth service required = none
+auth client required = none
+ms mon client mode = crc
+run dir = $dir/run
+admin socket = $dir/run/\$name.asok
+pid file = $dir/run/\$name.pid
+crash dir = $dir/crash
+keyring = $dir/keyring
+log to stderr = false
+err to stderr = true
+log to syslog = false
+mon cluster log file = $dir/log/cluster.log
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon max pg per osd = 1000
+mon data avail crit = 0
+mon data avail warn = 0
+paxos propose interval = 0.05
+paxos min wait = 0.01
+
+[mon]
+mon data = $dir/mon
+log file = $dir/log/mon.log
+
+[osd]
+osd data = $dir/osd
+osd objectstore = memstore
+memstore device bytes = $((MEMSTORE_GB * 1024 * 1024 * 1024))
+osd crush update on start = true
+log file = $dir/log/osd.log
+
+[client.rgw]
+rgw frontends = beast endpoint=127.0.0.1:$port
+rgw data = $dir/rgw
+# virtual-hosted style too: http://BUCKET.localhost:PORT/ (curl resolves
+# *.localhost to loopback itself); path style keeps working.
+rgw dns name = localhost
+# free deleted objects' memory soon (memstore), not after the default 2 h
+rgw gc obj min wait = 10
+rgw gc processor period = 10
+log file = $dir/log/rgw.log
+EOF
+}
+
+start() {
+    local dir=$1 port=${2:-} mon_port fsid osd_uuid t0 t
+    command -v ceph-mon >/dev/null || die "ceph-mon not installed (run tests/deps.sh)"
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    if [ -f "$dir/pids" ]; then
+        local pid alive=1
+        while read -r _ pid; do ours "$pid" "$dir/ceph.conf" || alive=0; done <"$dir/pids"
+        [ "$alive" -eq 1 ] && die "$dir already runs an RGW (stop it first)"
+        stop_pids "$dir"
+    fi
+    rm -rf "$dir/mon" "$dir/osd" "$dir/rgw" "$dir/run" "$dir/log" "$dir/crash" \
+        "$dir/env" "$dir/pids" "$dir/monmap" "$dir/ceph.conf"
+    mkdir -p "$dir/run" "$dir/log" "$dir/osd" "$dir/rgw" "$dir/crash"
+    : >"$dir/pids"
+    trap 'FAIL_RC=130; fail_boot "$dir" "interrupted"' INT TERM
+
+    t0=$(now_ms)
+    if [ -z "$port" ]; then
+        read -r port mon_port <<<"$(free_ports 2)"
+    else
+        read -r mon_port <<<"$(free_ports 1)"
+    fi
+    fsid=$(cat /proc/sys/kernel/random/uuid)
+    osd_uuid=$(cat /proc/sys/kernel/random/uuid)
+    write_conf "$dir" "$fsid" "$mon_port" "$port"
+    local conf=$dir/ceph.conf
+    local CEPH=(ceph -c "$conf" --connect-timeout 10)
+
+    # mon
+    monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon_port]" \
+        "$dir/monmap" >"$dir/log/mkfs.out" 2>&1 || fail_boot "$dir" "monmaptool"
+    ceph-mon -c "$conf" --mkfs -i a --monmap "$dir/monmap" >>"$dir/log/mkfs.out" 2>&1 ||
+        fail_boot "$dir" "ceph-mon --mkfs"
+    spawn "$dir" mon ceph-mon -c "$conf" -f -i a
+
+    # osd: register it with the mon, then mkfs and start it.
+    local id
+    id=$(timeout 30 "${CEPH[@]}" osd new "$osd_uuid" 2>>"$dir/log/mkfs.out") ||
+        fail_boot "$dir" "ceph osd new"
+    [ "$id" = 0 ] || fail_boot "$dir" "unexpected osd id '$id'"
+    ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$osd_uuid" >>"$dir/log/mkfs.out" 2>&1 ||
+        fail_boot "$dir" "ceph-osd --mkfs"
+    spawn "$dir" osd ceph-osd -c "$conf" -f -i 0
+
+    # Start radosgw only once the OSD is active: radosgw creates its pools
+    # at once, and an op that races the OSD's boot can stall for the
+    # objecter's 5 s tick (seen in about 1 boot in 30).
+    local deadline=$(($(date +%s) + BOOT_TIMEOUT))
+    until grep -q 'state: booting -> active' "$dir/log/osd.log" 2>/dev/null; do
+        ours "$(awk '$1 == "osd" {print $2}' "$dir/pids")" "$conf" ||
+            fail_boot "$dir" "ceph-osd died"
+        [ "$(date +%s)" -lt "$deadline" ] ||
+            fail_boot "$dir" "osd.0 not active after ${BOOT_TIMEOUT}s"
+        sleep 0.02
+    done
+    spawn "$dir" rgw radosgw -c "$conf" -f -n client.rgw
+
+    # Wait for beast to answer at all, then create the user, then wait for a
+    # signed request to succeed.
+    local code user_done=0
+    while :; do
+        local pid name
+        while read -r name pid; do
+            ours "$pid" "$conf" || fail_boot "$dir" "$name (pid $pid) died"
+        done <"$dir/pids"
+        code=$(s3_probe "$port")
+        if [ "$code" = 200 ]; then
+            break
+        fi
+        if [ "$user_done" -eq 0 ] && [ "$code" != 000 ]; then
+            if timeout 30 radosgw-admin -c "$conf" -n client.admin user create \
+                --uid fgtest --display-name "fencegate tests" \
+                --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY" \
+                >"$dir/log/user.out" 2>&1; then
+                user_done=1
+            else
+                fail_boot "$dir" "radosgw-admin user create (see log/user.out)"
+            fi
+            continue
+        fi
+        [ "$(date +%s)" -lt "$deadline" ] ||
+            fail_boot "$dir" "no S3 answer on 127.0.0.1:$port after ${BOOT_TIMEOUT}s (last HTTP $code)"
+        sleep 0.1
+    done
+    trap - INT TERM
+    t=$(($(now_ms) - t0))
+
+    cat >"$dir/env" <<EOF
+RGW_ENDPOINT=http://127.0.0.1:$port
+RGW_ACCESS_KEY=$ACCESS_KEY
+RGW_SECRET_KEY=$SECRET_KEY
+RGW_PORT=$port
+RGW_MON_PORT=$mon_port
+RGW_VHOST_DOMAIN=localhost
+RGW_DIR=$dir
+RGW_BOOT_MS=$t
+EOF
+    log "RGW up on http://127.0.0.1:$port (mon $mon_port) in ${t} ms; env in $dir/env"
+}
+
+status() {
+    local dir=$1 pid port
+    [ -f "$dir/pids" ] && [ -f "$dir/env" ] || return 1
+    while read -r _ pid; do ours "$pid" "$dir/ceph.conf" || return 1; done <"$dir/pids"
+    port=$(sed -n 's/^RGW_PORT=//p' "$dir/env")
+    [ "$(s3_probe "$port")" = 200 ]
+}
+
+[ $# -ge 2 ] || usage
+cmd=$1
+dir=$2
+case "$cmd" in
+start)
+    [ $# -le 3 ] || usage
+    if [ -n "${3:-}" ]; then
+        start "$dir" "$3"
+    else
+        # Free ports are picked before the daemons bind them; someone may
+        # have taken one meanwhile.  One more try with fresh ports (not
+        # after an interrupt).
+        set +e
+        (
+            set -e
+            start "$dir" ""
+        )
+        rc=$?
+        set -e
+        if [ "$rc" -eq 1 ]; then
+            log "retrying once with other ports"
+            start "$dir" ""
+        elif [ "$rc" -ne 0 ]; then
+            exit "$rc"
+        fi
+    fi
+    ;;
+stop)
+    [ -d "$dir" ] || exit 0
+    dir=$(cd "$dir" && pwd)
+    stop_pids "$dir"
+    ;;
+status)
+    [ -d "$dir" ] || exit 1
+    dir=$(cd "$dir" && pwd)
+    status "$dir"
+    ;;
+*) usage ;;
+esac
