@@ -12,6 +12,15 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
+from conftest import gateway_bin
+
+
+def sanitizer_build():
+    """ASan keeps freed memory in quarantine and adds shadow memory, so peak
+    RSS says nothing about the gateway's own buffering under sanitizers."""
+    with open(gateway_bin(), "rb") as f:
+        return b"__asan_init" in f.read()
+
 
 def rgw_bytes(rgw, bucket, key):
     return rgw.client().get_object(Bucket=bucket, Key=key)["Body"].read()
@@ -227,7 +236,8 @@ def test_1gib_put_and_get_bounded_memory(gateway, rgw, bucket):
     assert sha.hexdigest() == src.sha.hexdigest()
     hwm = vm_hwm_kib(gw.pid)
     print(f"1 GiB PUT {put_s:.1f}s GET {get_s:.1f}s, gateway VmHWM {hwm / 1024:.1f} MiB")
-    assert hwm < 64 * 1024, f"peak RSS {hwm} KiB"
+    if not sanitizer_build():
+        assert hwm < 64 * 1024, f"peak RSS {hwm} KiB"
     rgw.client().delete_object(Bucket=bucket, Key="big/1g")
 
 
@@ -262,7 +272,8 @@ def test_slow_reader_streams_with_backpressure(gateway, rgw, bucket):
         for chunk in g.iter_content(1024 * 1024):
             rest += len(chunk)
     assert rest + 1024 == 64 * 1024 * 1024
-    assert hwm < 48 * 1024, f"peak RSS {hwm} KiB while the client was not reading"
+    if not sanitizer_build():
+        assert hwm < 48 * 1024, f"peak RSS {hwm} KiB while the client was not reading"
 
 
 # ---- bad input, errors, limits ----
