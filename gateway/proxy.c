@@ -15,12 +15,14 @@
 #include "gateway/auth.h"
 #include "gateway/body.h"
 #include "gateway/config.h"
+#include "gateway/fence.h"
 #include "gateway/http.h"
 #include "gateway/metrics.h"
 #include "gateway/s3err.h"
 #include "gateway/s3req.h"
 #include "gateway/sigv4.h"
 #include "gateway/upstream.h"
+#include "store/store.h"
 
 /* Upper bound on the header block sent upstream (client headers are capped lower). */
 #define PROXY_MAX_HEADER_BYTES ((size_t)128 * 1024)
@@ -49,6 +51,12 @@ struct preq {
     bool recv_paused;     /* on_body returned ERR_AGAIN: resume on output drained */
     bool head_sent;       /* the response head went to the client */
     bool is_head;         /* a HEAD request: no response body */
+    struct gw_fence_ticket *ticket;   /* fenced write: its ticket, NULL otherwise */
+    struct gw_fence *fence;           /* fenced write: for the audit of a cut */
+    struct gw_s3req *s3;              /* fenced write: a copy, for the audit of a cut */
+    char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
+    uint64_t token;                   /* fenced write: the admitted token */
+    char principal[64];               /* fenced write: for the audit */
 };
 
 /* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
@@ -202,6 +210,8 @@ preq_free(struct preq *p)
         return;
     }
     gw_xfer_cancel(p->x);
+    gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
+    free(p->s3);
     gw_body_free(p->body);
     buf_cleanup(&p->hdrs);
     gw_metrics.requests_active--;
@@ -250,6 +260,8 @@ on_read_body(void *arg, char *dst, size_t len)
     }
     if (n > 0) {
         gw_metrics.bytes_in += (uint64_t)n;
+    } else if (n == 0 && p->ticket != NULL) {
+        gw_fence_ticket_sent(p->ticket); /* the barrier now waits for it instead of cutting */
     }
     return n;
 }
@@ -281,6 +293,13 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     }
     if (status == 204 || status == 304 || (status >= 100 && status < 200)) {
         content_length = p->is_head ? content_length : 0;
+    }
+    if (p->ticket != NULL) {
+        char cur[24];
+        (void)snprintf(cur, sizeof(cur), "%llu", (unsigned long long)p->token);
+        if (gw_resp_header(req, "X-Fencing-Current-Token", cur) != 0) {
+            log_warn("req %s: could not add X-Fencing-Current-Token", gw_req_id(req));
+        }
     }
     gw_metrics_count_status(status);
     gw_resp_body_begin(req, content_length);
@@ -356,6 +375,33 @@ on_abort(struct gw_req *req, int err, void *arg)
     gw_metrics.client_aborts++;
     p->req = NULL;
     preq_free(p); /* cancels the transfer before its last byte: nothing is committed */
+}
+
+/* gw_fence_cut_fn: a newer epoch was accepted while this write's request was
+ * not completely sent (G3).  Closing the transfer before its last byte means
+ * S3 never commits it. */
+static void
+on_cut(void *arg, uint64_t current)
+{
+    struct preq *p = arg;
+    struct gw_req *req = p->req;
+    p->ticket = NULL; /* freed by the fence */
+    gw_xfer_cancel(p->x);
+    p->x = NULL;
+    log_info("req %s: cut by the epoch barrier: token %llu, lock %s now at %llu", gw_req_id(req),
+             (unsigned long long)p->token, p->lock, (unsigned long long)current);
+    gw_metrics.fence_rejections++;
+    gw_fence_audit(p->fence, req, p->s3, p->principal, STORE_AUDIT_CUT, p->lock, p->token, current);
+    if (p->head_sent) {
+        gw_resp_abort(req);
+    } else {
+        gw_fence_send_error(req, 409, "StaleFencingToken",
+                            "A newer fencing token was accepted for this lock while this write "
+                            "was in flight; it was cut off before reaching the store.",
+                            p->lock, p->token, current);
+    }
+    p->req = NULL;
+    preq_free(p);
 }
 
 static const struct gw_req_ops preq_ops = {
@@ -542,7 +588,7 @@ strip_aws_chunked(const char *value, char *out, size_t outlen)
 
 void
 gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
-                 const struct gw_auth *auth)
+                 const struct gw_auth *auth, const struct gw_proxy_fence *fenced)
 {
     const struct gw_config *cfg = px->cfg;
     struct preq *p = calloc(1, sizeof(*p));
@@ -562,6 +608,9 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
     buf_init(&url, (size_t)64 * 1024);
     buf_init(&names, PROXY_MAX_HEADER_BYTES);
     if (p == NULL) {
+        if (fenced != NULL) {
+            gw_fence_ticket_release(fenced->ticket);
+        }
         gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
         goto out;
     }
@@ -571,6 +620,20 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
     p->is_head = strcmp(gw_req_method(req), "HEAD") == 0;
     buf_init(&p->hdrs, PROXY_MAX_HEADER_BYTES);
     gw_req_set_ops(req, &preq_ops, p);
+    if (fenced != NULL) {
+        p->ticket = fenced->ticket;
+        gw_fence_ticket_rebind(p->ticket, on_cut, p);
+        p->fence = fenced->fence;
+        p->token = fenced->token;
+        (void)snprintf(p->lock, sizeof(p->lock), "%s", fenced->lock);
+        (void)snprintf(p->principal, sizeof(p->principal), "%s",
+                       auth->principal != NULL ? auth->principal->name : "");
+        p->s3 = malloc(sizeof(*p->s3));
+        if (p->s3 == NULL) {
+            goto fail;
+        }
+        *p->s3 = *s3;
+    }
 
     offs = calloc(max, sizeof(*offs));
     name_offs = calloc(max, sizeof(*name_offs));
@@ -624,6 +687,10 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
             (chunked && in_list(drop_chunked, h->name))) {
             continue;
         }
+        if (cfg->fencing.record_epoch_metadata &&
+            strcasecmp(h->name, "x-amz-meta-fencing-epoch") == 0) {
+            continue; /* only the gateway says which epoch wrote an object */
+        }
         const char *value = h->value;
         char ce[256];
         if (chunked && strcasecmp(h->name, "content-encoding") == 0) {
@@ -639,6 +706,12 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
     }
     if (rc == 0) {
         rc = add_header(p, offs, &n, max, "x-amz-content-sha256", payload_hash);
+    }
+    if (rc == 0 && p->ticket != NULL && cfg->fencing.record_epoch_metadata &&
+        (s3->op == GW_S3_OP_PUT_OBJECT || s3->op == GW_S3_OP_CREATE_MULTIPART)) {
+        char epoch[24];
+        (void)snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)p->token);
+        rc = add_header(p, offs, &n, max, "x-amz-meta-fencing-epoch", epoch);
     }
     if (rc == 0 && cfg->upstream.session_token != NULL) {
         rc = add_header(p, offs, &n, max, "x-amz-security-token", cfg->upstream.session_token);
@@ -724,6 +797,8 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
     };
     if (body_length >= 0) {
         gw_req_body_start(req);
+    } else if (p->ticket != NULL) {
+        gw_fence_ticket_sent(p->ticket); /* no body: the head is the whole request */
     }
     rc = gw_xfer_start(px->up, &xr, &xfer_cbs, p, &p->x);
     if (rc != 0) {

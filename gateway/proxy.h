@@ -13,12 +13,15 @@
 #define GW_PROXY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/err.h"
 
 struct event_base;
 struct gw_auth;
 struct gw_config;
+struct gw_fence;
+struct gw_fence_ticket;
 struct gw_proxy;
 struct gw_req;
 struct gw_s3req;
@@ -38,13 +41,26 @@ void gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg);
 /* gw_proxy_free - free the proxy (requests in flight must be gone).  NULL-safe. */
 void gw_proxy_free(struct gw_proxy *px);
 
+/* An admitted fenced write (see gateway/fence.h). */
+struct gw_proxy_fence {
+    struct gw_fence *fence;         /* borrowed; for audit records of a cut */
+    struct gw_fence_ticket *ticket; /* owned from the call on: released when the write ends */
+    const char *lock;               /* borrowed for the call (copied) */
+    uint64_t token;                 /* the admitted token */
+};
+
 /*
  * gw_proxy_forward - forward req (whose head is complete and whose body has
  * not been started) as the S3 request s3 describes, with the body checked
- * and decoded as auth says (both borrowed for the call).
+ * and decoded as auth says (both borrowed for the call).  fenced is NULL for
+ * an unfenced request; for an admitted fenced write it hands over the ticket:
+ * the proxy marks it sent once the whole request is with the upstream,
+ * answers 409 StaleFencingToken and cuts the transfer if the barrier cuts it,
+ * adds X-Fencing-Current-Token to the response, and releases the ticket when
+ * the write ends.
  * Takes over req: the proxy answers it on every path, including errors.
  */
 void gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
-                      const struct gw_auth *auth);
+                      const struct gw_auth *auth, const struct gw_proxy_fence *fenced);
 
 #endif

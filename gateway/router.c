@@ -1,17 +1,21 @@
 #define LOG_MODULE "router"
 #include "gateway/router.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "gateway/api.h"
 #include "gateway/auth.h"
 #include "gateway/config.h"
+#include "gateway/fence.h"
 #include "gateway/http.h"
 #include "gateway/metrics.h"
 #include "gateway/proxy.h"
 #include "gateway/s3err.h"
 #include "gateway/s3req.h"
+#include "store/store.h"
 
 static void
 send_text(struct gw_req *req, int status, const char *content_type, const char *text)
@@ -57,12 +61,148 @@ serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const ch
         serve_metrics(req);
         return true;
     }
-    if (strncmp(path, "/_fencegate/", 12) == 0 || strcmp(path, "/_fencegate") == 0) {
-        gw_metrics_count_status(404);
-        gw_s3err_send(req, 404, "NoSuchResource", "No such gateway API resource.");
-        return true;
-    }
     return false;
+}
+
+/* A fenced write waiting for its verdict (gw_fence_admit). */
+struct pending {
+    struct gw_router *rt;           /* the router */
+    struct gw_req *req;             /* the request (owned by the server) */
+    struct gw_s3req s3;             /* its parse */
+    struct gw_auth auth;            /* its authentication (holds a signing key: wiped) */
+    struct gw_fence_claim claim;    /* what it claims */
+    struct gw_fence_ticket *ticket; /* its place in the lock's queue */
+};
+
+static void
+pending_free(struct pending *pd)
+{
+    gw_auth_cleanup(&pd->auth);
+    gw_s3req_cleanup(&pd->s3);
+    free(pd);
+}
+
+static const char *
+principal_name(const struct gw_auth *auth)
+{
+    return auth->principal != NULL ? auth->principal->name : "";
+}
+
+/* gw_req_ops.on_abort: the client left while its write waited for the fence. */
+static void
+on_pending_abort(struct gw_req *req, int err, void *arg)
+{
+    struct pending *pd = arg;
+    (void)req;
+    (void)err;
+    gw_fence_ticket_release(pd->ticket);
+    pending_free(pd);
+}
+
+static const struct gw_req_ops pending_ops = {
+    .on_abort = on_pending_abort,
+};
+
+/* gw_fence_cut_fn: cannot happen before admission; kept for the contract. */
+static void
+on_pending_cut(void *arg, uint64_t current)
+{
+    (void)arg;
+    (void)current;
+}
+
+/* gw_fence_admit_fn */
+static void
+on_admitted(void *arg, int err, uint64_t current)
+{
+    struct pending *pd = arg;
+    struct gw_req *req = pd->req;
+    struct gw_fence *fence = pd->rt->fence;
+    const struct gw_fence_claim *c = &pd->claim;
+
+    switch (err) {
+    case 0: {
+        struct gw_proxy_fence pf = {
+            .fence = fence,
+            .ticket = pd->ticket,
+            .lock = c->lock,
+            .token = c->token,
+        };
+        gw_proxy_forward(pd->rt->proxy, req, &pd->s3, &pd->auth, &pf);
+        break;
+    }
+    case ERR_FENCED:
+        log_info("req %s: stale token %llu for lock %s (current %llu)", gw_req_id(req),
+                 (unsigned long long)c->token, c->lock, (unsigned long long)current);
+        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE, c->lock,
+                       c->token, current);
+        gw_fence_send_error(req, 409, "StaleFencingToken",
+                            "A newer fencing token has been accepted for this lock; this write "
+                            "comes from a stale leader and was not forwarded.",
+                            c->lock, c->token, current);
+        break;
+    case ERR_DENIED:
+        log_info("req %s: token %llu for lock %s was never granted", gw_req_id(req),
+                 (unsigned long long)c->token, c->lock);
+        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_NOT_GRANTED,
+                       c->lock, c->token, current);
+        gw_fence_send_error(req, 409, "FencingTokenNotGranted",
+                            "No epoch with this fencing token was granted for this lock.", c->lock,
+                            c->token, current);
+        break;
+    default:
+        gw_metrics_count_status(503);
+        gw_s3err_send(req, 503, "ServiceUnavailable",
+                      "The fence could not be checked or advanced durably; nothing was "
+                      "forwarded. Retry later.");
+        break;
+    }
+    pending_free(pd);
+}
+
+/* Fenced writes wait for the fence's verdict; everything else is forwarded now. */
+static void
+fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+                   const struct gw_auth *auth)
+{
+    struct gw_fence_claim claim;
+    struct gw_auth_fail fail;
+    int kind = 0;
+
+    if (rt->fence == NULL) {
+        gw_proxy_forward(rt->proxy, req, s3, auth, NULL);
+        return;
+    }
+    if (gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind) != 0) {
+        if (kind != 0) {
+            gw_metrics.fence_rejections++;
+            gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0);
+        }
+        gw_metrics_count_status(fail.status);
+        gw_s3err_send(req, fail.status, fail.code, fail.message);
+        return;
+    }
+    if (!claim.fenced) {
+        gw_proxy_forward(rt->proxy, req, s3, auth, NULL);
+        return;
+    }
+    struct pending *pd = calloc(1, sizeof(*pd));
+    if (pd == NULL) {
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        return;
+    }
+    pd->rt = rt;
+    pd->req = req;
+    pd->s3 = *s3;
+    pd->auth = *auth;
+    pd->claim = claim;
+    gw_req_set_ops(req, &pending_ops, pd);
+    int rc = gw_fence_admit(rt->fence, &claim, gw_req_id(req), principal_name(auth), on_admitted,
+                            on_pending_cut, pd, &pd->ticket);
+    if (rc != 0) {
+        pending_free(pd);
+        gw_s3err_send_err(req, rc, "The fence could not be checked.");
+    }
 }
 
 void
@@ -91,11 +231,6 @@ gw_router_on_request(struct gw_req *req, void *arg)
         gw_s3err_send(req, 400, "InvalidURI", "Couldn't parse the specified URI.");
         return;
     }
-    if (s3.op == GW_S3_OP_GATEWAY_API) {
-        gw_metrics_count_status(404);
-        gw_s3err_send(req, 404, "NoSuchResource", "No such gateway resource.");
-        return;
-    }
     struct gw_auth auth;
     struct gw_auth_fail fail;
     rc = gw_auth_check(req, gw_req_config(req), &s3, rt->kc, &auth, &fail);
@@ -113,7 +248,11 @@ gw_router_on_request(struct gw_req *req, void *arg)
     }
     log_debug("req %s: %s %s bucket=%s principal=%s", gw_req_id(req), method, s3.name, s3.bucket,
               auth.principal != NULL ? auth.principal->name : "(anonymous)");
-    gw_proxy_forward(rt->proxy, req, &s3, &auth);
+    if (s3.op == GW_S3_OP_GATEWAY_API) {
+        gw_api_handle(req, rt->store); /* authenticated like everything else */
+    } else {
+        fence_then_forward(rt, req, &s3, &auth);
+    }
     gw_auth_cleanup(&auth);
     gw_s3req_cleanup(&s3);
 }

@@ -10,13 +10,17 @@
 
 #include <stdbool.h>
 
+struct gw_fence;
 struct gw_proxy;
 struct gw_req;
 struct gw_sigv4_keycache;
+struct store;
 
 struct gw_router {
     struct gw_proxy *proxy;       /* borrowed */
     struct gw_sigv4_keycache *kc; /* borrowed; signing keys of inbound principals */
+    struct gw_fence *fence;       /* borrowed; NULL: nothing is fenced (tests only) */
+    struct store *store;          /* borrowed; for the JSON API */
     bool ready;                   /* /readyz answers 200 only when true */
     const char *not_ready;        /* static text: why not ready, or NULL */
 };

@@ -10,11 +10,13 @@
 
 #include "common/log.h"
 #include "gateway/config.h"
+#include "gateway/fence.h"
 #include "gateway/http.h"
 #include "gateway/proxy.h"
 #include "gateway/router.h"
 #include "gateway/sigv4.h"
 #include "gateway/upstream.h"
+#include "store/store.h"
 
 /* Configurations replaced by SIGHUP stay alive until exit: requests in flight
  * may still point into them.  Reloads are rare; the list is capped. */
@@ -30,6 +32,9 @@ struct serve {
     struct gw_server *srv;        /* owned */
     struct gw_router router;      /* embedded */
     struct gw_sigv4_keycache *kc; /* owned; inbound signing keys */
+    struct store *store;          /* owned; fence table, election cache, audit log */
+    struct event *store_ev;       /* owned; store completions become callbacks */
+    struct gw_fence *fence;       /* owned */
     struct event *sig_term;       /* SIGTERM */
     struct event *sig_int;        /* SIGINT */
     struct event *sig_hup;        /* SIGHUP */
@@ -97,12 +102,53 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     log_info("configuration reloaded from %s", cfg->path);
 }
 
+/* EV_READ on store_completion_fd: run the finished store callbacks. */
+static void
+on_store_completion(evutil_socket_t fd, short what, void *arg)
+{
+    struct serve *s = arg;
+    (void)fd;
+    (void)what;
+    (void)store_dispatch_completions(s->store);
+}
+
+static int
+open_store(struct serve *s, char *errbuf, size_t errlen)
+{
+    struct store_opts o;
+    store_opts_init(&o);
+    o.data_dir = s->cfg->data_dir;
+    o.audit_max_records = s->cfg->audit.max_records;
+    o.audit_max_age_ms = (uint64_t)s->cfg->audit.retention_days * 24u * 3600u * 1000u;
+    int rc = store_open(&o, &s->store, errbuf, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    s->store_ev = event_new(s->base, store_completion_fd(s->store), EV_READ | EV_PERSIST,
+                            on_store_completion, s);
+    if (s->store_ev == NULL || event_add(s->store_ev, NULL) != 0) {
+        (void)snprintf(errbuf, errlen, "cannot watch the store's completion fd");
+        return ERR_NOMEM;
+    }
+    s->fence = gw_fence_new(s->base, s->store);
+    if (s->fence == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        return ERR_NOMEM;
+    }
+    return 0;
+}
+
 static void
 serve_cleanup(struct serve *s)
 {
     gw_server_free(s->srv);
     gw_proxy_free(s->proxy);
     gw_upstream_free(s->up);
+    gw_fence_free(s->fence);
+    if (s->store_ev != NULL) {
+        event_free(s->store_ev);
+    }
+    store_close(s->store); /* commits what is queued and runs the last callbacks */
     gw_sigv4_keycache_free(s->kc);
     if (s->sig_term != NULL) {
         event_free(s->sig_term);
@@ -168,6 +214,12 @@ gw_cmd_serve(int argc, char **argv)
         log_error("out of memory");
         goto out;
     }
+    if (open_store(&s, errbuf, sizeof(errbuf)) != 0) {
+        log_error("data_dir %s: %s", s.cfg->data_dir, errbuf);
+        goto out;
+    }
+    s.router.fence = s.fence;
+    s.router.store = s.store;
     s.router.proxy = s.proxy;
     s.router.kc = s.kc;
     s.router.ready = true;

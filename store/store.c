@@ -549,8 +549,12 @@ store_lock_valid(const char *lock)
         return false;
     }
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)lock[i];
-        if (c < 0x20 || c == 0x7f) {
+        /* DESIGN.md: lock names are [A-Za-z0-9._-]{1,128}, the same rule for
+         * the election, the fence headers and the key prefix of lock files */
+        char c = lock[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '-';
+        if (!ok) {
             return false;
         }
     }

@@ -262,8 +262,9 @@ size_t store_dispatch_completions(struct store *s);
 void store_stats_get(struct store *s, struct store_stats *st);
 
 /*
- * store_lock_valid - whether lock is a storable lock name: 1..STORE_LOCK_MAX
- * bytes, no control characters.  (The election narrows it further.)
+ * store_lock_valid - whether lock is a valid lock name: 1..STORE_LOCK_MAX
+ * bytes of [A-Za-z0-9._-] (DESIGN.md), the one rule for the election, the
+ * fencing headers and the store.
  */
 bool store_lock_valid(const char *lock);
 

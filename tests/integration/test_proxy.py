@@ -132,10 +132,10 @@ def test_aws_cli(gateway, rgw, bucket, tmp_path):
     small = tmp_path / "small.txt"
     small.write_bytes(b"hello from the aws cli\n")
     r = gw.aws(["s3api", "put-object", "--bucket", bucket, "--key", "cli/small.txt",
-                "--body", str(small), "--metadata", "fencing-token=42"])
+                "--body", str(small), "--metadata", "purpose=proxy-test"])
     assert r.returncode == 0, r.stderr
     head = rgw.client().head_object(Bucket=bucket, Key="cli/small.txt")
-    assert head["Metadata"].get("fencing-token") == "42"
+    assert head["Metadata"].get("purpose") == "proxy-test"
 
     r = gw.aws(["s3", "ls", f"s3://{bucket}/cli/"])
     assert r.returncode == 0, r.stderr
@@ -151,7 +151,7 @@ def test_s3cmd(gateway, rgw, bucket, tmp_path):
     src = tmp_path / "s.bin"
     src.write_bytes(os.urandom(100 * 1024))
     r = gw.s3cmd(["put", str(src), f"s3://{bucket}/s3cmd/s.bin",
-                  "--add-header=x-amz-meta-fencing-token:42"])
+                  "--add-header=x-amz-meta-purpose:proxy-test"])
     assert r.returncode == 0, r.stderr
     assert rgw_bytes(rgw, bucket, "s3cmd/s.bin") == src.read_bytes()
     r = gw.s3cmd(["ls", f"s3://{bucket}/s3cmd/"])

@@ -1,0 +1,590 @@
+#define LOG_MODULE "fence"
+#include "gateway/fence.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "common/log.h"
+#include "common/num.h"
+#include "gateway/config.h"
+#include "gateway/http.h"
+#include "gateway/metrics.h"
+#include "gateway/s3err.h"
+#include "gateway/s3req.h"
+#include "store/store.h"
+
+#define FENCE_BUCKETS 256 /* hash buckets of the in-memory lock table */
+
+enum tstate {
+    T_LOOKUP,    /* waiting for the G4 lookup hook */
+    T_ADVANCING, /* waiting for the durable advance */
+    T_WAITING,   /* ready to be judged against the lock's highest (barrier) */
+    T_ADMITTED,  /* forwarded: counts for the barrier until released */
+};
+
+struct flock;
+
+struct gw_fence_ticket {
+    struct flock *lk;                        /* the lock */
+    uint64_t epoch;                          /* the token claimed */
+    enum tstate state;                       /* where it is */
+    bool sent;                               /* the request was completely handed upstream */
+    bool cancelled;                          /* released while a store/lookup callback is pending */
+    gw_fence_admit_fn *admitted;             /* verdict callback */
+    gw_fence_cut_fn *cut;                    /* barrier callback */
+    void *arg;                               /* their argument */
+    char reqid[STORE_REQID_MAX + 1];         /* recorded with an advance */
+    char principal[STORE_PRINCIPAL_MAX + 1]; /* likewise */
+    TAILQ_ENTRY(gw_fence_ticket) link;       /* in lk->tickets */
+};
+
+TAILQ_HEAD(ticket_list, gw_fence_ticket);
+
+/* A lock with writes in flight. */
+struct flock {
+    struct gw_fence *f;               /* owner */
+    char name[GW_FENCE_LOCK_MAX + 1]; /* lock name */
+    uint64_t highest;                 /* highest durably accepted token; 0 = none */
+    struct ticket_list tickets;       /* every live ticket, in arrival order */
+    unsigned pending;                 /* store/lookup callbacks outstanding */
+    bool judging;                     /* inside judge(): no re-entry */
+    LIST_ENTRY(flock) link;           /* in f->table[] */
+};
+
+LIST_HEAD(flock_list, flock);
+
+struct gw_fence {
+    struct event_base *base;                /* borrowed */
+    struct store *st;                       /* borrowed */
+    gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
+    void *lookup_arg;                       /* its argument */
+    struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight */
+};
+
+static unsigned
+hash(const char *s)
+{
+    unsigned h = 2166136261u; /* FNV-1a */
+    for (; *s != '\0'; s++) {
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    }
+    return h % FENCE_BUCKETS;
+}
+
+struct gw_fence *
+gw_fence_new(struct event_base *base, struct store *st)
+{
+    struct gw_fence *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return NULL;
+    }
+    f->base = base;
+    f->st = st;
+    for (size_t i = 0; i < FENCE_BUCKETS; i++) {
+        LIST_INIT(&f->table[i]);
+    }
+    return f;
+}
+
+void
+gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg)
+{
+    f->lookup = fn;
+    f->lookup_arg = arg;
+}
+
+void
+gw_fence_free(struct gw_fence *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < FENCE_BUCKETS; i++) {
+        struct flock *lk;
+        while ((lk = LIST_FIRST(&f->table[i])) != NULL) {
+            struct gw_fence_ticket *t;
+            while ((t = TAILQ_FIRST(&lk->tickets)) != NULL) {
+                TAILQ_REMOVE(&lk->tickets, t, link);
+                free(t);
+            }
+            LIST_REMOVE(lk, link);
+            free(lk);
+        }
+    }
+    free(f);
+}
+
+/* Reads the durable highest of a lock from the store. */
+static int
+read_highest(struct gw_fence *f, const char *lock, uint64_t *out)
+{
+    struct store_fence sf;
+    int rc = store_fence_get(f->st, lock, &sf, NULL);
+    if (rc == ERR_NOTFOUND) {
+        *out = 0;
+        return 0;
+    }
+    if (rc == 0) {
+        *out = sf.token;
+    }
+    return rc;
+}
+
+static struct flock *
+flock_find(struct gw_fence *f, const char *lock)
+{
+    struct flock *lk;
+    LIST_FOREACH (lk, &f->table[hash(lock)], link) {
+        if (strcmp(lk->name, lock) == 0) {
+            return lk;
+        }
+    }
+    return NULL;
+}
+
+static int
+flock_get(struct gw_fence *f, const char *lock, struct flock **out)
+{
+    struct flock *lk = flock_find(f, lock);
+    if (lk != NULL) {
+        *out = lk;
+        return 0;
+    }
+    uint64_t highest;
+    int rc = read_highest(f, lock, &highest);
+    if (rc != 0) {
+        return rc;
+    }
+    lk = calloc(1, sizeof(*lk));
+    if (lk == NULL) {
+        return ERR_NOMEM;
+    }
+    lk->f = f;
+    memcpy(lk->name, lock, strlen(lock) + 1);
+    lk->highest = highest;
+    TAILQ_INIT(&lk->tickets);
+    LIST_INSERT_HEAD(&f->table[hash(lock)], lk, link);
+    *out = lk;
+    return 0;
+}
+
+/* Forgets a lock with nothing in flight (its state is in the store). */
+static void
+flock_maybe_free(struct flock *lk)
+{
+    if (TAILQ_EMPTY(&lk->tickets) && lk->pending == 0 && !lk->judging) {
+        LIST_REMOVE(lk, link);
+        free(lk);
+    }
+}
+
+int
+gw_fence_current(struct gw_fence *f, const char *lock, uint64_t *out)
+{
+    if (!store_lock_valid(lock)) {
+        return ERR_INVAL;
+    }
+    struct flock *lk = flock_find(f, lock);
+    if (lk != NULL) {
+        *out = lk->highest;
+        return 0;
+    }
+    return read_highest(f, lock, out);
+}
+
+static void
+ticket_drop(struct gw_fence_ticket *t)
+{
+    TAILQ_REMOVE(&t->lk->tickets, t, link);
+    free(t);
+}
+
+/* Ends a ticket with a negative verdict. */
+static void
+reject(struct gw_fence_ticket *t, int err, uint64_t current)
+{
+    gw_fence_admit_fn *cb = t->admitted;
+    void *arg = t->arg;
+    ticket_drop(t);
+    cb(arg, err, current);
+}
+
+/*
+ * The lock's highest rose to h (durably): cut every admitted write of an
+ * older epoch whose request is not completely sent (G3).
+ */
+static void
+raise_highest(struct flock *lk, uint64_t h)
+{
+    if (h <= lk->highest) {
+        return;
+    }
+    log_info("lock %s: highest token %llu -> %llu", lk->name, (unsigned long long)lk->highest,
+             (unsigned long long)h);
+    lk->highest = h;
+    struct gw_fence_ticket *t, *next;
+    for (t = TAILQ_FIRST(&lk->tickets); t != NULL; t = next) {
+        next = TAILQ_NEXT(t, link);
+        if (t->state == T_ADMITTED && t->epoch < h && !t->sent) {
+            gw_fence_cut_fn *cut = t->cut;
+            void *arg = t->arg;
+            ticket_drop(t);
+            cut(arg, h);
+        }
+    }
+}
+
+static void start_advance(struct gw_fence_ticket *t);
+static void judge(struct flock *lk);
+
+/* event_base_once from gw_fence_admit: the first judgement of a new ticket. */
+static void
+on_deferred_judge(evutil_socket_t fd, short what, void *arg)
+{
+    struct flock *lk = arg;
+    (void)fd;
+    (void)what;
+    lk->pending--;
+    judge(lk);
+}
+
+/* True while an admitted write of an older epoch than e is still running. */
+static bool
+older_in_flight(struct flock *lk, uint64_t e)
+{
+    struct gw_fence_ticket *t;
+    TAILQ_FOREACH (t, &lk->tickets, link) {
+        if (t->state == T_ADMITTED && t->epoch < e) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Judges every waiting ticket of the lock against its highest and the barrier. */
+static void
+judge(struct flock *lk)
+{
+    if (lk->judging) {
+        return;
+    }
+    lk->judging = true;
+    bool again = true;
+    while (again) {
+        again = false;
+        struct gw_fence_ticket *t;
+        TAILQ_FOREACH (t, &lk->tickets, link) {
+            if (t->state != T_WAITING || t->cancelled) {
+                continue;
+            }
+            if (t->epoch < lk->highest) {
+                gw_metrics.fence_rejections++;
+                reject(t, ERR_FENCED, lk->highest);
+                again = true; /* the list changed under the iterator */
+                break;
+            }
+            if (t->epoch > lk->highest) {
+                start_advance(t);
+                again = true;
+                break;
+            }
+            if (older_in_flight(lk, t->epoch)) {
+                continue; /* barrier: wait for the completely sent older writes */
+            }
+            t->state = T_ADMITTED;
+            gw_fence_admit_fn *cb = t->admitted;
+            cb(t->arg, 0, t->epoch);
+            again = true; /* the callback may have released tickets */
+            break;
+        }
+    }
+    lk->judging = false;
+    flock_maybe_free(lk);
+}
+
+/* store_fence_done_fn */
+static void
+on_advanced(void *arg, int err, uint64_t highest)
+{
+    struct gw_fence_ticket *t = arg;
+    struct flock *lk = t->lk;
+    lk->pending--;
+    if (err == 0 || err == ERR_FENCED) {
+        raise_highest(lk, err == 0 ? t->epoch : highest);
+    }
+    if (t->cancelled) {
+        ticket_drop(t);
+    } else if (err != 0 && err != ERR_FENCED) {
+        log_error("lock %s: durable advance to %llu failed: %s", lk->name,
+                  (unsigned long long)t->epoch, err_str(err));
+        reject(t, err, lk->highest);
+    } else {
+        t->state = T_WAITING;
+    }
+    judge(lk);
+}
+
+static void
+advance(struct gw_fence_ticket *t)
+{
+    struct flock *lk = t->lk;
+    t->state = T_ADVANCING;
+    int rc =
+        store_fence_advance(lk->f->st, lk->name, t->epoch, t->reqid, t->principal, on_advanced, t);
+    if (rc != 0) {
+        log_error("lock %s: cannot queue the advance to %llu: %s", lk->name,
+                  (unsigned long long)t->epoch, err_str(rc));
+        reject(t, rc, lk->highest);
+        return;
+    }
+    lk->pending++;
+}
+
+/* gw_fence_granted_done_fn */
+static void
+on_lookup(void *arg, bool granted)
+{
+    struct gw_fence_ticket *t = arg;
+    struct flock *lk = t->lk;
+    lk->pending--;
+    if (t->cancelled) {
+        ticket_drop(t);
+    } else if (!granted) {
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_DENIED, lk->highest);
+    } else {
+        advance(t);
+    }
+    judge(lk);
+}
+
+/* A token above the lock's highest: G4, then the durable advance. */
+static void
+start_advance(struct gw_fence_ticket *t)
+{
+    struct flock *lk = t->lk;
+    struct store_elect se;
+    int rc = store_elect_get(lk->f->st, lk->name, &se);
+    if (rc == 0 && se.epoch >= t->epoch) {
+        advance(t); /* the election cache knows this epoch was granted */
+        return;
+    }
+    if (rc != 0 && rc != ERR_NOTFOUND) {
+        reject(t, ERR_IO, lk->highest);
+        return;
+    }
+    if (lk->f->lookup == NULL) {
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_DENIED, lk->highest);
+        return;
+    }
+    t->state = T_LOOKUP;
+    lk->pending++;
+    rc = lk->f->lookup(lk->f->lookup_arg, lk->name, t->epoch, on_lookup, t);
+    if (rc != 0) {
+        lk->pending--;
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_DENIED, lk->highest);
+    }
+}
+
+int
+gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const char *reqid,
+               const char *principal, gw_fence_admit_fn *admitted, gw_fence_cut_fn *cut, void *arg,
+               struct gw_fence_ticket **out)
+{
+    if (!claim->fenced || claim->token == 0 || admitted == NULL || cut == NULL) {
+        return ERR_INVAL;
+    }
+    struct flock *lk;
+    int rc = flock_get(f, claim->lock, &lk);
+    if (rc != 0) {
+        return rc;
+    }
+    struct gw_fence_ticket *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        flock_maybe_free(lk);
+        return ERR_NOMEM;
+    }
+    t->lk = lk;
+    t->epoch = claim->token;
+    t->state = T_WAITING;
+    t->admitted = admitted;
+    t->cut = cut;
+    t->arg = arg;
+    (void)snprintf(t->reqid, sizeof(t->reqid), "%s", reqid != NULL ? reqid : "");
+    (void)snprintf(t->principal, sizeof(t->principal), "%s", principal != NULL ? principal : "");
+    TAILQ_INSERT_TAIL(&lk->tickets, t, link);
+    *out = t;
+    /* The verdict must never arrive before this returns: judge from the loop.
+     * The pending count keeps the lock entry alive until then. */
+    static const struct timeval now = {0, 0};
+    if (event_base_once(f->base, -1, EV_TIMEOUT, on_deferred_judge, lk, &now) != 0) {
+        ticket_drop(t);
+        flock_maybe_free(lk);
+        *out = NULL;
+        return ERR_NOMEM;
+    }
+    lk->pending++;
+    return 0;
+}
+
+void
+gw_fence_ticket_sent(struct gw_fence_ticket *t)
+{
+    if (t == NULL || t->sent) {
+        return;
+    }
+    t->sent = true;
+}
+
+void
+gw_fence_ticket_release(struct gw_fence_ticket *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    struct flock *lk = t->lk;
+    if (t->state == T_ADVANCING || t->state == T_LOOKUP) {
+        t->cancelled = true; /* its store or lookup callback frees it */
+        return;
+    }
+    ticket_drop(t);
+    judge(lk); /* a finished older write may open the barrier */
+}
+
+/* ---- claims ---- */
+
+static int
+refuse(struct gw_auth_fail *fail, int *kind, int k, int status, const char *code,
+       const char *message)
+{
+    fail->status = status;
+    fail->code = code;
+    fail->message = message;
+    *kind = k;
+    return ERR_AUTH;
+}
+
+/* One of two header spellings; both present and different is an error. */
+static int
+header_pair(struct gw_req *req, const char *a, const char *b, const char **out)
+{
+    const char *va = gw_req_header(req, a);
+    const char *vb = gw_req_header(req, b);
+    if (va != NULL && vb != NULL && strcmp(va, vb) != 0) {
+        return ERR_INVAL;
+    }
+    *out = va != NULL ? va : vb;
+    return 0;
+}
+
+int
+gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
+                 struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
+{
+    memset(claim, 0, sizeof(*claim));
+    *kind = 0;
+    if (s3->bucket_write && !s3->object_write && !cfg->fencing.allow_bucket_writes) {
+        return refuse(fail, kind, 0, 403, "AccessDenied",
+                      "Bucket-level writes are disabled on this gateway "
+                      "(fencing.allow_bucket_writes).");
+    }
+    if (!s3->object_write) {
+        return 0; /* reads are never fenced */
+    }
+    const char *hlock, *htoken;
+    if (header_pair(req, "x-fencing-lock", "x-amz-meta-fencing-lock", &hlock) != 0 ||
+        header_pair(req, "x-fencing-token", "x-amz-meta-fencing-token", &htoken) != 0) {
+        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+                      "X-Fencing-* and x-amz-meta-fencing-* headers disagree.");
+    }
+    if (hlock != NULL && !store_lock_valid(hlock)) {
+        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+                      "The fencing lock name must match [A-Za-z0-9._-]{1,128}.");
+    }
+    const struct gw_fence_rule *rule = gw_config_fence_rule(cfg, s3->bucket, s3->key);
+    if (rule != NULL && hlock != NULL && strcmp(hlock, rule->lock) != 0) {
+        (void)snprintf(claim->lock, sizeof(claim->lock), "%s", rule->lock);
+        return refuse(fail, kind, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
+                      "The fencing lock header contradicts the gateway's rule for this key.");
+    }
+    const char *lock = rule != NULL ? rule->lock : hlock;
+    if (lock != NULL) {
+        (void)snprintf(claim->lock, sizeof(claim->lock), "%s", lock);
+    }
+    if (htoken == NULL) {
+        if ((rule != NULL && rule->require_token) || (rule == NULL && hlock != NULL)) {
+            return refuse(fail, kind, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
+                          "This write is fenced: send X-Fencing-Token with the lock's token.");
+        }
+        if (rule == NULL && !cfg->fencing.allow_unfenced_writes) {
+            return refuse(fail, kind, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
+                          "Writes without a fencing token are disabled on this gateway.");
+        }
+        claim->lock[0] = '\0';
+        return 0; /* a write no rule requires a token for, and that claims none */
+    }
+    if (parse_u64(htoken, 1, UINT64_MAX, &claim->token) != 0) {
+        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+                      "The fencing token must be a decimal integer from 1 to 2^64-1.");
+    }
+    if (lock == NULL) {
+        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+                      "A fencing token needs a lock: send X-Fencing-Lock.");
+    }
+    claim->fenced = true;
+    return 0;
+}
+
+void
+gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
+               const char *principal, int kind, const char *lock, uint64_t token, uint64_t current)
+{
+    struct store_audit_rec rec = {
+        .time_ms = 0,
+        .kind = (enum store_audit_kind)kind,
+        .token = token,
+        .current = current,
+        .lock = lock,
+        .principal = principal,
+        .client = gw_req_peer(req),
+        .method = gw_req_method(req),
+        .bucket = s3->bucket,
+        .key = s3->key,
+        .operation = s3->name,
+        .request_id = gw_req_id(req),
+        .user_agent = gw_req_header(req, "user-agent"),
+    };
+    int rc = store_audit_append(f->st, &rec, NULL, NULL);
+    if (rc != 0) {
+        log_error("req %s: audit record (%s, lock %s) not queued: %s", gw_req_id(req),
+                  store_audit_kind_name(rec.kind), lock != NULL ? lock : "", err_str(rc));
+    }
+}
+
+void
+gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, void *arg)
+{
+    t->cut = cut;
+    t->arg = arg;
+}
+
+void
+gw_fence_send_error(struct gw_req *req, int status, const char *code, const char *message,
+                    const char *lock, uint64_t token, uint64_t current)
+{
+    char tok[24], cur[24];
+    (void)snprintf(tok, sizeof(tok), "%llu", (unsigned long long)token);
+    (void)snprintf(cur, sizeof(cur), "%llu", (unsigned long long)current);
+    struct gw_s3err_extra extra[] = {
+        {"Lock", lock != NULL ? lock : ""},
+        {"Token", tok},
+        {"CurrentToken", cur},
+    };
+    gw_metrics_count_status(status);
+    gw_s3err_send_extra(req, status, code, message, extra, 3);
+}

@@ -1,0 +1,168 @@
+/*
+ * gateway/fence.h: fencing every write (DESIGN.md G1-G4, G7).
+ *
+ * Two steps per write:
+ *  1. gw_fence_resolve() reads the claim from the request: which lock (a
+ *     config rule for bucket/prefix, or X-Fencing-Lock / x-amz-meta-fencing-lock)
+ *     and which token (X-Fencing-Token / x-amz-meta-fencing-token), and
+ *     refuses contradictions (FencingLockMismatch, MissingFencingToken,
+ *     InvalidFencingToken).
+ *  2. gw_fence_admit() decides, asynchronously, whether a claimed write may
+ *     be forwarded, and returns a ticket that the write holds until it ends:
+ *       token <  highest       ERR_FENCED (StaleFencingToken), nothing forwarded
+ *       token >  highest       G4: granted?  (election cache, then the lookup
+ *                              hook, which reads the epoch file once); if not:
+ *                              ERR_DENIED (FencingTokenNotGranted).  If granted,
+ *                              the highest is advanced durably (store/, fsync)
+ *                              BEFORE the write is admitted (G2).
+ *       token == highest       admitted.
+ *     The epoch barrier (G3): when a lock's highest rises to e, every
+ *     admitted write of an older epoch whose body has not been completely
+ *     handed to the upstream (gw_fence_ticket_sent not yet called) is cut: its
+ *     cut callback runs and the writer closes its upstream transfer before the
+ *     last byte, so S3 never commits it.  Older writes that were completely
+ *     sent are awaited: no epoch-e write is admitted until they have ended
+ *     (gw_fence_ticket_release).  So at S3 every write of an older epoch
+ *     completes before any write of a newer one starts.
+ *
+ * The highest token per lock lives in LMDB (store/); this module keeps the
+ * locks with writes in flight in memory, seeded from the store.  One gateway
+ * owns the fence table for its locks (DESIGN "Beyond one machine").
+ * Event-loop thread only; store callbacks arrive through
+ * store_dispatch_completions() on the same thread.
+ */
+#ifndef GW_FENCE_H
+#define GW_FENCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "gateway/auth.h"
+
+struct event_base;
+struct gw_config;
+struct gw_fence;
+struct gw_fence_ticket;
+struct gw_req;
+struct gw_s3req;
+struct store;
+
+#define GW_FENCE_LOCK_MAX 128 /* longest lock name ([A-Za-z0-9._-]{1,128}) */
+
+/* What a write claims. */
+struct gw_fence_claim {
+    bool fenced;                      /* the write is under a lock and carries a token */
+    char lock[GW_FENCE_LOCK_MAX + 1]; /* the lock ("" when not fenced) */
+    uint64_t token;                   /* the token presented (>= 1 when fenced) */
+};
+
+/*
+ * gw_fence_resolve - the claim of a request.  Only writes are fenced; reads
+ * and gateway API requests come back not fenced.
+ * [in]  cfg   the config in force (fence rules, fencing.*)
+ * [in]  s3    the parsed request (bucket, key, operation)
+ * [out] claim filled on success
+ * [out] fail  on refusal: status and S3 code (MissingFencingToken 428,
+ *             FencingLockMismatch 400, InvalidFencingToken 400, AccessDenied 403
+ *             for bucket-level writes unless fencing.allow_bucket_writes)
+ * [out] kind  on refusal: the audit kind (enum store_audit_kind), 0 if the
+ *             refusal is not about fencing (bucket writes)
+ * Returns 0 or ERR_AUTH (refused).
+ */
+MUST_USE int gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg,
+                              const struct gw_s3req *s3, struct gw_fence_claim *claim,
+                              struct gw_auth_fail *fail, int *kind);
+
+/*
+ * gw_fence_granted_fn - the G4 lookup hook: is epoch of lock granted?  Called
+ * when a token is above the election cache's latest epoch.  Must answer
+ * through done(done_arg, granted) exactly once, never before returning 0.
+ * Returns 0 (started) or an ERR_* (then the token counts as not granted).
+ */
+typedef void gw_fence_granted_done_fn(void *done_arg, bool granted);
+typedef int gw_fence_granted_fn(void *arg, const char *lock, uint64_t epoch,
+                                gw_fence_granted_done_fn *done, void *done_arg);
+
+/*
+ * gw_fence_admit_fn - the verdict on a claim.
+ * err 0: admitted (current == the claim's token); ERR_FENCED: stale (current
+ * is the higher token); ERR_DENIED: never granted (current: the lock's
+ * highest); ERR_IO / ERR_NOMEM / ERR_AGAIN: the fence could not be checked or
+ * advanced (answer 503, forward nothing).  On a non-zero err the ticket is
+ * already freed.
+ */
+typedef void gw_fence_admit_fn(void *arg, int err, uint64_t current);
+
+/*
+ * gw_fence_cut_fn - the barrier cut this admitted write (a newer epoch was
+ * accepted while its body was not completely sent).  The ticket is already
+ * freed; the writer must cancel its upstream transfer now and answer 409
+ * StaleFencingToken (current: the new highest).
+ */
+typedef void gw_fence_cut_fn(void *arg, uint64_t current);
+
+/*
+ * gw_fence_new - the fencing state over an open store.
+ * [in] base, st  borrowed; must outlive the fence
+ * Returns the object or NULL (out of memory).
+ */
+struct gw_fence *gw_fence_new(struct event_base *base, struct store *st);
+
+/* gw_fence_set_lookup - install the G4 lookup hook (NULL: only the election cache counts). */
+void gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg);
+
+/* gw_fence_free - free; every ticket must have been released or cancelled.  NULL-safe. */
+void gw_fence_free(struct gw_fence *f);
+
+/*
+ * gw_fence_admit - ask to forward a fenced write.
+ * [in]  claim     a fenced claim (copied)
+ * [in]  reqid, principal  recorded with a fence advance (copied)
+ * [in]  admitted  runs once with the verdict, never before this returns
+ * [in]  cut       runs at most once, after admission, if the barrier cuts the write
+ * [out] out       the ticket: hold it until the write ends, then release it
+ * Returns 0 (started) or ERR_INVAL / ERR_NOMEM (no callback will run).
+ */
+MUST_USE int gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim,
+                            const char *reqid, const char *principal, gw_fence_admit_fn *admitted,
+                            gw_fence_cut_fn *cut, void *arg, struct gw_fence_ticket **out);
+
+/* gw_fence_ticket_rebind - send a later cut to cut(arg) instead (the proxy takes over). */
+void gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, void *arg);
+
+/*
+ * gw_fence_send_error - answer a refused fenced write with S3's error shape
+ * plus <Lock>, <Token> and <CurrentToken> (DESIGN "Rejections").
+ * [in] status, code  e.g. 409 "StaleFencingToken"
+ * Ends the response (req must not be used afterwards).
+ */
+void gw_fence_send_error(struct gw_req *req, int status, const char *code, const char *message,
+                         const char *lock, uint64_t token, uint64_t current);
+
+/* gw_fence_ticket_sent - the write's request is completely handed to the upstream. */
+void gw_fence_ticket_sent(struct gw_fence_ticket *t);
+
+/*
+ * gw_fence_ticket_release - the write ended (answered, failed or abandoned);
+ * frees t.  Also cancels a ticket still waiting for its verdict (its admitted
+ * callback then never runs).  NULL-safe.
+ */
+void gw_fence_ticket_release(struct gw_fence_ticket *t);
+
+/*
+ * gw_fence_current - the lock's highest accepted token as this gateway acts
+ * on it (0 if none).  Returns 0, ERR_INVAL (bad lock), ERR_IO.
+ */
+MUST_USE int gw_fence_current(struct gw_fence *f, const char *lock, uint64_t *out);
+
+/*
+ * gw_fence_audit - record a refused or cut write in the audit log (G7),
+ * grouped and durable (fire and forget; a full queue is logged and counted).
+ * [in] kind  enum store_audit_kind
+ */
+void gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
+                    const char *principal, int kind, const char *lock, uint64_t token,
+                    uint64_t current);
+
+#endif
