@@ -1,0 +1,943 @@
+/*
+ * election/elect.c: the election's API, per-lock call queues, waiting calls
+ * and timers.  Backend sequences are in elect_seq.c; self-test, GC and G4
+ * lookups in elect_probe.c.
+ */
+#include "election/elect.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/clock.h"
+#include "election/elect_int.h"
+#include "election/sha256.h"
+#include "store/store.h"
+
+#define LOG_MODULE "election"
+#include "common/log.h"
+
+void
+elect_opts_init(struct elect_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->default_lease_ms = 15000;
+    o->min_lease_ms = 1000;
+    o->max_lease_ms = 300000;
+    o->keep_epochs = 5;
+    o->max_wait_ms = 60000;
+    o->poll_ms = 1000;
+    o->gc_delay_ms = 1000;
+}
+
+/* elect_timer callback, registered by elect_new */
+static void
+on_elect_timer(void *arg)
+{
+    struct elect *e = arg;
+    e->timer_at = 0;
+    elect_on_timer(e);
+}
+
+static bool
+text_ok(const char *s, size_t max)
+{
+    if (s == NULL) {
+        return false;
+    }
+    size_t n = strlen(s);
+    if (n == 0 || n > max) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int
+elect_new(const struct elect_opts *o, struct elect **out)
+{
+    *out = NULL;
+    if (o == NULL || o->backend == NULL) {
+        return ERR_INVAL;
+    }
+    struct elect *e = NULL;
+    int err = ERR_INVAL;
+    if (o->base == NULL || o->prefix == NULL || strlen(o->prefix) > 512 ||
+        !text_ok(o->granted_by, ELECT_GRANTED_BY_MAX) || o->min_lease_ms == 0 ||
+        o->min_lease_ms > o->default_lease_ms || o->default_lease_ms > o->max_lease_ms ||
+        o->max_lease_ms > ELECT_LEASE_MS_MAX || o->keep_epochs == 0 || o->poll_ms == 0) {
+        goto fail;
+    }
+    err = ERR_NOMEM;
+    e = calloc(1, sizeof(*e));
+    if (e == NULL) {
+        goto fail;
+    }
+    e->be = o->backend;
+    e->opts = *o;
+    e->base = o->base;
+    e->store = o->store;
+    e->prefix = strdup(o->prefix);
+    e->granted_by = strdup(o->granted_by);
+    e->timer = elect_timer_new(o->base, on_elect_timer, e);
+    if (e->prefix == NULL || e->granted_by == NULL || e->timer == NULL) {
+        goto fail;
+    }
+    e->opts.prefix = e->prefix;
+    e->opts.granted_by = e->granted_by;
+    e->opts.backend = NULL;
+    LIST_INIT(&e->gc_list);
+    LIST_INIT(&e->wait_locks);
+    LIST_INIT(&e->tickets);
+    LIST_INIT(&e->checks);
+    e->form = ELECT_ETAG_QUOTED;
+    e->probe = PROBE_IDLE;
+    (void)snprintf(e->reason, sizeof(e->reason), "self-test not started");
+    *out = e;
+    return 0;
+fail:
+    if (e != NULL) {
+        elect_free(e);
+    } else {
+        elect_backend_free(o->backend);
+    }
+    return err;
+}
+
+static void
+call_free(struct elect_call *c)
+{
+    /* lease_id is a secret: wipe it before the memory goes back. */
+    volatile char *p = c->lease_id;
+    for (size_t i = 0; i < sizeof(c->lease_id); i++) {
+        p[i] = 0;
+    }
+    free(c);
+}
+
+static void
+free_calls(struct elect_call_list *l)
+{
+    struct elect_call *c;
+    while ((c = TAILQ_FIRST(l)) != NULL) {
+        TAILQ_REMOVE(l, c, link);
+        call_free(c);
+    }
+}
+
+void
+elect_free(struct elect *e)
+{
+    if (e == NULL) {
+        return;
+    }
+    /* The backend first: after this no backend callback can run. */
+    elect_backend_free(e->be);
+    e->be = NULL;
+    struct elect_ticket *t;
+    while ((t = LIST_FIRST(&e->tickets)) != NULL) {
+        LIST_REMOVE(t, link);
+        t->e = NULL; /* the store callback frees it */
+        t->call = NULL;
+        t->check_cb = NULL;
+    }
+    elect_checks_free(e);
+    for (size_t i = 0; i < ELECT_NBUCKETS; i++) {
+        struct elect_lock *lk = e->table[i];
+        while (lk != NULL) {
+            struct elect_lock *next = lk->next;
+            free_calls(&lk->queue);
+            free_calls(&lk->waiting);
+            free(lk);
+            lk = next;
+        }
+    }
+    elect_timer_free(e->timer);
+    free(e->prefix);
+    free(e->granted_by);
+    free(e);
+}
+
+int
+elect_start(struct elect *e)
+{
+    if (e->probe != PROBE_IDLE) {
+        return 0;
+    }
+    elect_probe_run(e);
+    return 0;
+}
+
+bool
+elect_ready(const struct elect *e, const char **reason)
+{
+    bool ok = e->probe == PROBE_OK;
+    if (reason != NULL) {
+        *reason = ok ? "" : e->reason;
+    }
+    return ok;
+}
+
+enum elect_etag_form
+elect_etag_form_used(const struct elect *e)
+{
+    return e->form;
+}
+
+int
+elect_random_hex(char *out, size_t nbytes)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char buf[64];
+    if (nbytes > sizeof(buf)) {
+        return ERR_INVAL;
+    }
+    size_t got = 0;
+    while (got < nbytes) {
+        ssize_t n = getrandom(buf + got, nbytes - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            log_error("getrandom: %s", strerror(errno));
+            return ERR_IO;
+        }
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[buf[i] >> 4];
+        out[2 * i + 1] = hex[buf[i] & 15];
+    }
+    out[2 * nbytes] = '\0';
+    volatile unsigned char *v = buf;
+    for (size_t i = 0; i < sizeof(buf); i++) {
+        v[i] = 0;
+    }
+    return 0;
+}
+
+/* ---- lock table ---- */
+
+static size_t
+bucket_of(const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
+        h = (h ^ *p) * 16777619u;
+    }
+    return h % ELECT_NBUCKETS;
+}
+
+struct elect_lock *
+elect_lock_find(struct elect *e, const char *name, bool create)
+{
+    size_t b = bucket_of(name);
+    for (struct elect_lock *lk = e->table[b]; lk != NULL; lk = lk->next) {
+        if (strcmp(lk->name, name) == 0) {
+            return lk;
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    struct elect_lock *lk = calloc(1, sizeof(*lk));
+    if (lk == NULL) {
+        return NULL;
+    }
+    (void)snprintf(lk->name, sizeof(lk->name), "%s", name);
+    lk->e = e;
+    TAILQ_INIT(&lk->queue);
+    TAILQ_INIT(&lk->waiting);
+    /* Seed the latest epoch from the election cache, so the first LIST
+     * starts after it: the cost of finding the latest does not grow with
+     * history (issue 5). */
+    if (e->store != NULL) {
+        struct store_elect se;
+        int err = store_elect_get(e->store, name, &se);
+        if (err == 0) {
+            lk->latest = se.epoch;
+            lk->cached = se.epoch;
+        } else if (err != ERR_NOTFOUND) {
+            log_warn("lock %s: election cache unreadable (%s); listing from the start", name,
+                     err_str(err));
+        }
+    }
+    lk->next = e->table[b];
+    e->table[b] = lk;
+    return lk;
+}
+
+/* ---- observations ---- */
+
+void
+elect_observe(struct elect_lock *lk, const struct elect_lockfile *rec, const char *etag,
+              const struct elect_obj_meta *meta, uint64_t now)
+{
+    bool changed = !lk->have || lk->rec.epoch != rec->epoch || strcmp(lk->etag, etag) != 0;
+    if (changed) {
+        /* G6 observer rule: a version seen for the first time counts as just changed. */
+        lk->obs.changed_mono = now;
+    }
+    lk->rec = *rec;
+    (void)snprintf(lk->etag, sizeof(lk->etag), "%s", etag);
+    lk->have = true;
+    if (rec->epoch > lk->latest) {
+        lk->latest = rec->epoch;
+    }
+    lk->obs.lease_ms = rec->lease_ms;
+    lk->obs.released = rec->expired;
+    lk->obs.read_mono = now;
+    lk->obs.store_age_ms = -1;
+    lk->obs.store_whole_sec = false;
+    if (meta != NULL && meta->date_ms >= 0 && meta->last_modified_ms >= 0) {
+        int64_t age = meta->date_ms - meta->last_modified_ms;
+        lk->obs.store_age_ms = age > 0 ? age : 0;
+        lk->obs.store_whole_sec = meta->date_ms % 1000 == 0 && meta->last_modified_ms % 1000 == 0;
+    }
+}
+
+void
+elect_info_fill(struct elect *e, struct elect_lock *lk, uint64_t now, struct elect_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    (void)snprintf(info->lock, sizeof(info->lock), "%s", lk->name);
+    info->token = lk->latest;
+    if (!lk->have || lk->rec.epoch != lk->latest) {
+        return;
+    }
+    const struct elect_lockfile *r = &lk->rec;
+    (void)snprintf(info->holder, sizeof(info->holder), "%s", r->holder);
+    (void)snprintf(info->granted_by, sizeof(info->granted_by), "%s", r->granted_by);
+    info->lease_ms = r->lease_ms;
+    info->released = r->expired;
+    info->acquired_at_ms = r->acquired_at_ms;
+    info->renewed_at_ms = r->renewed_at_ms;
+    info->renewals = r->renewals;
+    uint64_t rem = 0;
+    info->live = elect_lease_live(&lk->obs, now, &rem);
+    if (info->live) {
+        info->expires_in_ms = rem;
+        info->expires_at_ms = clock_wall_ms() + (int64_t)rem;
+    }
+    (void)e;
+}
+
+/*
+ * elect_lock_free_now - may an acquire create the next epoch now?  A
+ * released record is final; a lease that ran out by time only counts right
+ * after a fresh read (just_listed), since a renewal we have not seen would
+ * otherwise be missed.  *need_read asks for that read.
+ */
+bool
+elect_lock_free_now(struct elect_lock *lk, uint64_t now, bool *need_read)
+{
+    *need_read = false;
+    if (!lk->have) {
+        if (lk->latest == 0 || lk->just_listed) {
+            return true;
+        }
+        *need_read = true;
+        return false;
+    }
+    if (lk->rec.expired) {
+        return true;
+    }
+    if (elect_lease_live(&lk->obs, now, NULL)) {
+        return false;
+    }
+    if (lk->just_listed) {
+        return true;
+    }
+    *need_read = true;
+    return false;
+}
+
+/* ---- store: the election cache ---- */
+
+/* store_elect_done_fn, registered by elect_cache_advance */
+static void
+on_cache_advanced(void *arg, int err, uint64_t epoch)
+{
+    struct elect_ticket *t = arg;
+    if (t->e == NULL) {
+        free(t); /* the elect is gone */
+        return;
+    }
+    LIST_REMOVE(t, link);
+    if (err != 0) {
+        log_error("election cache: recording epoch failed: %s", err_str(err));
+    }
+    (void)epoch;
+    struct elect_call *call = t->call;
+    elect_check_fn *check_cb = t->check_cb;
+    void *check_arg = t->check_arg;
+    free(t);
+    if (call != NULL) {
+        elect_grant_done(call, err);
+    }
+    if (check_cb != NULL) {
+        check_cb(check_arg, err, err == 0);
+    }
+}
+
+int
+elect_cache_advance(struct elect *e, struct elect_lock *lk, uint64_t epoch, struct elect_call *call,
+                    elect_check_fn *check_cb, void *check_arg)
+{
+    struct elect_ticket *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return ERR_NOMEM;
+    }
+    t->e = e;
+    t->call = call;
+    t->check_cb = check_cb;
+    t->check_arg = check_arg;
+    int err = store_elect_advance(e->store, lk->name, epoch, on_cache_advanced, t);
+    if (err != 0) {
+        free(t);
+        return err;
+    }
+    LIST_INSERT_HEAD(&e->tickets, t, link);
+    if (epoch > lk->cached) {
+        lk->cached = epoch;
+    }
+    return 0;
+}
+
+void
+elect_cache_note(struct elect *e, struct elect_lock *lk, uint64_t epoch)
+{
+    if (e->store == NULL || epoch <= lk->cached) {
+        return;
+    }
+    int err = elect_cache_advance(e, lk, epoch, NULL, NULL, NULL);
+    if (err != 0) {
+        log_warn("lock %s: recording observed epoch %llu: %s", lk->name, (unsigned long long)epoch,
+                 err_str(err));
+    }
+}
+
+/* ---- calls ---- */
+
+static void
+waiting_add(struct elect *e, struct elect_call *c)
+{
+    struct elect_lock *lk = c->lk;
+    TAILQ_REMOVE(&lk->queue, c, link);
+    TAILQ_INSERT_TAIL(&lk->waiting, c, link);
+    c->waiting = true;
+    if (!lk->wait_listed) {
+        LIST_INSERT_HEAD(&e->wait_locks, lk, wait_link);
+        lk->wait_listed = true;
+    }
+}
+
+static void
+call_unlink(struct elect_call *c)
+{
+    struct elect_lock *lk = c->lk;
+    if (c->waiting) {
+        TAILQ_REMOVE(&lk->waiting, c, link);
+        c->waiting = false;
+        if (TAILQ_EMPTY(&lk->waiting) && lk->wait_listed) {
+            LIST_REMOVE(lk, wait_link);
+            lk->wait_listed = false;
+        }
+    } else {
+        TAILQ_REMOVE(&lk->queue, c, link);
+    }
+}
+
+/*
+ * Answer a call and free it.  It leaves its list before its callback runs,
+ * so a callback that starts new calls (and so pumps this lock) never meets it.
+ */
+void
+elect_call_complete(struct elect_call *c, int err, bool with_lease)
+{
+    call_unlink(c);
+    elect_done_fn *cb = c->done ? NULL : c->cb;
+    c->done = true;
+    c->cb = NULL;
+    if (cb != NULL) {
+        struct elect_info info;
+        elect_info_fill(c->e, c->lk, clock_mono_ms(), &info);
+        if (with_lease) {
+            (void)snprintf(info.lease_id, sizeof(info.lease_id), "%s", c->lease_id);
+        }
+        cb(c->arg, err, &info);
+        volatile char *p = info.lease_id;
+        for (size_t i = 0; i < sizeof(info.lease_id); i++) {
+            p[i] = 0;
+        }
+    }
+    call_free(c);
+}
+
+void
+elect_call_finish(struct elect_call *c)
+{
+    call_unlink(c);
+    call_free(c);
+}
+
+static int
+call_new(struct elect *e, const char *lock, enum call_kind kind, elect_done_fn *cb, void *arg,
+         struct elect_call **out)
+{
+    if (!elect_lock_valid(lock) || cb == NULL) {
+        return ERR_INVAL;
+    }
+    struct elect_lock *lk = elect_lock_find(e, lock, true);
+    if (lk == NULL) {
+        return ERR_NOMEM;
+    }
+    struct elect_call *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return ERR_NOMEM;
+    }
+    c->e = e;
+    c->lk = lk;
+    c->kind = kind;
+    c->cb = cb;
+    c->arg = arg;
+    c->arrived = clock_mono_ms();
+    c->seq = ++e->call_seq;
+    c->deadline = c->arrived;
+    *out = c;
+    return 0;
+}
+
+static void
+call_submit(struct elect_call *c, struct elect_call **callp)
+{
+    TAILQ_INSERT_TAIL(&c->lk->queue, c, link);
+    if (callp != NULL) {
+        *callp = c;
+    }
+    elect_pump(c->e, c->lk);
+}
+
+static uint64_t
+wait_deadline(struct elect *e, uint64_t arrived, uint32_t wait_ms)
+{
+    if (wait_ms > e->opts.max_wait_ms) {
+        wait_ms = e->opts.max_wait_ms;
+    }
+    return arrived + wait_ms;
+}
+
+int
+elect_acquire(struct elect *e, const char *lock, const char *holder, uint32_t lease_ms,
+              uint32_t wait_ms, elect_done_fn *cb, void *arg, struct elect_call **callp)
+{
+    if (!text_ok(holder, ELECT_HOLDER_MAX)) {
+        return ERR_INVAL;
+    }
+    if (lease_ms == 0) {
+        lease_ms = e->opts.default_lease_ms;
+    }
+    if (lease_ms < e->opts.min_lease_ms || lease_ms > e->opts.max_lease_ms) {
+        return ERR_INVAL;
+    }
+    if (e->probe != PROBE_OK) {
+        return ERR_AGAIN;
+    }
+    struct elect_call *c;
+    int err = call_new(e, lock, CALL_ACQUIRE, cb, arg, &c);
+    if (err != 0) {
+        return err;
+    }
+    (void)snprintf(c->holder, sizeof(c->holder), "%s", holder);
+    c->lease_ms = lease_ms;
+    c->deadline = wait_deadline(e, c->arrived, wait_ms);
+    call_submit(c, callp);
+    return 0;
+}
+
+static bool
+lease_id_ok(const char *id)
+{
+    if (id == NULL || strlen(id) != ELECT_LEASE_ID_HEX) {
+        return false;
+    }
+    for (size_t i = 0; i < ELECT_LEASE_ID_HEX; i++) {
+        char ch = id[i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int
+rewrite_call(struct elect *e, const char *lock, uint64_t token, const char *lease_id,
+             enum call_kind kind, elect_done_fn *cb, void *arg, struct elect_call **callp)
+{
+    if (token == 0 || token > (uint64_t)ELECT_EPOCH_MAX || lease_id == NULL) {
+        return ERR_INVAL;
+    }
+    if (e->probe != PROBE_OK) {
+        return ERR_AGAIN;
+    }
+    struct elect_call *c;
+    int err = call_new(e, lock, kind, cb, arg, &c);
+    if (err != 0) {
+        return err;
+    }
+    c->token = token;
+    /* A malformed lease_id cannot match: it is kept and refused as ERR_DENIED
+     * after the record is read, like any other wrong one (G5). */
+    if (lease_id_ok(lease_id)) {
+        (void)snprintf(c->lease_id, sizeof(c->lease_id), "%s", lease_id);
+    }
+    call_submit(c, callp);
+    return 0;
+}
+
+int
+elect_renew(struct elect *e, const char *lock, uint64_t token, const char *lease_id,
+            elect_done_fn *cb, void *arg, struct elect_call **callp)
+{
+    return rewrite_call(e, lock, token, lease_id, CALL_RENEW, cb, arg, callp);
+}
+
+int
+elect_release(struct elect *e, const char *lock, uint64_t token, const char *lease_id,
+              elect_done_fn *cb, void *arg, struct elect_call **callp)
+{
+    return rewrite_call(e, lock, token, lease_id, CALL_RELEASE, cb, arg, callp);
+}
+
+int
+elect_get(struct elect *e, const char *lock, uint64_t after, uint32_t wait_ms, elect_done_fn *cb,
+          void *arg, struct elect_call **callp)
+{
+    struct elect_call *c;
+    int err = call_new(e, lock, CALL_GET, cb, arg, &c);
+    if (err != 0) {
+        return err;
+    }
+    c->after = after;
+    c->deadline = after > 0 ? wait_deadline(e, c->arrived, wait_ms) : c->arrived;
+    call_submit(c, callp);
+    return 0;
+}
+
+int
+elect_peek(struct elect *e, const char *lock, struct elect_info *info)
+{
+    if (!elect_lock_valid(lock) || info == NULL) {
+        return ERR_INVAL;
+    }
+    struct elect_lock *lk = elect_lock_find(e, lock, false);
+    if (lk != NULL && lk->latest > 0) {
+        elect_info_fill(e, lk, clock_mono_ms(), info);
+        return 0;
+    }
+    memset(info, 0, sizeof(*info));
+    (void)snprintf(info->lock, sizeof(info->lock), "%s", lock);
+    if (e->store != NULL) {
+        struct store_elect se;
+        int err = store_elect_get(e->store, lock, &se);
+        if (err == 0) {
+            info->token = se.epoch;
+            return 0;
+        }
+        if (err != ERR_NOTFOUND) {
+            return err;
+        }
+    }
+    return ERR_NOTFOUND;
+}
+
+void
+elect_call_cancel(struct elect *e, struct elect_call *c)
+{
+    (void)e;
+    if (c == NULL || c->done) {
+        return;
+    }
+    c->cb = NULL;
+    c->done = true;
+    if (c->step != STEP_NONE) {
+        return; /* its backend sequence finishes and frees it */
+    }
+    struct elect_lock *lk = c->lk;
+    elect_call_finish(c);
+    elect_reschedule(e);
+    (void)lk;
+}
+
+/* ---- the per-lock pump ---- */
+
+/* Whether a waiting get's condition holds: a newer epoch, or epoch `after` not live. */
+static bool
+get_condition(struct elect_lock *lk, uint64_t after, uint64_t now)
+{
+    if (lk->latest > after) {
+        return true;
+    }
+    if (lk->latest < after) {
+        return false;
+    }
+    return !lk->have || !elect_lease_live(&lk->obs, now, NULL);
+}
+
+/*
+ * One step for the call at the head of the queue: answer it, park it as
+ * waiting, or start a backend sequence (lk->busy).  Never leaves it at the
+ * head without one of those, so the pump always makes progress.
+ */
+static void
+step(struct elect *e, struct elect_lock *lk, struct elect_call *c, uint64_t now)
+{
+    if (c->done) {
+        elect_call_finish(c);
+        return;
+    }
+    bool fresh = lk->known && lk->valid_from >= c->arrived;
+    switch (c->kind) {
+    case CALL_RENEW:
+    case CALL_RELEASE:
+        if (c->superseded) {
+            if (!fresh) {
+                elect_seq_refresh(e, lk);
+                return;
+            }
+            elect_call_complete(c, ERR_CONFLICT, false);
+            return;
+        }
+        elect_seq_rewrite(c);
+        return;
+    case CALL_GET:
+        if (!fresh) {
+            elect_seq_refresh(e, lk);
+            return;
+        }
+        if (c->after == 0 || c->deadline <= now || get_condition(lk, c->after, now)) {
+            elect_call_complete(c, 0, false);
+            return;
+        }
+        waiting_add(e, c);
+        return;
+    case CALL_ACQUIRE: {
+        if (!fresh) {
+            elect_seq_refresh(e, lk);
+            return;
+        }
+        bool need_read;
+        if (elect_lock_free_now(lk, now, &need_read)) {
+            elect_seq_create(c);
+            return;
+        }
+        if (need_read) {
+            elect_seq_refresh(e, lk);
+            return;
+        }
+        if (c->deadline <= now) {
+            elect_call_complete(c, ERR_CONFLICT, false);
+            return;
+        }
+        waiting_add(e, c);
+        return;
+    }
+    default:
+        elect_call_complete(c, ERR_INVAL, false);
+        return;
+    }
+}
+
+/*
+ * Settle waiting calls against the current state: answer the ones whose
+ * condition holds or whose wait ended; move the oldest acquire that may
+ * create to the head of the queue.  Returns true if it queued one.  Restarts
+ * its scan after every callback (which may cancel other calls).
+ */
+static bool
+wake_waiters(struct elect_lock *lk, uint64_t now)
+{
+    for (;;) {
+        struct elect_call *hit = NULL;
+        int err = 0;
+        bool create = false;
+        struct elect_call *c;
+        for (c = TAILQ_FIRST(&lk->waiting); c != NULL; c = TAILQ_NEXT(c, link)) {
+            if (c->kind == CALL_GET) {
+                if (c->deadline <= now || get_condition(lk, c->after, now)) {
+                    hit = c;
+                    break;
+                }
+                continue;
+            }
+            bool need_read;
+            if (elect_lock_free_now(lk, now, &need_read)) {
+                hit = c;
+                create = true;
+                break;
+            }
+            if (need_read) {
+                lk->poll_due = true;
+            }
+            if (c->deadline <= now) {
+                hit = c;
+                err = ERR_CONFLICT;
+                break;
+            }
+        }
+        if (hit == NULL) {
+            return false;
+        }
+        if (create) {
+            call_unlink(hit);
+            TAILQ_INSERT_HEAD(&lk->queue, hit, link);
+            return true;
+        }
+        elect_call_complete(hit, err, false);
+    }
+}
+
+void
+elect_pump(struct elect *e, struct elect_lock *lk)
+{
+    if (lk->pumping) {
+        lk->repump = true;
+        return;
+    }
+    lk->pumping = true;
+    do {
+        lk->repump = false;
+        for (;;) {
+            uint64_t now = clock_mono_ms();
+            if (lk->busy) {
+                break;
+            }
+            struct elect_call *c = TAILQ_FIRST(&lk->queue);
+            if (c != NULL) {
+                step(e, lk, c, now);
+                continue;
+            }
+            if (wake_waiters(lk, now)) {
+                continue;
+            }
+            if (lk->poll_due && !TAILQ_EMPTY(&lk->waiting)) {
+                lk->poll_due = false;
+                elect_seq_refresh(e, lk);
+                continue;
+            }
+            lk->poll_due = false;
+            break;
+        }
+    } while (lk->repump);
+    lk->just_listed = false;
+    lk->pumping = false;
+    elect_reschedule(e);
+}
+
+/* ---- timers ---- */
+
+static uint64_t
+poll_interval(struct elect *e, struct elect_lock *lk)
+{
+    uint64_t lease = lk->have ? lk->rec.lease_ms : e->opts.default_lease_ms;
+    uint64_t p = lease / 4;
+    if (p < 50) {
+        p = 50;
+    }
+    if (p > e->opts.poll_ms) {
+        p = e->opts.poll_ms;
+    }
+    return p;
+}
+
+/* When lk's waiting calls next need attention (UINT64_MAX: never). */
+static uint64_t
+lock_wake(struct elect *e, struct elect_lock *lk, uint64_t now)
+{
+    uint64_t at = UINT64_MAX;
+    struct elect_call *c;
+    for (c = TAILQ_FIRST(&lk->waiting); c != NULL; c = TAILQ_NEXT(c, link)) {
+        if (c->deadline < at) {
+            at = c->deadline;
+        }
+    }
+    if (TAILQ_EMPTY(&lk->waiting)) {
+        return at;
+    }
+    uint64_t poll = lk->last_read + poll_interval(e, lk);
+    if (poll < at) {
+        at = poll;
+    }
+    uint64_t rem;
+    if (lk->have && elect_lease_live(&lk->obs, now, &rem) && now + rem < at) {
+        at = now + rem;
+    }
+    return at;
+}
+
+void
+elect_reschedule(struct elect *e)
+{
+    uint64_t now = clock_mono_ms();
+    uint64_t at = UINT64_MAX;
+    if (e->probe == PROBE_WAIT) {
+        at = e->probe_at;
+    }
+    struct elect_lock *lk;
+    for (lk = LIST_FIRST(&e->wait_locks); lk != NULL; lk = LIST_NEXT(lk, wait_link)) {
+        uint64_t w = lock_wake(e, lk, now);
+        if (w < at) {
+            at = w;
+        }
+    }
+    if (!e->gc_running) {
+        for (lk = LIST_FIRST(&e->gc_list); lk != NULL; lk = LIST_NEXT(lk, gc_link)) {
+            if (lk->gc_at < at) {
+                at = lk->gc_at;
+            }
+        }
+    }
+    if (at == UINT64_MAX) {
+        if (e->timer_at != 0) {
+            elect_timer_clear(e->timer);
+            e->timer_at = 0;
+        }
+        return;
+    }
+    if (at == e->timer_at) {
+        return;
+    }
+    e->timer_at = at;
+    elect_timer_set(e->timer, at > now ? at - now : 0);
+}
+
+void
+elect_on_timer(struct elect *e)
+{
+    uint64_t now = clock_mono_ms();
+    if (e->probe == PROBE_WAIT && now >= e->probe_at) {
+        elect_probe_run(e);
+    }
+    /* Lock states live until elect_free, so walking the table is safe even
+     * if callbacks cancel calls of other locks. */
+    for (size_t i = 0; i < ELECT_NBUCKETS; i++) {
+        for (struct elect_lock *lk = e->table[i]; lk != NULL; lk = lk->next) {
+            if (TAILQ_EMPTY(&lk->waiting)) {
+                continue;
+            }
+            if (now >= lk->last_read + poll_interval(e, lk)) {
+                lk->poll_due = true;
+            }
+            elect_pump(e, lk);
+        }
+    }
+    elect_gc_run(e, now);
+    elect_reschedule(e);
+}
