@@ -188,7 +188,7 @@ get_audit(struct gw_req *req, struct store *st)
     struct buf b;
     buf_init(&b, API_MAX_BODY);
     struct audit_list al = {.b = &b, .first = true};
-    struct store_audit_cursor next;
+    struct store_audit_cursor next = {0};
     int rc = buf_append_str(&b, "{\"records\":[");
     if (rc == 0) {
         rc = store_audit_query(st, &q, on_audit, &al, &next);

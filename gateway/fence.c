@@ -103,10 +103,10 @@ gw_fence_free(struct gw_fence *f)
         return;
     }
     for (size_t i = 0; i < FENCE_BUCKETS; i++) {
-        struct flock *lk;
-        while ((lk = LIST_FIRST(&f->table[i])) != NULL) {
-            struct gw_fence_ticket *t;
-            while ((t = TAILQ_FIRST(&lk->tickets)) != NULL) {
+        while (!LIST_EMPTY(&f->table[i])) {
+            struct flock *lk = LIST_FIRST(&f->table[i]);
+            while (!TAILQ_EMPTY(&lk->tickets)) {
+                struct gw_fence_ticket *t = TAILQ_FIRST(&lk->tickets);
                 TAILQ_REMOVE(&lk->tickets, t, link);
                 free(t);
             }
@@ -264,7 +264,28 @@ older_in_flight(struct flock *lk, uint64_t e)
     return false;
 }
 
-/* Judges every waiting ticket of the lock against its highest and the barrier. */
+/* The first waiting ticket that can be decided now, or NULL. */
+static struct gw_fence_ticket *
+next_decidable(struct flock *lk)
+{
+    struct gw_fence_ticket *t;
+    TAILQ_FOREACH (t, &lk->tickets, link) {
+        /* clang-analyzer 14 cannot follow TAILQ_REMOVE updating the head through
+         * tqe_prev, and takes a dropped ticket for the first one still listed */
+        if (t->state != T_WAITING || t->cancelled) { /* NOLINT(clang-analyzer-unix.Malloc) */
+            continue;
+        }
+        if (t->epoch == lk->highest && older_in_flight(lk, t->epoch)) {
+            continue; /* barrier: wait for the completely sent older writes */
+        }
+        return t;
+    }
+    return NULL;
+}
+
+/* Judges every waiting ticket of the lock against its highest and the barrier.
+ * Each verdict may change the list (callbacks release tickets), so the next
+ * ticket is looked up afresh every time. */
 static void
 judge(struct flock *lk)
 {
@@ -272,33 +293,15 @@ judge(struct flock *lk)
         return;
     }
     lk->judging = true;
-    bool again = true;
-    while (again) {
-        again = false;
-        struct gw_fence_ticket *t;
-        TAILQ_FOREACH (t, &lk->tickets, link) {
-            if (t->state != T_WAITING || t->cancelled) {
-                continue;
-            }
-            if (t->epoch < lk->highest) {
-                gw_metrics.fence_rejections++;
-                reject(t, ERR_FENCED, lk->highest);
-                again = true; /* the list changed under the iterator */
-                break;
-            }
-            if (t->epoch > lk->highest) {
-                start_advance(t);
-                again = true;
-                break;
-            }
-            if (older_in_flight(lk, t->epoch)) {
-                continue; /* barrier: wait for the completely sent older writes */
-            }
+    for (struct gw_fence_ticket *t = next_decidable(lk); t != NULL; t = next_decidable(lk)) {
+        if (t->epoch < lk->highest) {
+            gw_metrics.fence_rejections++;
+            reject(t, ERR_FENCED, lk->highest);
+        } else if (t->epoch > lk->highest) {
+            start_advance(t);
+        } else {
             t->state = T_ADMITTED;
-            gw_fence_admit_fn *cb = t->admitted;
-            cb(t->arg, 0, t->epoch);
-            again = true; /* the callback may have released tickets */
-            break;
+            t->admitted(t->arg, 0, t->epoch);
         }
     }
     lk->judging = false;
@@ -345,13 +348,17 @@ advance(struct gw_fence_ticket *t)
 
 /* gw_fence_granted_done_fn */
 static void
-on_lookup(void *arg, bool granted)
+on_lookup(void *arg, int err, bool granted)
 {
     struct gw_fence_ticket *t = arg;
     struct flock *lk = t->lk;
     lk->pending--;
     if (t->cancelled) {
         ticket_drop(t);
+    } else if (err != 0) {
+        log_warn("lock %s: cannot tell whether epoch %llu was granted: %s", lk->name,
+                 (unsigned long long)t->epoch, err_str(err));
+        reject(t, ERR_IO, lk->highest);
     } else if (!granted) {
         gw_metrics.fence_rejections++;
         reject(t, ERR_DENIED, lk->highest);
@@ -384,10 +391,17 @@ start_advance(struct gw_fence_ticket *t)
     t->state = T_LOOKUP;
     lk->pending++;
     rc = lk->f->lookup(lk->f->lookup_arg, lk->name, t->epoch, on_lookup, t);
-    if (rc != 0) {
-        lk->pending--;
+    if (rc == 0) {
+        return;
+    }
+    lk->pending--;
+    if (rc == 1) {
+        advance(t); /* granted, known at once */
+    } else if (rc == ERR_INVAL) {
         gw_metrics.fence_rejections++;
         reject(t, ERR_DENIED, lk->highest);
+    } else {
+        reject(t, ERR_IO, lk->highest);
     }
 }
 

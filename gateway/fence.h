@@ -76,11 +76,13 @@ MUST_USE int gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg,
 
 /*
  * gw_fence_granted_fn - the G4 lookup hook: is epoch of lock granted?  Called
- * when a token is above the election cache's latest epoch.  Must answer
- * through done(done_arg, granted) exactly once, never before returning 0.
- * Returns 0 (started) or an ERR_* (then the token counts as not granted).
+ * when a token is above the election cache's latest epoch.
+ * Returns 1 (granted, decided now: done never runs), 0 (started: done runs
+ * once, never before this returns), ERR_INVAL (not granted), or another ERR_*
+ * (unknown: the write is refused with 503, never with a final 409).
+ * done: err 0 with granted; or err != 0 (unknown, 503).
  */
-typedef void gw_fence_granted_done_fn(void *done_arg, bool granted);
+typedef void gw_fence_granted_done_fn(void *done_arg, int err, bool granted);
 typedef int gw_fence_granted_fn(void *arg, const char *lock, uint64_t epoch,
                                 gw_fence_granted_done_fn *done, void *done_arg);
 

@@ -1,16 +1,19 @@
 #define LOG_MODULE "router"
 #include "gateway/router.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "election/elect.h"
 #include "gateway/api.h"
 #include "gateway/auth.h"
 #include "gateway/config.h"
 #include "gateway/fence.h"
 #include "gateway/http.h"
+#include "gateway/json_locks.h"
 #include "gateway/metrics.h"
 #include "gateway/proxy.h"
 #include "gateway/s3err.h"
@@ -49,11 +52,18 @@ serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const ch
         return true;
     }
     if (strcmp(path, "/readyz") == 0 && get) {
-        if (rt->ready) {
-            send_text(req, 200, "text/plain", "ready\n");
-        } else {
+        const char *why = NULL;
+        if (!rt->ready) {
             send_text(req, 503, "text/plain",
                       rt->not_ready != NULL ? rt->not_ready : "not ready\n");
+        } else if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
+            /* the backend's precondition self-test has not passed: no leases */
+            char text[512];
+            (void)snprintf(text, sizeof(text), "election not ready: %s\n",
+                           why != NULL ? why : "self-test running");
+            send_text(req, 503, "text/plain", text);
+        } else {
+            send_text(req, 200, "text/plain", "ready\n");
         }
         return true;
     }
@@ -186,6 +196,18 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
         gw_proxy_forward(rt->proxy, req, s3, auth, NULL);
         return;
     }
+    if (auth->principal != NULL && auth->principal->locks != NULL) {
+        bool allowed = false;
+        for (char **l = auth->principal->locks; *l != NULL; l++) {
+            allowed = allowed || strcmp(*l, claim.lock) == 0;
+        }
+        if (!allowed) {
+            gw_metrics_count_status(403);
+            gw_s3err_send(req, 403, "AccessDenied",
+                          "This principal may not write under this lock.");
+            return;
+        }
+    }
     struct pending *pd = calloc(1, sizeof(*pd));
     if (pd == NULL) {
         gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
@@ -248,7 +270,10 @@ gw_router_on_request(struct gw_req *req, void *arg)
     }
     log_debug("req %s: %s %s bucket=%s principal=%s", gw_req_id(req), method, s3.name, s3.bucket,
               auth.principal != NULL ? auth.principal->name : "(anonymous)");
-    if (s3.op == GW_S3_OP_GATEWAY_API) {
+    if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
+        (path[20] == '\0' || path[20] == '/')) {
+        gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);
+    } else if (s3.op == GW_S3_OP_GATEWAY_API) {
         gw_api_handle(req, rt->store); /* authenticated like everything else */
     } else {
         fence_then_forward(rt, req, &s3, &auth);

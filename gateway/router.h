@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 
+struct elect;
 struct gw_fence;
 struct gw_proxy;
 struct gw_req;
@@ -21,6 +22,7 @@ struct gw_router {
     struct gw_sigv4_keycache *kc; /* borrowed; signing keys of inbound principals */
     struct gw_fence *fence;       /* borrowed; NULL: nothing is fenced (tests only) */
     struct store *store;          /* borrowed; for the JSON API */
+    struct elect *elect;          /* borrowed; NULL when no election is configured */
     bool ready;                   /* /readyz answers 200 only when true */
     const char *not_ready;        /* static text: why not ready, or NULL */
 };

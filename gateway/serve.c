@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "election/backend_dir.h"
+#include "election/elect.h"
 #include "gateway/config.h"
+#include "gateway/elect_s3.h"
 #include "gateway/fence.h"
 #include "gateway/http.h"
 #include "gateway/proxy.h"
@@ -27,18 +30,20 @@ struct serve {
     struct gw_config *cfg;                        /* owned; in force */
     struct gw_config *old[SERVE_MAX_OLD_CONFIGS]; /* owned; replaced, freed at exit */
     size_t nold;
-    struct gw_upstream *up;       /* owned */
-    struct gw_proxy *proxy;       /* owned */
-    struct gw_server *srv;        /* owned */
-    struct gw_router router;      /* embedded */
-    struct gw_sigv4_keycache *kc; /* owned; inbound signing keys */
-    struct store *store;          /* owned; fence table, election cache, audit log */
-    struct event *store_ev;       /* owned; store completions become callbacks */
-    struct gw_fence *fence;       /* owned */
-    struct event *sig_term;       /* SIGTERM */
-    struct event *sig_int;        /* SIGINT */
-    struct event *sig_hup;        /* SIGHUP */
-    int stopping;                 /* how many stop signals were received */
+    struct gw_upstream *up;         /* owned */
+    struct gw_proxy *proxy;         /* owned */
+    struct gw_server *srv;          /* owned */
+    struct gw_router router;        /* embedded */
+    struct gw_sigv4_keycache *kc;   /* owned; inbound signing keys */
+    struct store *store;            /* owned; fence table, election cache, audit log */
+    struct event *store_ev;         /* owned; store completions become callbacks */
+    struct gw_fence *fence;         /* owned */
+    struct elect *elect;            /* owned; NULL without an "election" section */
+    struct elect_backend *elect_s3; /* borrowed from elect: the s3 backend, or NULL */
+    struct event *sig_term;         /* SIGTERM */
+    struct event *sig_int;          /* SIGINT */
+    struct event *sig_hup;          /* SIGHUP */
+    int stopping;                   /* how many stop signals were received */
 };
 
 static const char *
@@ -96,6 +101,9 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
     gw_server_set_config(s->srv, cfg);
     gw_proxy_set_config(s->proxy, cfg);
+    if (s->elect_s3 != NULL && gw_elect_s3_set_config(s->elect_s3, cfg) != 0) {
+        log_warn("the election keeps signing with the previous upstream settings");
+    }
     (void)log_set_level(cfg->log_level);
     s->old[s->nold++] = s->cfg;
     s->cfg = cfg;
@@ -138,10 +146,90 @@ open_store(struct serve *s, char *errbuf, size_t errlen)
     return 0;
 }
 
+/* elect_check_fn: the asynchronous end of fence_lookup. */
+struct lookup {
+    gw_fence_granted_done_fn *done; /* the fence's callback */
+    void *arg;                      /* and its argument */
+};
+
+static void
+on_epoch_checked(void *arg, int err, bool granted)
+{
+    struct lookup *lu = arg;
+    lu->done(lu->arg, err, granted);
+    free(lu);
+}
+
+/* gw_fence_granted_fn: G4 through the election (cache, then the epoch file). */
+static int
+fence_lookup(void *arg, const char *lock, uint64_t epoch, gw_fence_granted_done_fn *done,
+             void *done_arg)
+{
+    struct serve *s = arg;
+    struct lookup *lu = malloc(sizeof(*lu));
+    if (lu == NULL) {
+        return ERR_NOMEM;
+    }
+    lu->done = done;
+    lu->arg = done_arg;
+    int rc = elect_epoch_check(s->elect, lock, epoch, on_epoch_checked, lu);
+    if (rc != 0) {
+        free(lu); /* decided now (1), or an error: no callback */
+    }
+    return rc;
+}
+
+static int
+open_election(struct serve *s, char *errbuf, size_t errlen)
+{
+    const struct gw_config *cfg = s->cfg;
+    struct elect_backend *be = NULL;
+    if (cfg->election.backend == GW_ELECT_NONE) {
+        return 0;
+    }
+    if (cfg->election.backend == GW_ELECT_DIR) {
+        int rc = elect_backend_dir_new(s->base, cfg->election.path, &be, errbuf, errlen);
+        if (rc != 0) {
+            return rc;
+        }
+    } else {
+        be = gw_elect_s3_new(s->up, cfg, cfg->election.bucket, errbuf, errlen);
+        if (be == NULL) {
+            return ERR_INVAL;
+        }
+        s->elect_s3 = be;
+    }
+    struct elect_opts o;
+    elect_opts_init(&o);
+    o.base = s->base;
+    o.backend = be;
+    o.store = s->store;
+    o.prefix = cfg->election.prefix;
+    o.granted_by = cfg->gateway_id;
+    o.default_lease_ms = cfg->election.default_lease_ms;
+    o.min_lease_ms = cfg->election.min_lease_ms;
+    o.max_lease_ms = cfg->election.max_lease_ms;
+    o.keep_epochs = cfg->election.keep_epochs;
+    int rc = elect_new(&o, &s->elect); /* owns be from here on, even on failure */
+    if (rc != 0) {
+        (void)snprintf(errbuf, errlen, "election: %s", err_str(rc));
+        return rc;
+    }
+    rc = elect_start(s->elect); /* the precondition self-test; retried on its own */
+    if (rc != 0) {
+        log_warn("election self-test could not start yet (%s); it will be retried", err_str(rc));
+    }
+    gw_fence_set_lookup(s->fence, fence_lookup, s);
+    log_info("election on %s",
+             cfg->election.backend == GW_ELECT_DIR ? cfg->election.path : cfg->election.bucket);
+    return 0;
+}
+
 static void
 serve_cleanup(struct serve *s)
 {
     gw_server_free(s->srv);
+    elect_free(s->elect); /* before the upstream: the s3 backend uses it */
     gw_proxy_free(s->proxy);
     gw_upstream_free(s->up);
     gw_fence_free(s->fence);
@@ -218,6 +306,11 @@ gw_cmd_serve(int argc, char **argv)
         log_error("data_dir %s: %s", s.cfg->data_dir, errbuf);
         goto out;
     }
+    if (open_election(&s, errbuf, sizeof(errbuf)) != 0) {
+        log_error("%s", errbuf);
+        goto out;
+    }
+    s.router.elect = s.elect;
     s.router.fence = s.fence;
     s.router.store = s.store;
     s.router.proxy = s.proxy;

@@ -186,7 +186,7 @@ osd crush update on start = true
 log file = $dir/log/osd.log
 
 [client.rgw]
-rgw frontends = beast endpoint=127.0.0.1:$port
+rgw frontends = beast endpoint=127.0.0.1:$port tcp_nodelay=1
 rgw data = $dir/rgw
 # virtual-hosted style too: http://BUCKET.localhost:PORT/ (curl resolves
 # *.localhost to loopback itself); path style keeps working.

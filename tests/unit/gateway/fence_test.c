@@ -179,7 +179,7 @@ lookup_done_later(evutil_socket_t fd, short what, void *arg)
     (void)what;
     void **pair = arg;
     gw_fence_granted_done_fn *done = (gw_fence_granted_done_fn *)(uintptr_t)pair[0];
-    done(pair[1], (uintptr_t)pair[2] != 0);
+    done(pair[1], 0, (uintptr_t)pair[2] != 0);
     free(pair);
 }
 
