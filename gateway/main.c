@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gateway/cmd_audit.h"
+#include "gateway/cmd_lock.h"
 #include "gateway/serve.h"
 
 #ifndef FENCEGATE_VERSION
@@ -21,6 +22,8 @@ usage(FILE *f)
                      "  check-config -c FILE   validate a configuration file\n"
                      "  audit --data-dir DIR [--lock L] [--since T] [--limit N] [--json]\n"
                      "                         list rejected writes (offline, read-only)\n"
+                     "  lock acquire|renew|release|show|watch|run LOCK ...\n"
+                     "                         hold a lock through a gateway (lock --help)\n"
                      "  version                print the version\n");
 }
 
@@ -40,6 +43,9 @@ main(int argc, char **argv)
     }
     if (strcmp(cmd, "audit") == 0) {
         return gw_cmd_audit(argc - 1, argv + 1);
+    }
+    if (strcmp(cmd, "lock") == 0) {
+        return gw_cmd_lock(argc - 1, argv + 1);
     }
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         (void)printf("fencegate %s\n", FENCEGATE_VERSION);
