@@ -51,6 +51,8 @@ struct preq {
     bool recv_paused;     /* on_body returned ERR_AGAIN: resume on output drained */
     bool head_sent;       /* the response head went to the client */
     bool is_head;         /* a HEAD request: no response body */
+    uint64_t body_length; /* bytes the upstream's Content-Length announces */
+    uint64_t body_passed; /* bytes handed to the upstream so far */
     struct gw_fence_ticket *ticket;   /* fenced write: its ticket, NULL otherwise */
     struct gw_fence *fence;           /* fenced write: for the audit of a cut */
     struct gw_s3req *s3;              /* fenced write: a copy, for the audit of a cut */
@@ -260,7 +262,11 @@ on_read_body(void *arg, char *dst, size_t len)
     }
     if (n > 0) {
         gw_metrics.bytes_in += (uint64_t)n;
-    } else if (n == 0 && p->ticket != NULL) {
+        p->body_passed += (uint64_t)n;
+    }
+    /* With a known length libcurl asks for no more once it has them all, so
+     * "completely handed over" is the count, not an end-of-body read. */
+    if (p->ticket != NULL && (n == 0 || p->body_passed == p->body_length)) {
         gw_fence_ticket_sent(p->ticket); /* the barrier now waits for it instead of cutting */
     }
     return n;
@@ -665,6 +671,7 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
                              strcmp(method, "DELETE") == 0 || strcmp(method, "OPTIONS") == 0)) {
         body_length = -1; /* s3cmd sends "Content-Length: 0" on GET: no body either way */
     }
+    p->body_length = body_length > 0 ? (uint64_t)body_length : 0;
 
     /* The payload hash: the client's SHA-256 (checked here while streaming,
      * and again by the upstream), else UNSIGNED-PAYLOAD. */
