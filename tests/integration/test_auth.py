@@ -310,3 +310,23 @@ def test_anonymous_refused_on_public_listener(tmp_path, rgw):
     r = subprocess.run([gateway_bin(), "check-config", "-c", str(path)], capture_output=True,
                        text=True, timeout=10)
     assert r.returncode == 0 and r.stdout.strip() == "configuration OK", r.stderr
+
+
+def test_multipart_with_principals_boto3_and_s3cmd(authgw, rgw, bucket, tmp_path):
+    gw = authgw
+    c = gw.client(AK, SK)
+    parts = [os.urandom(5 * 1024 * 1024), b"tail"]
+    up = c.create_multipart_upload(Bucket=bucket, Key="auth/mp")
+    etags = [{"PartNumber": i, "ETag": c.upload_part(Bucket=bucket, Key="auth/mp", PartNumber=i,
+                                                     UploadId=up["UploadId"], Body=p)["ETag"]}
+             for i, p in enumerate(parts, 1)]
+    c.complete_multipart_upload(Bucket=bucket, Key="auth/mp", UploadId=up["UploadId"],
+                                MultipartUpload={"Parts": etags})
+    assert rgw.client().get_object(Bucket=bucket, Key="auth/mp")["Body"].read() == b"".join(parts)
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(11 * 1024 * 1024))
+    r = gw.s3cmd(["put", "--multipart-chunk-size-mb=5", str(big), f"s3://{bucket}/auth/s3mp"],
+                 access_key=AK, secret_key=SK)
+    assert r.returncode == 0, r.stderr
+    assert rgw.client().get_object(Bucket=bucket, Key="auth/s3mp")["Body"].read() == \
+        big.read_bytes()
