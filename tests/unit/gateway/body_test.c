@@ -131,7 +131,7 @@ test_sha256_mismatch_never_hands_over_the_last_byte(void **state)
     struct gw_body *b = gw_body_new(&req, &auth);
     size_t got;
     assert_int_equal(drain(b, out, sizeof(out), &got), ERR_AUTH);
-    assert_true(got < sizeof(body)); /* the upstream never gets the last byte */
+    assert_true(got < sizeof(body));        /* the upstream never gets the last byte */
     assert_true(got >= sizeof(body) - 512); /* only the final read is withheld */
     struct gw_auth_fail f;
     assert_true(gw_body_fail(b, &f));
