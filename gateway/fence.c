@@ -14,6 +14,7 @@
 #include "gateway/metrics.h"
 #include "gateway/s3err.h"
 #include "gateway/s3req.h"
+#include "gateway/upload.h"
 #include "store/store.h"
 
 #define FENCE_BUCKETS 256 /* hash buckets of the in-memory lock table */
@@ -61,6 +62,7 @@ struct gw_fence {
     struct store *st;                       /* borrowed */
     gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
     void *lookup_arg;                       /* its argument */
+    struct gw_upload *uploads;              /* borrowed; multipart bookkeeping, or NULL */
     struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight */
 };
 
@@ -94,6 +96,18 @@ gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg)
 {
     f->lookup = fn;
     f->lookup_arg = arg;
+}
+
+void
+gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u)
+{
+    f->uploads = u;
+}
+
+struct gw_upload *
+gw_fence_uploads(const struct gw_fence *f)
+{
+    return f->uploads;
 }
 
 void
@@ -225,6 +239,8 @@ raise_highest(struct flock *lk, uint64_t h)
     log_info("lock %s: highest token %llu -> %llu", lk->name, (unsigned long long)lk->highest,
              (unsigned long long)h);
     lk->highest = h;
+    /* uploads of older epochs can no longer complete: abort them upstream (background) */
+    gw_upload_on_advance(lk->f->uploads, lk->name, h);
     struct gw_fence_ticket *t, *next;
     for (t = TAILQ_FIRST(&lk->tickets); t != NULL; t = next) {
         next = TAILQ_NEXT(t, link);
@@ -496,20 +512,11 @@ header_pair(struct gw_req *req, const char *a, const char *b, const char **out)
     return 0;
 }
 
-int
-gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
-                 struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
+/* The claim of an object write whose keys fall under rule (NULL: no rule). */
+static int
+resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fence_rule *rule,
+             struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
 {
-    memset(claim, 0, sizeof(*claim));
-    *kind = 0;
-    if (s3->bucket_write && !s3->object_write && !cfg->fencing.allow_bucket_writes) {
-        return refuse(fail, kind, 0, 403, "AccessDenied",
-                      "Bucket-level writes are disabled on this gateway "
-                      "(fencing.allow_bucket_writes).");
-    }
-    if (!s3->object_write) {
-        return 0; /* reads are never fenced */
-    }
     const char *hlock, *htoken;
     if (header_pair(req, "x-fencing-lock", "x-amz-meta-fencing-lock", &hlock) != 0 ||
         header_pair(req, "x-fencing-token", "x-amz-meta-fencing-token", &htoken) != 0) {
@@ -520,7 +527,6 @@ gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct g
         return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
                       "The fencing lock name must match [A-Za-z0-9._-]{1,128}.");
     }
-    const struct gw_fence_rule *rule = gw_config_fence_rule(cfg, s3->bucket, s3->key);
     if (rule != NULL && hlock != NULL && strcmp(hlock, rule->lock) != 0) {
         (void)snprintf(claim->lock, sizeof(claim->lock), "%s", rule->lock);
         return refuse(fail, kind, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
@@ -552,6 +558,52 @@ gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct g
     }
     claim->fenced = true;
     return 0;
+}
+
+int
+gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
+                 struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
+{
+    memset(claim, 0, sizeof(*claim));
+    *kind = 0;
+    if (s3->bucket_write && !s3->object_write && !cfg->fencing.allow_bucket_writes) {
+        return refuse(fail, kind, 0, 403, "AccessDenied",
+                      "Bucket-level writes are disabled on this gateway "
+                      "(fencing.allow_bucket_writes).");
+    }
+    if (!s3->object_write) {
+        return 0; /* reads are never fenced */
+    }
+    return resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), claim, fail,
+                        kind);
+}
+
+int
+gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
+                      const char *const *keys, size_t nkeys, struct gw_fence_claim *claim,
+                      struct gw_auth_fail *fail, int *kind)
+{
+    memset(claim, 0, sizeof(*claim));
+    *kind = 0;
+    const struct gw_fence_rule *rule = NULL;
+    for (size_t i = 0; i < nkeys; i++) {
+        const struct gw_fence_rule *r = gw_config_fence_rule(cfg, s3->bucket, keys[i]);
+        bool same = i == 0 || (r == NULL && rule == NULL) ||
+                    (r != NULL && rule != NULL && strcmp(r->lock, rule->lock) == 0);
+        if (!same) {
+            const struct gw_fence_rule *named = rule != NULL ? rule : r;
+            (void)snprintf(claim->lock, sizeof(claim->lock), "%s",
+                           named != NULL ? named->lock : "");
+            return refuse(fail, kind, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
+                          "The keys of this DeleteObjects fall under different fencing locks; "
+                          "send one request per lock.");
+        }
+        /* one lock, possibly several rules: the strictest decides */
+        if (i == 0 || (r != NULL && r->require_token && !rule->require_token)) {
+            rule = r;
+        }
+    }
+    return resolve_rule(req, cfg, rule, claim, fail, kind);
 }
 
 void

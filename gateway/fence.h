@@ -35,6 +35,7 @@
 #define GW_FENCE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -46,6 +47,7 @@ struct gw_fence;
 struct gw_fence_ticket;
 struct gw_req;
 struct gw_s3req;
+struct gw_upload;
 struct store;
 
 #define GW_FENCE_LOCK_MAX 128 /* longest lock name ([A-Za-z0-9._-]{1,128}) */
@@ -73,6 +75,22 @@ struct gw_fence_claim {
 MUST_USE int gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg,
                               const struct gw_s3req *s3, struct gw_fence_claim *claim,
                               struct gw_auth_fail *fail, int *kind);
+
+/*
+ * gw_fence_resolve_keys - the claim of a write that names several keys
+ * (DeleteObjects, fenced as one write): every key must fall under the same
+ * lock (keys no rule covers count as "no lock"), else FencingLockMismatch;
+ * then the claim is resolved as for one key under that lock, with the
+ * request's X-Fencing-* headers.
+ * [in]  s3          the parsed request (bucket)
+ * [in]  keys, nkeys the keys (borrowed for the call); nkeys >= 1
+ * [out] claim, fail, kind  as for gw_fence_resolve
+ * Returns 0 or ERR_AUTH (refused).
+ */
+MUST_USE int gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg,
+                                   const struct gw_s3req *s3, const char *const *keys, size_t nkeys,
+                                   struct gw_fence_claim *claim, struct gw_auth_fail *fail,
+                                   int *kind);
 
 /*
  * gw_fence_granted_fn - the G4 lookup hook: is epoch of lock granted?  Called
@@ -113,6 +131,16 @@ struct gw_fence *gw_fence_new(struct event_base *base, struct store *st);
 
 /* gw_fence_set_lookup - install the G4 lookup hook (NULL: only the election cache counts). */
 void gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg);
+
+/*
+ * gw_fence_set_uploads - the multipart-upload bookkeeping (gateway/upload.h;
+ * borrowed, NULL for none): told of every durable advance of a lock's
+ * highest, and reachable by writers through gw_fence_uploads.
+ */
+void gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u);
+
+/* gw_fence_uploads - what gw_fence_set_uploads installed, or NULL. */
+struct gw_upload *gw_fence_uploads(const struct gw_fence *f);
 
 /* gw_fence_free - free; every ticket must have been released or cancelled.  NULL-safe. */
 void gw_fence_free(struct gw_fence *f);

@@ -20,7 +20,9 @@
 #include "gateway/metrics.h"
 #include "gateway/s3err.h"
 #include "gateway/s3req.h"
+#include "gateway/s3xml.h"
 #include "gateway/sigv4.h"
+#include "gateway/upload.h"
 #include "gateway/upstream.h"
 #include "store/store.h"
 
@@ -45,7 +47,11 @@ struct preq {
     struct gw_proxy *px;  /* the proxy */
     struct gw_req *req;   /* the client request (owned by the server) */
     struct gw_xfer *x;    /* the upstream transfer, NULL once done or cancelled */
-    struct gw_body *body; /* the request-body filter (checks hashes, decodes aws-chunked) */
+    struct gw_body *body; /* the request-body filter (checks hashes, decodes aws-chunked);
+                             NULL when the body was buffered (mem) */
+    char *mem;            /* owned; a body already read and checked (gw_proxy_forward_body) */
+    size_t mem_len;       /* its length */
+    size_t mem_off;       /* bytes of it handed to the upstream */
     struct buf hdrs;      /* "Name: value\0" strings sent upstream */
     bool body_waiting;    /* read_body returned ERR_AGAIN: resume on body_ready */
     bool recv_paused;     /* on_body returned ERR_AGAIN: resume on output drained */
@@ -59,6 +65,8 @@ struct preq {
     char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
     uint64_t token;                   /* fenced write: the admitted token */
     char principal[64];               /* fenced write: for the audit */
+    struct gw_s3xml *tap; /* owned; fenced Create/Complete: the answer parsed on its way */
+    int status;           /* the upstream's status */
 };
 
 /* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
@@ -214,6 +222,8 @@ preq_free(struct preq *p)
     gw_xfer_cancel(p->x);
     gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
     free(p->s3);
+    free(p->mem);
+    gw_s3xml_free(p->tap);
     gw_body_free(p->body);
     buf_cleanup(&p->hdrs);
     gw_metrics.requests_active--;
@@ -255,7 +265,18 @@ static ssize_t
 on_read_body(void *arg, char *dst, size_t len)
 {
     struct preq *p = arg;
-    ssize_t n = gw_body_read(p->body, dst, len);
+    ssize_t n;
+    if (p->body == NULL) {
+        size_t left = p->mem_len - p->mem_off;
+        size_t k = left < len ? left : len;
+        if (k > 0) {
+            memcpy(dst, p->mem + p->mem_off, k);
+        }
+        p->mem_off += k;
+        n = (ssize_t)k;
+    } else {
+        n = gw_body_read(p->body, dst, len);
+    }
     if (n == ERR_AGAIN) {
         p->body_waiting = true;
         return ERR_AGAIN;
@@ -279,6 +300,7 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     struct gw_req *req = p->req;
     int64_t content_length = -1;
 
+    p->status = status;
     gw_resp_start(req, status);
     for (size_t i = 0; i < n; i++) {
         const struct gw_header *h = &headers[i];
@@ -318,6 +340,12 @@ on_body(void *arg, const char *data, size_t len)
 {
     struct preq *p = arg;
     gw_metrics.bytes_out += len;
+    if (p->tap != NULL) {
+        if (gw_s3xml_feed(p->tap, data, len) != 0) {
+            gw_s3xml_free(p->tap); /* not an answer we understand: nothing is recorded */
+            p->tap = NULL;
+        }
+    }
     int rc = gw_resp_body_write(p->req, data, len);
     if (rc == ERR_AGAIN) {
         p->recv_paused = true;
@@ -343,6 +371,10 @@ on_done(void *arg, int err)
         return;
     }
     struct gw_req *req = p->req;
+    struct gw_upload *u = p->fence != NULL ? gw_fence_uploads(p->fence) : NULL;
+    if (p->ticket != NULL && u != NULL && gw_upload_tracked(p->s3)) {
+        gw_upload_response(u, p->lock, p->token, p->s3, gw_req_query(req), p->status, p->tap);
+    }
     p->req = NULL;
     preq_free(p);
     gw_resp_end(req);
@@ -592,9 +624,11 @@ strip_aws_chunked(const char *value, char *out, size_t outlen)
     return used > 0 ? out : NULL;
 }
 
-void
-gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
-                 const struct gw_auth *auth, const struct gw_proxy_fence *fenced)
+/* gw_proxy_forward and gw_proxy_forward_body: mem NULL streams the client's body. */
+static void
+forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+        const struct gw_auth *auth, const struct gw_proxy_fence *fenced, const char *mem,
+        size_t mem_len)
 {
     const struct gw_config *cfg = px->cfg;
     struct preq *p = calloc(1, sizeof(*p));
@@ -639,6 +673,13 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
             goto fail;
         }
         *p->s3 = *s3;
+        if (gw_fence_uploads(p->fence) != NULL && s3->op != GW_S3_OP_ABORT_MULTIPART &&
+            gw_upload_tracked(s3)) {
+            p->tap = gw_s3xml_new(0, GW_UPLOAD_TAP_MAX);
+            if (p->tap == NULL) {
+                goto fail;
+            }
+        }
     }
 
     offs = calloc(max, sizeof(*offs));
@@ -651,14 +692,26 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
 
     /* Body framing.  A chunked body of unknown length cannot be signed for
      * S3 with a Content-Length (S3 answers 411 to a PUT without one). */
-    p->body = gw_body_new(req, auth);
-    if (p->body == NULL) {
-        goto fail;
+    int64_t body_length;
+    if (mem != NULL) {
+        /* read and checked already (hash, aws-chunked signatures): sent as is */
+        p->mem = malloc(mem_len > 0 ? mem_len : 1);
+        if (p->mem == NULL) {
+            goto fail;
+        }
+        memcpy(p->mem, mem, mem_len);
+        p->mem_len = mem_len;
+        body_length = (int64_t)mem_len;
+    } else {
+        p->body = gw_body_new(req, auth);
+        if (p->body == NULL) {
+            goto fail;
+        }
+        body_length = gw_body_upstream_length(p->body);
     }
     bool chunked = auth->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
                    auth->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL ||
                    auth->payload == GW_PAYLOAD_CHUNKED_UNSIGNED_TRL;
-    int64_t body_length = gw_body_upstream_length(p->body);
     const char *method = gw_req_method(req);
     if (body_length < 0) {
         what = "A request body needs a Content-Length (chunked uploads need aws-chunked "
@@ -802,8 +855,10 @@ gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req 
         .nheaders = n,
         .body_length = body_length,
     };
-    if (body_length >= 0) {
+    if (body_length >= 0 && mem == NULL) {
         gw_req_body_start(req);
+    } else if (body_length >= 0) {
+        /* the buffered body goes up from memory */
     } else if (p->ticket != NULL) {
         gw_fence_ticket_sent(p->ticket); /* no body: the head is the whole request */
     }
@@ -833,4 +888,19 @@ out:
     buf_cleanup(&host);
     buf_cleanup(&target);
     buf_cleanup(&url);
+}
+
+void
+gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                 const struct gw_auth *auth, const struct gw_proxy_fence *fenced)
+{
+    forward(px, req, s3, auth, fenced, NULL, 0);
+}
+
+void
+gw_proxy_forward_body(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                      const struct gw_auth *auth, const struct gw_proxy_fence *fenced,
+                      const char *body, size_t len)
+{
+    forward(px, req, s3, auth, fenced, body != NULL ? body : "", len);
 }

@@ -63,4 +63,17 @@ struct gw_proxy_fence {
 void gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
                       const struct gw_auth *auth, const struct gw_proxy_fence *fenced);
 
+/*
+ * gw_proxy_forward_body - as gw_proxy_forward, for a request whose body the
+ * caller has already read completely and checked (gateway/body.h: hash,
+ * aws-chunked signatures), e.g. a DeleteObjects document read to find its
+ * keys.  The body goes upstream from memory with the client's headers
+ * (Content-MD5 and checksums kept, framing headers dropped as usual).
+ * [in] body, len  the decoded body (copied; body may be NULL when len is 0)
+ * Takes over req as gw_proxy_forward does.
+ */
+void gw_proxy_forward_body(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                           const struct gw_auth *auth, const struct gw_proxy_fence *fenced,
+                           const char *body, size_t len);
+
 #endif

@@ -10,6 +10,7 @@
 #include "election/elect.h"
 #include "gateway/api.h"
 #include "gateway/auth.h"
+#include "gateway/body.h"
 #include "gateway/config.h"
 #include "gateway/fence.h"
 #include "gateway/http.h"
@@ -18,6 +19,8 @@
 #include "gateway/proxy.h"
 #include "gateway/s3err.h"
 #include "gateway/s3req.h"
+#include "gateway/s3xml.h"
+#include "gateway/upload.h"
 #include "store/store.h"
 
 static void
@@ -82,6 +85,8 @@ struct pending {
     struct gw_auth auth;            /* its authentication (holds a signing key: wiped) */
     struct gw_fence_claim claim;    /* what it claims */
     struct gw_fence_ticket *ticket; /* its place in the lock's queue */
+    struct buf body;                /* a buffered body (DeleteObjects), else empty */
+    bool buffered;                  /* forward body from memory, not from the client */
 };
 
 static void
@@ -89,6 +94,7 @@ pending_free(struct pending *pd)
 {
     gw_auth_cleanup(&pd->auth);
     gw_s3req_cleanup(&pd->s3);
+    buf_cleanup(&pd->body);
     free(pd);
 }
 
@@ -121,6 +127,23 @@ on_pending_cut(void *arg, uint64_t current)
     (void)current;
 }
 
+/* Refuses a write into a multipart upload an older epoch created. */
+static void
+stale_upload(struct pending *pd, uint64_t created)
+{
+    struct gw_req *req = pd->req;
+    const struct gw_fence_claim *c = &pd->claim;
+    log_info("req %s: upload of epoch %llu under lock %s is stale (current %llu)", gw_req_id(req),
+             (unsigned long long)created, c->lock, (unsigned long long)c->token);
+    gw_metrics.fence_rejections++;
+    gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
+                   c->lock, created, c->token);
+    gw_fence_send_error(req, 409, "StaleFencingToken",
+                        "This multipart upload was created under an older fencing token; a newer "
+                        "leader cannot add to or complete it (it is aborted in the background).",
+                        c->lock, created, c->token);
+}
+
 /* gw_fence_admit_fn */
 static void
 on_admitted(void *arg, int err, uint64_t current)
@@ -130,6 +153,21 @@ on_admitted(void *arg, int err, uint64_t current)
     struct gw_fence *fence = pd->rt->fence;
     const struct gw_fence_claim *c = &pd->claim;
 
+    uint64_t created = 0;
+    if (err == 0 && gw_fence_uploads(fence) != NULL) {
+        /* a new leader must not add to or commit an older epoch's upload */
+        err = gw_upload_check(gw_fence_uploads(fence), c->lock, c->token, &pd->s3,
+                              gw_req_query(req), &created);
+        if (err == ERR_FENCED) {
+            gw_fence_ticket_release(pd->ticket);
+            stale_upload(pd, created);
+            pending_free(pd);
+            return;
+        }
+        if (err != 0) {
+            gw_fence_ticket_release(pd->ticket);
+        }
+    }
     switch (err) {
     case 0: {
         struct gw_proxy_fence pf = {
@@ -138,7 +176,12 @@ on_admitted(void *arg, int err, uint64_t current)
             .lock = c->lock,
             .token = c->token,
         };
-        gw_proxy_forward(pd->rt->proxy, req, &pd->s3, &pd->auth, &pf);
+        if (pd->buffered) {
+            gw_proxy_forward_body(pd->rt->proxy, req, &pd->s3, &pd->auth, &pf, pd->body.data,
+                                  pd->body.len);
+        } else {
+            gw_proxy_forward(pd->rt->proxy, req, &pd->s3, &pd->auth, &pf);
+        }
         break;
     }
     case ERR_FENCED:
@@ -170,6 +213,11 @@ on_admitted(void *arg, int err, uint64_t current)
     pending_free(pd);
 }
 
+static void admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+                  const struct gw_auth *auth, const struct gw_fence_claim *c, struct buf *body);
+static void delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+                         const struct gw_auth *auth);
+
 /* Fenced writes wait for the fence's verdict; everything else is forwarded now. */
 static void
 fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
@@ -181,6 +229,10 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
 
     if (rt->fence == NULL) {
         gw_proxy_forward(rt->proxy, req, s3, auth, NULL);
+        return;
+    }
+    if (s3->op == GW_S3_OP_DELETE_OBJECTS) {
+        delobj_start(rt, req, s3, auth); /* the keys are in the body */
         return;
     }
     if (gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind) != 0) {
@@ -196,6 +248,18 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
         gw_proxy_forward(rt->proxy, req, s3, auth, NULL);
         return;
     }
+    admit(rt, req, s3, auth, &claim, NULL);
+}
+
+/*
+ * A fenced write asks the fence for its verdict; on admission it is
+ * forwarded (from body, moved into the pending write, when not NULL).
+ */
+static void
+admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+      const struct gw_auth *auth, const struct gw_fence_claim *c, struct buf *body)
+{
+    struct gw_fence_claim claim = *c;
     if (auth->principal != NULL && auth->principal->locks != NULL) {
         bool allowed = false;
         for (char **l = auth->principal->locks; *l != NULL; l++) {
@@ -218,6 +282,12 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
     pd->s3 = *s3;
     pd->auth = *auth;
     pd->claim = claim;
+    buf_init(&pd->body, 0);
+    if (body != NULL) {
+        pd->body = *body; /* moved */
+        buf_init(body, 0);
+        pd->buffered = true;
+    }
     gw_req_set_ops(req, &pending_ops, pd);
     int rc = gw_fence_admit(rt->fence, &claim, gw_req_id(req), principal_name(auth), on_admitted,
                             on_pending_cut, pd, &pd->ticket);
@@ -225,6 +295,193 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
         pending_free(pd);
         gw_s3err_send_err(req, rc, "The fence could not be checked.");
     }
+}
+
+/* ---- DeleteObjects: one write, every key under the same lock ---- */
+
+/* Cap on a DeleteObjects document (S3 allows 1000 keys; 1 MiB holds them). */
+#define DELOBJ_MAX_BYTES ((size_t)1024 * 1024)
+#define DELOBJ_MAX_KEYS  1000
+
+/* A DeleteObjects whose body is being read before the fence can judge it. */
+struct delobj {
+    struct gw_router *rt; /* the router */
+    struct gw_req *req;   /* the request (owned by the server) */
+    struct gw_s3req s3;   /* its parse */
+    struct gw_auth auth;  /* its authentication (holds a signing key: wiped) */
+    struct gw_body *body; /* the body filter (hash, aws-chunked) */
+    struct buf xml;       /* the document so far (cap DELOBJ_MAX_BYTES) */
+};
+
+static void
+delobj_free(struct delobj *d)
+{
+    gw_body_free(d->body);
+    gw_auth_cleanup(&d->auth);
+    gw_s3req_cleanup(&d->s3);
+    buf_cleanup(&d->xml);
+    free(d);
+}
+
+/* Ops of a DeleteObjects no longer reading its body (answered or handed on). */
+static const struct gw_req_ops delobj_idle_ops = {0};
+
+static void
+delobj_refuse(struct delobj *d, int status, const char *code, const char *message)
+{
+    gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
+    gw_metrics_count_status(status);
+    gw_req_set_close(d->req); /* the rest of the body is not read */
+    gw_s3err_send(d->req, status, code, message);
+    delobj_free(d);
+}
+
+/* The whole document is here: find its keys, then fence it as one write. */
+static void
+delobj_judge(struct delobj *d)
+{
+    struct gw_router *rt = d->rt;
+    struct gw_req *req = d->req;
+    gw_req_set_ops(req, &delobj_idle_ops, NULL);
+    struct gw_s3xml *x = gw_s3xml_new(DELOBJ_MAX_KEYS, DELOBJ_MAX_BYTES);
+    if (x == NULL) {
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        delobj_free(d);
+        return;
+    }
+    int rc = gw_s3xml_feed(x, d->xml.data, d->xml.len);
+    if (rc == 0) {
+        rc = gw_s3xml_finish(x);
+    }
+    size_t n = 0;
+    const char *const *keys = gw_s3xml_keys(x, &n);
+    if (rc == ERR_NOMEM) {
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        delobj_free(d);
+    } else if (rc != 0 || gw_s3xml_root(x) != GW_S3XML_ROOT_DELETE || n == 0) {
+        delobj_refuse(d, 400, "MalformedXML",
+                      "The XML you provided was not well-formed or did not validate against "
+                      "the DeleteObjects schema (1 to 1000 keys).");
+    } else {
+        struct gw_fence_claim claim;
+        struct gw_auth_fail fail;
+        int kind = 0;
+        if (gw_fence_resolve_keys(req, gw_req_config(req), &d->s3, keys, n, &claim, &fail, &kind) !=
+            0) {
+            if (kind != 0) {
+                gw_metrics.fence_rejections++;
+                gw_fence_audit(rt->fence, req, &d->s3, principal_name(&d->auth), kind, claim.lock,
+                               0, 0);
+            }
+            gw_metrics_count_status(fail.status);
+            gw_s3err_send(req, fail.status, fail.code, fail.message);
+        } else if (!claim.fenced) {
+            gw_proxy_forward_body(rt->proxy, req, &d->s3, &d->auth, NULL, d->xml.data, d->xml.len);
+        } else {
+            admit(rt, req, &d->s3, &d->auth, &claim, &d->xml);
+        }
+        delobj_free(d);
+    }
+    gw_s3xml_free(x);
+}
+
+/* Reads what the client has sent; judges the document at its end. */
+static void
+delobj_pump(struct delobj *d)
+{
+    char chunk[16384];
+    for (;;) {
+        ssize_t n = gw_body_read(d->body, chunk, sizeof(chunk));
+        if (n == ERR_AGAIN) {
+            return; /* on_delobj_body_ready follows */
+        }
+        if (n == 0) {
+            delobj_judge(d);
+            return;
+        }
+        if (n < 0) {
+            struct gw_auth_fail bf;
+            if (gw_body_fail(d->body, &bf)) {
+                delobj_refuse(d, bf.status, bf.code, bf.message);
+            } else {
+                gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
+                gw_metrics_count_status(gw_status_from_err((int)n));
+                gw_req_set_close(d->req);
+                gw_s3err_send_err(d->req, (int)n, "The request body could not be read.");
+                delobj_free(d);
+            }
+            return;
+        }
+        int rc = buf_append(&d->xml, chunk, (size_t)n);
+        if (rc == ERR_NOMEM) {
+            gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
+            gw_s3err_send_err(d->req, ERR_NOMEM, "Out of memory.");
+            delobj_free(d);
+            return;
+        }
+        if (rc != 0) {
+            delobj_refuse(d, 400, "MalformedXML",
+                          "The DeleteObjects document is larger than this gateway accepts "
+                          "(1 MiB).");
+            return;
+        }
+    }
+}
+
+/* gw_req_ops.on_body_ready: more of the DeleteObjects document arrived. */
+static void
+on_delobj_body_ready(struct gw_req *req, void *arg)
+{
+    struct delobj *d = arg;
+    (void)req;
+    delobj_pump(d);
+}
+
+/* gw_req_ops.on_abort: the client left while its document was being read. */
+static void
+on_delobj_abort(struct gw_req *req, int err, void *arg)
+{
+    struct delobj *d = arg;
+    (void)req;
+    (void)err;
+    delobj_free(d);
+}
+
+static const struct gw_req_ops delobj_ops = {
+    .on_body_ready = on_delobj_body_ready,
+    .on_abort = on_delobj_abort,
+};
+
+/* DeleteObjects under fencing: buffer the document (capped), then judge it. */
+static void
+delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+             const struct gw_auth *auth)
+{
+    struct delobj *d = calloc(1, sizeof(*d));
+    if (d == NULL) {
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        return;
+    }
+    d->rt = rt;
+    d->req = req;
+    d->s3 = *s3;
+    d->auth = *auth;
+    buf_init(&d->xml, DELOBJ_MAX_BYTES);
+    d->body = gw_body_new(req, auth);
+    if (d->body == NULL) {
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        delobj_free(d);
+        return;
+    }
+    int64_t len = gw_body_upstream_length(d->body);
+    if (len > (int64_t)DELOBJ_MAX_BYTES) {
+        delobj_refuse(d, 400, "MalformedXML",
+                      "The DeleteObjects document is larger than this gateway accepts (1 MiB).");
+        return;
+    }
+    gw_req_set_ops(req, &delobj_ops, d);
+    gw_req_body_start(req);
+    delobj_pump(d);
 }
 
 void

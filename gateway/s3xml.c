@@ -13,12 +13,13 @@
 /* The text values a parser keeps. */
 enum field {
     F_NONE = 0,
-    F_KEY,        /* ListBucketResult/Contents/Key */
+    F_KEY,        /* ListBucketResult/Contents/Key, Delete/Object/Key */
     F_TRUNCATED,  /* ListBucketResult/IsTruncated */
     F_NEXT_TOKEN, /* ListBucketResult/NextContinuationToken */
     F_ENCODING,   /* ListBucketResult/EncodingType */
     F_CODE,       /* Error/Code */
     F_MESSAGE,    /* Error/Message */
+    F_UPLOAD_ID,  /* InitiateMultipartUploadResult/UploadId */
 };
 
 struct gw_s3xml {
@@ -29,7 +30,7 @@ struct gw_s3xml {
     size_t fed;              /* input bytes so far */
     int depth;               /* current element depth (root = 1) */
     enum gw_s3xml_root root; /* the root element */
-    bool in_contents;        /* inside ListBucketResult/Contents */
+    bool in_contents;        /* inside ListBucketResult/Contents or Delete/Object */
     enum field cur;          /* the text being captured, F_NONE if none */
     int cur_depth;           /* depth of the element being captured */
     struct buf text;         /* the captured text (cap GW_S3XML_MAX_TEXT) */
@@ -44,6 +45,7 @@ struct gw_s3xml {
     char *next_token;        /* owned; NextContinuationToken or NULL */
     char *code;              /* owned; Error/Code or NULL */
     char *message;           /* owned; Error/Message or NULL */
+    char *upload_id;         /* owned; InitiateMultipartUploadResult/UploadId or NULL */
 };
 
 static void
@@ -73,6 +75,14 @@ field_of(const struct gw_s3xml *x, const char *name)
                 return F_ENCODING;
             }
         }
+    } else if (x->root == GW_S3XML_ROOT_DELETE) {
+        if (x->depth == 3 && x->in_contents && strcmp(name, "Key") == 0) {
+            return F_KEY;
+        }
+    } else if (x->root == GW_S3XML_ROOT_INITIATE) {
+        if (x->depth == 2 && strcmp(name, "UploadId") == 0) {
+            return F_UPLOAD_ID;
+        }
     } else if (x->root == GW_S3XML_ROOT_ERROR && x->depth == 2) {
         if (strcmp(name, "Code") == 0) {
             return F_CODE;
@@ -99,12 +109,17 @@ on_start(void *arg, const XML_Char *name, const XML_Char **attrs)
             x->root = GW_S3XML_ROOT_LIST;
         } else if (strcmp(name, "Error") == 0) {
             x->root = GW_S3XML_ROOT_ERROR;
+        } else if (strcmp(name, "InitiateMultipartUploadResult") == 0) {
+            x->root = GW_S3XML_ROOT_INITIATE;
+        } else if (strcmp(name, "Delete") == 0) {
+            x->root = GW_S3XML_ROOT_DELETE;
         } else {
             x->root = GW_S3XML_ROOT_OTHER;
         }
         return;
     }
-    if (x->root == GW_S3XML_ROOT_LIST && x->depth == 2 && strcmp(name, "Contents") == 0) {
+    if (x->depth == 2 && ((x->root == GW_S3XML_ROOT_LIST && strcmp(name, "Contents") == 0) ||
+                          (x->root == GW_S3XML_ROOT_DELETE && strcmp(name, "Object") == 0))) {
         x->in_contents = true;
         return;
     }
@@ -186,6 +201,11 @@ commit(struct gw_s3xml *x)
         return dup_text(x, &x->code);
     case F_MESSAGE:
         return dup_text(x, &x->message);
+    case F_UPLOAD_ID:
+        if (x->text.len == 0 || strlen(t) != x->text.len) {
+            return ERR_INVAL; /* empty, or a NUL inside */
+        }
+        return dup_text(x, &x->upload_id);
     case F_NONE:
     default:
         return 0;
@@ -284,6 +304,7 @@ gw_s3xml_free(struct gw_s3xml *x)
     free(x->next_token);
     free(x->code);
     free(x->message);
+    free(x->upload_id);
     free(x);
 }
 
@@ -446,4 +467,10 @@ const char *
 gw_s3xml_error_message(const struct gw_s3xml *x)
 {
     return x->message;
+}
+
+const char *
+gw_s3xml_upload_id(const struct gw_s3xml *x)
+{
+    return x->upload_id;
 }

@@ -9,6 +9,9 @@
  *                     EncodingType "url" the keys are percent-decoded ('+' is a
  *                     space, as AWS encodes it) when the document ends.
  *   Error             the error document: Code and Message.
+ *   InitiateMultipartUploadResult  (CreateMultipartUpload): UploadId.
+ *   Delete            a DeleteObjects request body: the Key of every Object
+ *                     (never url-encoded), through gw_s3xml_keys.
  * Other roots parse (so a caller can tell) but yield nothing.
  *
  * Limits: total input bytes (max_bytes), number of keys (max_keys), and any
@@ -36,10 +39,12 @@ struct gw_s3xml;
 
 /* The document's root element. */
 enum gw_s3xml_root {
-    GW_S3XML_ROOT_NONE = 0,  /* no root element seen yet */
-    GW_S3XML_ROOT_LIST = 1,  /* ListBucketResult */
-    GW_S3XML_ROOT_ERROR = 2, /* Error */
-    GW_S3XML_ROOT_OTHER = 3, /* anything else */
+    GW_S3XML_ROOT_NONE = 0,     /* no root element seen yet */
+    GW_S3XML_ROOT_LIST = 1,     /* ListBucketResult */
+    GW_S3XML_ROOT_ERROR = 2,    /* Error */
+    GW_S3XML_ROOT_OTHER = 3,    /* anything else */
+    GW_S3XML_ROOT_DELETE = 4,   /* Delete (a DeleteObjects request body) */
+    GW_S3XML_ROOT_INITIATE = 5, /* InitiateMultipartUploadResult */
 };
 
 /*
@@ -73,7 +78,7 @@ MUST_USE int gw_s3xml_finish(struct gw_s3xml *x);
 enum gw_s3xml_root gw_s3xml_root(const struct gw_s3xml *x);
 
 /*
- * gw_s3xml_keys - the keys of a ListBucketResult in document order.
+ * gw_s3xml_keys - the keys of a ListBucketResult or a Delete, in document order.
  * [out] n  the number of keys
  * Returns an array of n NUL-terminated keys (NULL when n is 0), owned by x.
  */
@@ -90,5 +95,8 @@ const char *gw_s3xml_error_code(const struct gw_s3xml *x);
 
 /* gw_s3xml_error_message - an Error document's Message, or NULL; owned by x. */
 const char *gw_s3xml_error_message(const struct gw_s3xml *x);
+
+/* gw_s3xml_upload_id - an InitiateMultipartUploadResult's UploadId, or NULL; owned by x. */
+const char *gw_s3xml_upload_id(const struct gw_s3xml *x);
 
 #endif

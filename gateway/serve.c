@@ -18,6 +18,7 @@
 #include "gateway/proxy.h"
 #include "gateway/router.h"
 #include "gateway/sigv4.h"
+#include "gateway/upload.h"
 #include "gateway/upstream.h"
 #include "store/store.h"
 
@@ -38,6 +39,7 @@ struct serve {
     struct store *store;            /* owned; fence table, election cache, audit log */
     struct event *store_ev;         /* owned; store completions become callbacks */
     struct gw_fence *fence;         /* owned */
+    struct gw_upload *uploads;      /* owned; multipart uploads under epochs */
     struct elect *elect;            /* owned; NULL without an "election" section */
     struct elect_backend *elect_s3; /* borrowed from elect: the s3 backend, or NULL */
     struct event *sig_term;         /* SIGTERM */
@@ -101,6 +103,9 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
     gw_server_set_config(s->srv, cfg);
     gw_proxy_set_config(s->proxy, cfg);
+    if (s->uploads != NULL && gw_upload_set_config(s->uploads, cfg) != 0) {
+        log_warn("stale uploads keep being aborted with the previous upstream settings");
+    }
     if (s->elect_s3 != NULL && gw_elect_s3_set_config(s->elect_s3, cfg) != 0) {
         log_warn("the election keeps signing with the previous upstream settings");
     }
@@ -231,6 +236,7 @@ serve_cleanup(struct serve *s)
     gw_server_free(s->srv);
     elect_free(s->elect); /* before the upstream: the s3 backend uses it */
     gw_proxy_free(s->proxy);
+    gw_upload_free(s->uploads); /* before the upstream: cancels its aborts */
     gw_upstream_free(s->up);
     gw_fence_free(s->fence);
     if (s->store_ev != NULL) {
@@ -310,6 +316,12 @@ gw_cmd_serve(int argc, char **argv)
         log_error("%s", errbuf);
         goto out;
     }
+    s.uploads = gw_upload_new(s.store, s.up, s.cfg, errbuf, sizeof(errbuf));
+    if (s.uploads == NULL) {
+        log_error("%s", errbuf);
+        goto out;
+    }
+    gw_fence_set_uploads(s.fence, s.uploads);
     s.router.elect = s.elect;
     s.router.fence = s.fence;
     s.router.store = s.store;

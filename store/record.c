@@ -352,3 +352,50 @@ store_rec_index_key_decode(const uint8_t *p, size_t len, size_t *lock_len, int64
     *lock_len = p[0];
     return store_rec_audit_key_decode(p + 1 + p[0], STORE_KEY_AUDIT_LEN, time_ms, seq);
 }
+
+int
+store_rec_upload_encode(const struct store_upload *u, uint8_t *out, size_t cap, size_t *len)
+{
+    struct wr w = {.p = out, .cap = cap};
+    put_u8(&w, STORE_REC_UPLOAD);
+    put_u8(&w, STORE_REC_VERSION);
+    put_u64(&w, u->epoch);
+    put_u64(&w, (uint64_t)u->created_ms);
+    put_str(&w, u->bucket, STORE_BUCKET_MAX);
+    put_str(&w, u->key, STORE_KEY_MAX);
+    return wr_result(&w, len);
+}
+
+int
+store_rec_upload_decode(const uint8_t *p, size_t len, struct store_upload *out)
+{
+    struct rd r = {.p = p, .len = len};
+    int err = get_header(&r, STORE_REC_UPLOAD);
+    if (err != 0) {
+        return err;
+    }
+    struct store_upload u;
+    u.epoch = get_u64(&r);
+    u.created_ms = (int64_t)get_u64(&r);
+    get_str(&r, u.bucket, STORE_BUCKET_MAX);
+    get_str(&r, u.key, STORE_KEY_MAX);
+    if (r.bad || r.off != r.len || u.epoch == 0) {
+        return ERR_INVAL;
+    }
+    *out = u;
+    return 0;
+}
+
+size_t
+store_rec_upload_key(const char *lock, const char *upload_id, uint8_t out[STORE_KEY_UPLOAD_MAX])
+{
+    size_t ll = strnlen(lock, STORE_LOCK_MAX + 1);
+    size_t ul = strnlen(upload_id, STORE_UPLOAD_ID_MAX + 1);
+    if (ll == 0 || ll > STORE_LOCK_MAX || ul == 0 || ul > STORE_UPLOAD_ID_MAX) {
+        return 0;
+    }
+    out[0] = (uint8_t)ll;
+    memcpy(out + 1, lock, ll);
+    memcpy(out + 1 + ll, upload_id, ul);
+    return 1 + ll + ul;
+}

@@ -2,13 +2,14 @@
  * store/record.h: the byte layout of what the store keeps in LMDB.
  *
  * Values are versioned and length-prefixed:
- *     u8 tag ('F' fence, 'E' election, 'A' audit), u8 version (1), fields.
+ *     u8 tag ('F' fence, 'E' election, 'A' audit, 'U' upload), u8 version (1), fields.
  * Integers are little-endian u64 (times as two's-complement i64); strings are
  * a u16 length and that many bytes (no NUL inside, at most the field's cap).
  * A value must be consumed exactly.  Keys are big-endian so that LMDB's byte
  * order is time order:
  *     audit        be64 time_ms (negative clamped to 0), be64 seq
  *     audit index  u8 lock length, lock bytes, be64 time_ms, be64 seq
+ *     upload       u8 lock length, lock bytes, upload id bytes
  * Decoders never trust their input: anything malformed is ERR_INVAL, a
  * newer version ERR_VERSION; they never read past len nor write past their
  * output (tests/fuzz/store_record_fuzz.c).  Pure functions, thread-safe.
@@ -26,6 +27,7 @@
 #define STORE_REC_FENCE   'F'
 #define STORE_REC_ELECT   'E'
 #define STORE_REC_AUDIT   'A'
+#define STORE_REC_UPLOAD  'U'
 
 /* Largest encodings, in bytes. */
 #define STORE_REC_FENCE_MAX (2 + 8 + 8 + 2 + STORE_REQID_MAX + 2 + STORE_PRINCIPAL_MAX)
@@ -34,8 +36,10 @@
     (2 + 8 + 1 + 8 + 8 + 9 * 2 + STORE_LOCK_MAX + STORE_PRINCIPAL_MAX + STORE_CLIENT_MAX +         \
      STORE_METHOD_MAX + STORE_BUCKET_MAX + STORE_KEY_MAX + STORE_OPERATION_MAX + STORE_REQID_MAX + \
      STORE_UA_MAX)
-#define STORE_KEY_AUDIT_LEN 16
-#define STORE_KEY_INDEX_MAX (1 + STORE_LOCK_MAX + 16)
+#define STORE_REC_UPLOAD_MAX (2 + 8 + 8 + 2 + STORE_BUCKET_MAX + 2 + STORE_KEY_MAX)
+#define STORE_KEY_AUDIT_LEN  16
+#define STORE_KEY_UPLOAD_MAX (1 + STORE_LOCK_MAX + STORE_UPLOAD_ID_MAX)
+#define STORE_KEY_INDEX_MAX  (1 + STORE_LOCK_MAX + 16)
 
 /* Room for the NUL-terminated strings of one decoded audit record. */
 struct store_rec_scratch {
@@ -97,6 +101,22 @@ size_t store_rec_index_key(const char *lock, int64_t time_ms, uint64_t seq,
  */
 MUST_USE int store_rec_index_key_decode(const uint8_t *p, size_t len, size_t *lock_len,
                                         int64_t *time_ms, uint64_t *seq);
+
+/*
+ * store_rec_upload_encode / _decode - as for fences, for multipart-upload
+ * entries (decode: ERR_INVAL also for epoch 0).
+ */
+MUST_USE int store_rec_upload_encode(const struct store_upload *u, uint8_t *out, size_t cap,
+                                     size_t *len);
+MUST_USE int store_rec_upload_decode(const uint8_t *p, size_t len, struct store_upload *out);
+
+/*
+ * store_rec_upload_key - the key of (lock, upload_id) into out
+ * (STORE_KEY_UPLOAD_MAX bytes).  Returns its length, or 0 if lock or
+ * upload_id is empty or over its cap.
+ */
+size_t store_rec_upload_key(const char *lock, const char *upload_id,
+                            uint8_t out[STORE_KEY_UPLOAD_MAX]);
 
 /* store_rec_trunc_len - the length of s cut to at most cap bytes without
  * splitting a UTF-8 sequence. */

@@ -295,7 +295,14 @@ open_dbis(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errle
             return rc;
         }
     }
-    return 0;
+    /* added later than the others: a read-only open of an older store goes on without it */
+    rc = mdb_dbi_open(txn, "upload", fl, &s->dbi_upload);
+    if (rc == MDB_NOTFOUND && !create) {
+        s->has_upload = false;
+        return 0;
+    }
+    s->has_upload = rc == 0;
+    return rc;
 }
 
 static int

@@ -8,7 +8,10 @@
  *     (wall ms) and by whose request (request id, principal);
  *   - the election cache: per lock, the latest epoch known to be granted;
  *   - the audit log: one record per rejected or cut write, indexed by time
- *     and by (lock, time), with retention by age and by count (G7).
+ *     and by (lock, time), with retention by age and by count (G7);
+ *   - the upload table: per (lock, multipart upload id), the epoch that
+ *     created the upload, its bucket and key (so older epochs' uploads can be
+ *     refused and aborted once the lock's highest advances).
  *
  * Durability.  Every write is committed with fsync before its success is
  * reported: a _sync call returns, or an async call's callback runs, only
@@ -29,7 +32,9 @@
  *   store_fence_advance, store_elect_advance, store_audit_append,
  *   store_completion_fd, store_dispatch_completions, store_stats_get,
  *   store_audit_cursor_format, store_audit_cursor_parse,
- *   store_audit_kind_name, store_audit_kind_parse, store_lock_valid.
+ *   store_audit_kind_name, store_audit_kind_parse, store_lock_valid,
+ *   store_upload_put, store_upload_del, store_upload_get,
+ *   store_upload_list_older (bounded by its limit).
  * Block (start-up, CLI, tests, other threads; not on the loop):
  *   store_open, store_close, every *_sync function, store_audit_prune_sync.
  * Reads are LMDB read-only transactions, which never wait for a writer.  The
@@ -66,6 +71,7 @@
 #define STORE_KEY_MAX       1024
 #define STORE_OPERATION_MAX 32
 #define STORE_UA_MAX        256
+#define STORE_UPLOAD_ID_MAX 255 /* longer upload ids are not tracked (LMDB keys <= 511) */
 
 /* The on-disk format this build writes; a store with a newer one is refused. */
 #define STORE_FORMAT_VERSION 1
@@ -180,6 +186,14 @@ struct store_stats {
     uint64_t audit_damaged;  /* damaged records skipped by queries and retention */
 };
 
+/* A multipart upload created by a fenced write, copied out of the store. */
+struct store_upload {
+    uint64_t epoch;                    /* the token of the CreateMultipartUpload (>= 1) */
+    int64_t created_ms;                /* wall-clock ms when it was recorded */
+    char bucket[STORE_BUCKET_MAX + 1]; /* its bucket */
+    char key[STORE_KEY_MAX + 1];       /* its key */
+};
+
 /* Callbacks of the async calls.  They run in store_dispatch_completions (or in
  * store_close), on that caller's thread, never before the queuing call returns. */
 
@@ -204,6 +218,14 @@ typedef void store_audit_done_fn(void *arg, int err, uint64_t seq);
  * Return 0 to go on, non-zero to stop (a negative value is returned by the list call). */
 typedef int store_fence_each_fn(void *arg, const char *lock, const struct store_fence *f);
 typedef int store_elect_each_fn(void *arg, const char *lock, const struct store_elect *e);
+
+/* store_upload_done_fn - an upload-table write finished: err 0, or ERR_IO / ERR_TOOBIG. */
+typedef void store_upload_done_fn(void *arg, int err);
+
+/* store_upload_each_fn - one upload; upload_id and u are valid during the call only,
+ * which runs inside a read transaction: do not call back into the store.
+ * Return 0 to go on, non-zero to stop (a negative value is returned by the list call). */
+typedef int store_upload_each_fn(void *arg, const char *upload_id, const struct store_upload *u);
 
 /* store_audit_each_fn - one audit record; rec and its strings are valid during the
  * call only, which runs inside a read transaction: do not call back into the store.
@@ -355,6 +377,48 @@ MUST_USE int store_elect_advance_sync(struct store *s, const char *lock, uint64_
 
 /* store_elect_list - as store_fence_list, for the election cache. */
 MUST_USE int store_elect_list(struct store *s, store_elect_each_fn *fn, void *arg);
+
+/* ---- multipart uploads ---- */
+
+/*
+ * store_upload_put - record that upload_id (under lock) was created by epoch,
+ * durably and grouped like a fence advance.  Replaces an existing entry.
+ * [in] upload_id  1..STORE_UPLOAD_ID_MAX bytes
+ * [in] bucket, key  copied (truncated to their caps)
+ * [in] cb   may be NULL (fire and forget; failures are logged); otherwise runs
+ *           once from store_dispatch_completions, never before this returns
+ * Returns 0, ERR_INVAL (bad lock, upload id or epoch 0), ERR_AGAIN,
+ * ERR_CLOSED, ERR_NOMEM.  On a non-zero return cb never runs.
+ */
+MUST_USE int store_upload_put(struct store *s, const char *lock, const char *upload_id,
+                              uint64_t epoch, const char *bucket, const char *key,
+                              store_upload_done_fn *cb, void *arg);
+
+/*
+ * store_upload_del - forget upload_id under lock (no entry is not an error),
+ * durably and grouped; cb as for store_upload_put.
+ * Returns 0, ERR_INVAL, ERR_AGAIN, ERR_CLOSED, ERR_NOMEM.
+ */
+MUST_USE int store_upload_del(struct store *s, const char *lock, const char *upload_id,
+                              store_upload_done_fn *cb, void *arg);
+
+/*
+ * store_upload_get - the entry of upload_id under lock (read-only transaction).
+ * [out] out  untouched on failure
+ * Returns 0, ERR_NOTFOUND, ERR_INVAL (bad lock or upload id), ERR_IO
+ * (LMDB error or damaged record).
+ */
+MUST_USE int store_upload_get(struct store *s, const char *lock, const char *upload_id,
+                              struct store_upload *out);
+
+/*
+ * store_upload_list_older - call fn for each upload of lock created by an
+ * epoch lower than epoch, in upload-id byte order, at most limit of them,
+ * in one read-only transaction.  Damaged entries are skipped.
+ * Returns 0, fn's negative return, ERR_INVAL (bad lock), ERR_IO.
+ */
+MUST_USE int store_upload_list_older(struct store *s, const char *lock, uint64_t epoch,
+                                     uint32_t limit, store_upload_each_fn *fn, void *arg);
 
 /* ---- audit log ---- */
 

@@ -28,9 +28,11 @@
 #define STORE_PRUNE_STEP 1000 /* audit records deleted per retention transaction */
 
 enum store_op_type {
-    STORE_OP_FENCE = 1, /* fence advance */
-    STORE_OP_ELECT = 2, /* election cache update */
-    STORE_OP_AUDIT = 3, /* audit append */
+    STORE_OP_FENCE = 1,      /* fence advance */
+    STORE_OP_ELECT = 2,      /* election cache update */
+    STORE_OP_AUDIT = 3,      /* audit append */
+    STORE_OP_UPLOAD_PUT = 4, /* upload table: put (rec: key then value, value = key length) */
+    STORE_OP_UPLOAD_DEL = 5, /* upload table: delete (rec: the key) */
 };
 
 /* One queued async write; owned by the store from submit to callback. */
@@ -46,6 +48,7 @@ struct store_op {
     store_fence_done_fn *fence_cb;           /* callbacks; at most one is set */
     store_elect_done_fn *elect_cb;
     store_audit_done_fn *audit_cb;
+    store_upload_done_fn *upload_cb;
     void *arg;       /* for the callback */
     int err;         /* result: 0 or ERR_* */
     uint64_t result; /* highest token / epoch / audit seq */
@@ -60,6 +63,9 @@ struct store {
     MDB_dbi dbi_elect;      /* "elect": lock -> election record */
     MDB_dbi dbi_audit;      /* "audit": (time, seq) -> audit record */
     MDB_dbi dbi_index;      /* "audit_lock": (lock, time, seq) -> empty */
+    MDB_dbi dbi_upload;     /* "upload": (lock, upload id) -> upload record */
+    bool has_upload;        /* the "upload" database exists (an older read-only store may
+                               lack it) */
     bool read_only;         /* opened MDB_RDONLY */
     struct store_opts opts; /* copy; opts.data_dir is NULL after open */
     char path[4096];        /* the data file's path, for messages */
@@ -134,6 +140,8 @@ int store_elect_apply(struct store *s, MDB_txn *txn, const char *lock, uint64_t 
                       int64_t now_ms, uint64_t *epoch_now);
 int store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len,
                       int64_t time_ms, const char *lock, uint64_t *seq);
+/* Apply an upload-table op (STORE_OP_UPLOAD_PUT / _DEL) inside a write transaction. */
+int store_upload_apply(struct store *s, MDB_txn *txn, const struct store_op *op);
 /* Delete, oldest first, records beyond the caps (age: if now_ms >= 0); at most max. */
 int store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t max,
                           uint64_t *deleted, bool *more);

@@ -82,6 +82,10 @@ batch_write(struct store *s, MDB_txn *txn, void *arg)
                 store_audit_apply(s, txn, op->rec, op->rec_len, op->time_ms, op->lock, &op->result);
             naudit++;
             break;
+        case STORE_OP_UPLOAD_PUT:
+        case STORE_OP_UPLOAD_DEL:
+            rc = store_upload_apply(s, txn, op);
+            break;
         default:
             rc = ERR_INVAL;
             break;
@@ -131,6 +135,14 @@ finish(struct store *s, struct batch *b, int err)
         if (op->type == STORE_OP_AUDIT && op->audit_cb == NULL) {
             if (op->err != 0) {
                 log_error("audit record lost: %s", err_str(op->err));
+            }
+            free(op);
+            continue;
+        }
+        if ((op->type == STORE_OP_UPLOAD_PUT || op->type == STORE_OP_UPLOAD_DEL) &&
+            op->upload_cb == NULL) {
+            if (op->err != 0) {
+                log_error("upload table write (lock %s) lost: %s", op->lock, err_str(op->err));
             }
             free(op);
             continue;
@@ -351,6 +363,10 @@ store_dispatch_completions(struct store *s)
             break;
         case STORE_OP_AUDIT:
             op->audit_cb(op->arg, op->err, op->result);
+            break;
+        case STORE_OP_UPLOAD_PUT:
+        case STORE_OP_UPLOAD_DEL:
+            op->upload_cb(op->arg, op->err);
             break;
         default:
             break;

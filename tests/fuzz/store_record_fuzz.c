@@ -66,6 +66,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         same(data, size, out, len);
     }
 
+    struct store_upload u;
+    err = store_rec_upload_decode(data, size, &u);
+    check_err(err);
+    if (err == 0) {
+        if (store_rec_upload_encode(&u, out, sizeof(out), &len) != 0) {
+            abort();
+        }
+        same(data, size, out, len);
+    }
+
     int64_t t;
     uint64_t seq;
     if (store_rec_audit_key_decode(data, size, &t, &seq) == 0) {

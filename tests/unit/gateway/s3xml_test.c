@@ -174,6 +174,72 @@ test_structure(void **state)
     gw_s3xml_free(x);
 }
 
+/* A DeleteObjects body: the Key of every Object, nothing else, never url-decoded. */
+static void
+test_delete_doc(void **state)
+{
+    (void)state;
+    static const char doc[] =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+        "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
+        "<Key>no</Key><Object><Key>orders/a%20b</Key><VersionId>v1</VersionId></Object>"
+        "<Object><Key>orders/&amp;c</Key></Object></Delete>";
+    for (size_t step = 1; step <= 64; step *= 2) {
+        struct gw_s3xml *x = parse(doc, step, 10, 0);
+        assert_int_equal(gw_s3xml_root(x), GW_S3XML_ROOT_DELETE);
+        size_t n;
+        const char *const *k = gw_s3xml_keys(x, &n);
+        assert_int_equal(n, 2);
+        assert_string_equal(k[0], "orders/a%20b");
+        assert_string_equal(k[1], "orders/&c");
+        gw_s3xml_free(x);
+    }
+    /* No objects: parses, no keys (the caller refuses it). */
+    struct gw_s3xml *x = parse("<Delete><Quiet>false</Quiet></Delete>", 3, 10, 0);
+    size_t n;
+    assert_null(gw_s3xml_keys(x, &n));
+    assert_int_equal(n, 0);
+    gw_s3xml_free(x);
+    /* An empty key, a truncated body, too many keys. */
+    gw_s3xml_free(parse("<Delete><Object><Key></Key></Object></Delete>", 5, 10, ERR_INVAL));
+    gw_s3xml_free(parse("<Delete><Object><Key>a</Key></Object>", 5, 10, ERR_INVAL));
+    gw_s3xml_free(parse("<Delete><Object><Key>a</Key></Object><Object><Key>b</Key></Object>"
+                        "</Delete>",
+                        7, 1, ERR_TOOBIG));
+}
+
+/* CreateMultipartUpload's answer: the UploadId, at depth 2 only. */
+static void
+test_initiate_doc(void **state)
+{
+    (void)state;
+    static const char doc[] =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+        "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<Bucket>b</Bucket><Key>orders/k</Key><UploadId>2~abc&amp;def</UploadId>"
+        "</InitiateMultipartUploadResult>";
+    for (size_t step = 1; step <= 64; step *= 2) {
+        struct gw_s3xml *x = parse(doc, step, 0, 0);
+        assert_int_equal(gw_s3xml_root(x), GW_S3XML_ROOT_INITIATE);
+        assert_string_equal(gw_s3xml_upload_id(x), "2~abc&def");
+        gw_s3xml_free(x);
+    }
+    struct gw_s3xml *x = parse("<InitiateMultipartUploadResult><X><UploadId>no</UploadId></X>"
+                               "</InitiateMultipartUploadResult>",
+                               4, 0, 0);
+    assert_null(gw_s3xml_upload_id(x));
+    gw_s3xml_free(x);
+    x = parse("<Error><UploadId>no</UploadId></Error>", 4, 0, 0);
+    assert_null(gw_s3xml_upload_id(x));
+    gw_s3xml_free(x);
+    gw_s3xml_free(parse("<InitiateMultipartUploadResult><UploadId></UploadId>"
+                        "</InitiateMultipartUploadResult>",
+                        4, 0, ERR_INVAL));
+    gw_s3xml_free(parse("<InitiateMultipartUploadResult><UploadId>a&#0;</UploadId>"
+                        "</InitiateMultipartUploadResult>",
+                        4, 0, ERR_INVAL));
+}
+
 static void
 test_refusals(void **state)
 {
@@ -246,7 +312,8 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list_truncated), cmocka_unit_test(test_list_encodings),
         cmocka_unit_test(test_error_doc),      cmocka_unit_test(test_structure),
-        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_refusals),       cmocka_unit_test(test_delete_doc),
+        cmocka_unit_test(test_initiate_doc),   cmocka_unit_test(test_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
