@@ -1,7 +1,8 @@
 /*
  * gateway/cmd_lock.h: `fencegate lock`, the worker side of the election API
  * (DESIGN.md "Election API", "Running it").  Implemented in
- * gateway/json_lockcli.c (it speaks JSON through jansson).
+ * gateway/json_lockcli.c (it speaks JSON through jansson) and
+ * gateway/lockcli_run.c (signals, run's scheduler and child).
  *
  *   fencegate lock acquire LOCK [--holder H] [--lease-ms N] [--wait-ms N]
  *   fencegate lock renew   LOCK --token N --lease-id ID

@@ -2,16 +2,17 @@
  * gateway/config.c: the JSON configuration loader (STYLE R9).
  *
  * Every JSON object of the configuration is described by a table of fields
- * ({name, type, offset, min, max, default}); one walker (walk()) applies a
- * table to an object: unknown keys, wrong types and out-of-range values fail
- * naming the full key path ("upstream.regoin: unknown key"), absent keys get
- * their defaults.  Arrays of objects (listen, principals, fences) and the
+ * ({name, type, offset, min, max, default}) that gateway/json_table.c's
+ * walker (gw_jt_walk()) applies: unknown keys, wrong types and out-of-range
+ * values fail naming the full key path ("upstream.regoin: unknown key"),
+ * absent keys get their defaults.  This file holds the tables of gw_config's
+ * sections; arrays of objects (listen, principals, fences) and the
  * cross-field rules (secret sources, lease ordering, the anonymous-access
- * rule of DESIGN.md "Security") are checked after the walk.
+ * rule of DESIGN.md "Security") are checked here after the walk.
  *
  * Secrets (upstream keys, session token, principal secrets) are wiped before
- * they are freed.  <jansson.h> stays in this file: json_error_t is turned into
- * errbuf text here (STYLE R4).
+ * they are freed.  <jansson.h> stays in this file and gateway/json*.c:
+ * json_error_t is turned into errbuf text here (STYLE R4).
  */
 #include "gateway/config.h"
 
@@ -19,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,56 +29,11 @@
 
 #include "common/buf.h"
 #include "common/num.h"
+#include "gateway/json_table.h"
 
 #define CONFIG_MAX_FILE_BYTES                                                                      \
     ((size_t)4 * 1024 * 1024)         /* a config file larger than this is refused */
 #define CONFIG_MAX_SECRET_BYTES 4096u /* a secret_key_file larger than this is refused */
-#define CONFIG_MAX_STR          4096u /* default maximum length of a string value */
-#define CONFIG_MAX_PATH         256   /* key paths in error messages are cut here */
-
-/* Field types understood by walk(). */
-enum ftype {
-    F_STR,     /* char *, owned copy */
-    F_BOOL,    /* bool */
-    F_U32,     /* uint32_t, JSON integer in [min, max] */
-    F_U64,     /* uint64_t, JSON integer in [min, max] */
-    F_ENUM,    /* an enum stored as int; JSON string from choices */
-    F_STRLIST, /* char **, NULL-terminated owned array of owned strings */
-    F_CUSTOM,  /* handled by field.custom, which is also called with NULL when the key is absent */
-};
-
-#define F_REQUIRED 0x1u /* absence is an error */
-#define F_SCRATCH  0x2u /* offset is into the scratch struct, not the target */
-
-struct ctx {
-    char *errbuf;  /* borrowed; the one error line */
-    size_t errlen; /* size of errbuf */
-};
-
-struct choice {
-    const char *name; /* JSON spelling */
-    int value;        /* stored value */
-};
-
-struct field;
-typedef int custom_fn(struct ctx *c, const char *path, json_t *v, void *base);
-
-struct field {
-    const char *name; /* JSON key */
-    enum ftype type;  /* how the value is read */
-    unsigned flags;   /* F_REQUIRED, F_SCRATCH */
-    size_t offset;    /* where it is stored, from base (or scratch with F_SCRATCH) */
-    uint64_t min;     /* F_U32/F_U64: smallest value; F_STR: shortest length */
-    uint64_t max;     /* F_U32/F_U64: largest value; F_STR: longest length (0: default) */
-    uint64_t def;     /* F_BOOL/F_U32/F_U64/F_ENUM: value when absent */
-    const char *sdef; /* F_STR: value when absent (copied), or NULL */
-    bool (*valid)(const char *s); /* F_STR/F_STRLIST: extra check of each string, or NULL */
-    const char *valid_msg;        /* what valid() wants, for the error message */
-    const struct choice *choices; /* F_ENUM: NULL-name-terminated */
-    custom_fn *custom;            /* F_CUSTOM: the handler */
-};
-
-#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
 
 /*
  * Table rows, one per key (Redis's createIntConfig idea), positional so each
@@ -87,13 +42,13 @@ struct field {
 /* clang-format off */
 #define FSTR(...)  FSTR_(__VA_ARGS__) /* indirection: each V_* below is two arguments */
 #define FLIST(...) FLIST_(__VA_ARGS__)
-#define FSTR_(n, off, fl, lo, hi, def, chk, msg) {n, F_STR, fl, off, lo, hi, 0, def, chk, msg, NULL, NULL}
-#define FLIST_(n, off, chk, msg)     {n, F_STRLIST, 0, off, 0, 0, 0, NULL, chk, msg, NULL, NULL}
-#define FBOOL(n, off, def)           {n, F_BOOL, 0, off, 0, 0, def, NULL, NULL, NULL, NULL, NULL}
-#define FU32(n, off, lo, hi, def)    {n, F_U32, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
-#define FU64(n, off, lo, hi, def)    {n, F_U64, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
-#define FENUM(n, off, fl, def, chs)  {n, F_ENUM, fl, off, 0, 0, def, NULL, NULL, NULL, chs, NULL}
-#define FCUSTOM(n, off, fn)          {n, F_CUSTOM, 0, off, 0, 0, 0, NULL, NULL, NULL, NULL, fn}
+#define FSTR_(n, off, fl, lo, hi, def, chk, msg) {n, GW_JT_STR, fl, off, lo, hi, 0, def, chk, msg, NULL, NULL}
+#define FLIST_(n, off, chk, msg)     {n, GW_JT_STRLIST, 0, off, 0, 0, 0, NULL, chk, msg, NULL, NULL}
+#define FBOOL(n, off, def)           {n, GW_JT_BOOL, 0, off, 0, 0, def, NULL, NULL, NULL, NULL, NULL}
+#define FU32(n, off, lo, hi, def)    {n, GW_JT_U32, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
+#define FU64(n, off, lo, hi, def)    {n, GW_JT_U64, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
+#define FENUM(n, off, fl, def, chs)  {n, GW_JT_ENUM, fl, off, 0, 0, def, NULL, NULL, NULL, chs, NULL}
+#define FCUSTOM(n, off, fn)          {n, GW_JT_CUSTOM, 0, off, 0, 0, 0, NULL, NULL, NULL, NULL, fn}
 /* clang-format on */
 
 /* check functions and their messages, as FSTR/FLIST argument pairs */
@@ -105,8 +60,8 @@ struct field {
 #define V_DOMAIN   valid_domain, "a DNS name such as \"s3.example.com\""
 #define V_AKEY     valid_access_key, "an access key ([A-Za-z0-9._~+-]{1,128})"
 #define V_LOGLEVEL valid_log_level, "\"debug\", \"info\", \"warn\" or \"error\""
-#define REQ        F_REQUIRED
-#define SCR        F_SCRATCH
+#define REQ        GW_JT_REQUIRED
+#define SCR        GW_JT_SCRATCH
 
 /* ---- small helpers ---- */
 
@@ -127,93 +82,6 @@ free_secret(char *s)
         wipe(s, strlen(s));
         free(s);
     }
-}
-
-static void
-free_strlist(char **list)
-{
-    if (list == NULL) {
-        return;
-    }
-    for (char **p = list; *p != NULL; p++) {
-        free(*p);
-    }
-    free(list);
-}
-
-/* cfg_err - write "path: message" into the context's errbuf; returns ERR_INVAL. */
-static int cfg_err(struct ctx *c, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-cfg_err(struct ctx *c, const char *path, const char *fmt, ...)
-{
-    if (c->errbuf == NULL || c->errlen == 0) {
-        return ERR_INVAL;
-    }
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT: clang-analyzer 14 false positive */
-    va_end(ap);
-    if (n < 0) {
-        msg[0] = '\0';
-    }
-    if (path != NULL && path[0] != '\0') {
-        (void)snprintf(c->errbuf, c->errlen, "%s: %s", path, msg);
-    } else {
-        (void)snprintf(c->errbuf, c->errlen, "%s", msg);
-    }
-    /* Key names come from the file: keep the one-line message printable. */
-    for (char *p = c->errbuf; *p != '\0'; p++) {
-        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f) {
-            *p = '?';
-        }
-    }
-    return ERR_INVAL;
-}
-
-static int
-nomem(struct ctx *c)
-{
-    if (c->errbuf != NULL && c->errlen > 0) {
-        (void)snprintf(c->errbuf, c->errlen, "out of memory");
-    }
-    return ERR_NOMEM;
-}
-
-/* concat - parts[0..n) into out, cut to fit (snprintf would warn about the cut, rightly). */
-static void
-concat(char *out, size_t outlen, const char *const *parts, size_t nparts)
-{
-    size_t used = 0;
-    for (size_t i = 0; i < nparts; i++) {
-        size_t n = strlen(parts[i]);
-        if (n > outlen - 1 - used) {
-            n = outlen - 1 - used;
-        }
-        memcpy(out + used, parts[i], n);
-        used += n;
-    }
-    out[used] = '\0';
-}
-
-/* join - "parent.name" (or "name" at the top) into out. */
-static void
-join(char *out, size_t outlen, const char *parent, const char *name)
-{
-    const char *parts[3] = {parent, parent[0] != '\0' ? "." : "", name};
-    concat(out, outlen, parts, 3);
-}
-
-/* index_path - "parent[i]" into out. */
-static void
-index_path(char *out, size_t outlen, const char *parent, size_t i)
-{
-    char idx[32];
-    (void)snprintf(idx, sizeof(idx), "[%zu]", i);
-    const char *parts[2] = {parent, idx};
-    concat(out, outlen, parts, 2);
 }
 
 static bool
@@ -294,295 +162,18 @@ valid_log_level(const char *s)
            strcmp(s, "error") == 0;
 }
 
-/* ---- the walker ---- */
-
-static int
-read_string(struct ctx *c, const char *path, json_t *v, const struct field *f, char **out)
-{
-    if (!json_is_string(v)) {
-        return cfg_err(c, path, "expected a string");
-    }
-    const char *s = json_string_value(v);
-    size_t len = json_string_length(v);
-    size_t max = f->max != 0 ? (size_t)f->max : CONFIG_MAX_STR;
-    if (strlen(s) != len) {
-        return cfg_err(c, path, "must not contain NUL");
-    }
-    if (len < f->min) {
-        return cfg_err(c, path, len == 0 ? "must not be empty" : "too short");
-    }
-    if (len > max) {
-        return cfg_err(c, path, "longer than %zu bytes", max);
-    }
-    if (f->valid != NULL && !f->valid(s)) {
-        return cfg_err(c, path, "must be %s", f->valid_msg);
-    }
-    char *copy = strdup(s);
-    if (copy == NULL) {
-        return nomem(c);
-    }
-    *out = copy;
-    return 0;
-}
-
-static int
-read_strlist(struct ctx *c, const char *path, json_t *v, const struct field *f, char ***out)
-{
-    if (!json_is_array(v)) {
-        return cfg_err(c, path, "expected an array of strings");
-    }
-    size_t n = json_array_size(v);
-    char **list = calloc(n + 1, sizeof(*list));
-    if (list == NULL) {
-        return nomem(c);
-    }
-    for (size_t i = 0; i < n; i++) {
-        char ipath[CONFIG_MAX_PATH];
-        index_path(ipath, sizeof(ipath), path, i);
-        int rc = read_string(c, ipath, json_array_get(v, i), f, &list[i]);
-        if (rc != 0) {
-            free_strlist(list);
-            return rc;
-        }
-    }
-    *out = list;
-    return 0;
-}
-
-static int
-read_int(struct ctx *c, const char *path, json_t *v, const struct field *f, uint64_t *out)
-{
-    if (!json_is_integer(v)) {
-        return cfg_err(c, path, "expected an integer");
-    }
-    json_int_t i = json_integer_value(v);
-    if (i < 0 || (uint64_t)i < f->min || (uint64_t)i > f->max) {
-        return cfg_err(c, path, "must be between %llu and %llu", (unsigned long long)f->min,
-                       (unsigned long long)f->max);
-    }
-    *out = (uint64_t)i;
-    return 0;
-}
-
-static int
-read_enum(struct ctx *c, const char *path, json_t *v, const struct field *f, int *out)
-{
-    if (json_is_string(v)) {
-        for (const struct choice *ch = f->choices; ch->name != NULL; ch++) {
-            if (strcmp(json_string_value(v), ch->name) == 0) {
-                *out = ch->value;
-                return 0;
-            }
-        }
-    }
-    char want[128] = "";
-    size_t used = 0;
-    for (const struct choice *ch = f->choices; ch->name != NULL; ch++) {
-        int n = snprintf(want + used, sizeof(want) - used, "%s\"%s\"", used == 0 ? "" : " or ",
-                         ch->name);
-        if (n < 0 || (size_t)n >= sizeof(want) - used) {
-            break;
-        }
-        used += (size_t)n;
-    }
-    return cfg_err(c, path, "must be %s", want);
-}
-
-/* set_value - parse v (never NULL) as field f and store it. */
-static int
-set_value(struct ctx *c, const char *path, json_t *v, const struct field *f, char *dst)
-{
-    switch (f->type) {
-    case F_STR: {
-        char *s = NULL;
-        int rc = read_string(c, path, v, f, &s);
-        if (rc != 0) {
-            return rc;
-        }
-        memcpy(dst, &s, sizeof(s));
-        return 0;
-    }
-    case F_BOOL: {
-        if (!json_is_boolean(v)) {
-            return cfg_err(c, path, "expected true or false");
-        }
-        bool b = json_is_true(v);
-        memcpy(dst, &b, sizeof(b));
-        return 0;
-    }
-    case F_U32:
-    case F_U64: {
-        uint64_t u = 0;
-        int rc = read_int(c, path, v, f, &u);
-        if (rc != 0) {
-            return rc;
-        }
-        if (f->type == F_U32) {
-            uint32_t u32 = (uint32_t)u;
-            memcpy(dst, &u32, sizeof(u32));
-        } else {
-            memcpy(dst, &u, sizeof(u));
-        }
-        return 0;
-    }
-    case F_ENUM: {
-        int e = 0;
-        int rc = read_enum(c, path, v, f, &e);
-        if (rc != 0) {
-            return rc;
-        }
-        memcpy(dst, &e, sizeof(e));
-        return 0;
-    }
-    case F_STRLIST: {
-        char **list = NULL;
-        int rc = read_strlist(c, path, v, f, &list);
-        if (rc != 0) {
-            return rc;
-        }
-        memcpy(dst, &list, sizeof(list));
-        return 0;
-    }
-    case F_CUSTOM:
-        return f->custom(c, path, v, dst);
-    default:
-        return cfg_err(c, path, "internal error: bad field type");
-    }
-}
-
-/* set_default - store field f's default (f's key was absent). */
-static int
-set_default(struct ctx *c, const char *path, const struct field *f, char *dst)
-{
-    switch (f->type) {
-    case F_STR: {
-        char *s = NULL;
-        if (f->sdef != NULL) {
-            s = strdup(f->sdef);
-            if (s == NULL) {
-                return nomem(c);
-            }
-        }
-        memcpy(dst, &s, sizeof(s));
-        return 0;
-    }
-    case F_BOOL: {
-        bool b = f->def != 0;
-        memcpy(dst, &b, sizeof(b));
-        return 0;
-    }
-    case F_U32: {
-        uint32_t u32 = (uint32_t)f->def;
-        memcpy(dst, &u32, sizeof(u32));
-        return 0;
-    }
-    case F_U64:
-        memcpy(dst, &f->def, sizeof(f->def));
-        return 0;
-    case F_ENUM: {
-        int e = (int)f->def;
-        memcpy(dst, &e, sizeof(e));
-        return 0;
-    }
-    case F_STRLIST: {
-        char **list = NULL;
-        memcpy(dst, &list, sizeof(list));
-        return 0;
-    }
-    case F_CUSTOM:
-        return f->custom(c, path, NULL, dst);
-    default:
-        return cfg_err(c, path, "internal error: bad field type");
-    }
-}
-
-/* field_dst - where f's value is stored; NULL when f wants a scratch struct and none was given. */
-static char *
-field_dst(const struct field *f, void *base, void *scratch)
-{
-    void *p = (f->flags & F_SCRATCH) != 0 ? scratch : base;
-    return p != NULL ? (char *)p + f->offset : NULL;
-}
-
-/*
- * walk - apply the table fields[0..n) to the JSON object obj (NULL: apply
- * every default).  Values land at base + offset, or scratch + offset for
- * F_SCRATCH fields.  [out] seen: bit i set when fields[i] was present
- * (tables have at most 64 fields).  Returns 0 or ERR_INVAL/ERR_NOMEM with
- * errbuf set.  Values stored before a failure stay in base/scratch for their
- * owner to free.
- */
-static int
-walk(struct ctx *c, const char *path, json_t *obj, const struct field *fields, size_t n, void *base,
-     void *scratch, uint64_t *seen)
-{
-    uint64_t mask = 0;
-    char kpath[CONFIG_MAX_PATH];
-
-    if (obj != NULL && !json_is_object(obj)) {
-        return cfg_err(c, path, "expected an object");
-    }
-    if (obj != NULL) {
-        const char *key;
-        json_t *v;
-        json_object_foreach(obj, key, v)
-        {
-            join(kpath, sizeof(kpath), path, key);
-            size_t i = 0;
-            while (i < n && strcmp(fields[i].name, key) != 0) {
-                i++;
-            }
-            if (i == n) {
-                return cfg_err(c, kpath, "unknown key");
-            }
-            const struct field *f = &fields[i];
-            char *dst = field_dst(f, base, scratch);
-            if (dst == NULL) {
-                return cfg_err(c, kpath, "internal error: no scratch space");
-            }
-            int rc = set_value(c, kpath, v, f, dst);
-            if (rc != 0) {
-                return rc;
-            }
-            mask |= 1ull << i;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        if ((mask & (1ull << i)) != 0) {
-            continue;
-        }
-        const struct field *f = &fields[i];
-        join(kpath, sizeof(kpath), path, f->name);
-        if ((f->flags & F_REQUIRED) != 0) {
-            return cfg_err(c, kpath, "required");
-        }
-        char *dst = field_dst(f, base, scratch);
-        if (dst == NULL) {
-            return cfg_err(c, kpath, "internal error: no scratch space");
-        }
-        int rc = set_default(c, kpath, f, dst);
-        if (rc != 0) {
-            return rc;
-        }
-    }
-    if (seen != NULL) {
-        *seen = mask;
-    }
-    return 0;
-}
-
 /* ---- secrets from the environment or a file ---- */
 
 static int
-secret_from_env(struct ctx *c, const char *path, const char *var, char **out)
+secret_from_env(struct gw_jt_ctx *c, const char *path, const char *var, char **out)
 {
     const char *v = getenv(var);
     if (v == NULL || v[0] == '\0') {
-        return cfg_err(c, path, "environment variable %s is not set", var);
+        return gw_jt_err(c, path, "environment variable %s is not set", var);
     }
     char *copy = strdup(v);
     if (copy == NULL) {
-        return nomem(c);
+        return gw_jt_nomem(c);
     }
     *out = copy;
     return 0;
@@ -590,7 +181,7 @@ secret_from_env(struct ctx *c, const char *path, const char *var, char **out)
 
 /* secret_from_file - the whole file at fpath, trailing whitespace removed. */
 static int
-secret_from_file(struct ctx *c, const char *path, const char *fpath, char **out)
+secret_from_file(struct gw_jt_ctx *c, const char *path, const char *fpath, char **out)
 {
     char tmp[CONFIG_MAX_SECRET_BYTES + 1];
     size_t len = 0;
@@ -599,10 +190,10 @@ secret_from_file(struct ctx *c, const char *path, const char *fpath, char **out)
     /* O_NONBLOCK: naming a FIFO must not hang start-up; only regular files are read */
     int fd = open(fpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        return cfg_err(c, path, "cannot open %s: %s", fpath, strerror(errno));
+        return gw_jt_err(c, path, "cannot open %s: %s", fpath, strerror(errno));
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = cfg_err(c, path, "%s is not a regular file", fpath);
+        rc = gw_jt_err(c, path, "%s is not a regular file", fpath);
         goto fail;
     }
     for (;;) {
@@ -611,7 +202,7 @@ secret_from_file(struct ctx *c, const char *path, const char *fpath, char **out)
             continue;
         }
         if (r < 0) {
-            rc = cfg_err(c, path, "cannot read %s: %s", fpath, strerror(errno));
+            rc = gw_jt_err(c, path, "cannot read %s: %s", fpath, strerror(errno));
             goto fail;
         }
         if (r == 0) {
@@ -619,7 +210,7 @@ secret_from_file(struct ctx *c, const char *path, const char *fpath, char **out)
         }
         len += (size_t)r;
         if (len == sizeof(tmp)) {
-            rc = cfg_err(c, path, "%s is larger than %u bytes", fpath, CONFIG_MAX_SECRET_BYTES);
+            rc = gw_jt_err(c, path, "%s is larger than %u bytes", fpath, CONFIG_MAX_SECRET_BYTES);
             goto fail;
         }
     }
@@ -628,16 +219,16 @@ secret_from_file(struct ctx *c, const char *path, const char *fpath, char **out)
         len--;
     }
     if (len == 0) {
-        rc = cfg_err(c, path, "%s is empty", fpath);
+        rc = gw_jt_err(c, path, "%s is empty", fpath);
         goto fail;
     }
     if (memchr(tmp, '\0', len) != NULL) {
-        rc = cfg_err(c, path, "%s contains a NUL byte", fpath);
+        rc = gw_jt_err(c, path, "%s contains a NUL byte", fpath);
         goto fail;
     }
     char *copy = malloc(len + 1);
     if (copy == NULL) {
-        rc = nomem(c);
+        rc = gw_jt_nomem(c);
         goto fail;
     }
     memcpy(copy, tmp, len);
@@ -673,7 +264,7 @@ is_loopback(const char *host)
 
 /* parse_address - "host:port" or "[v6]:port" into l->host, l->port, l->loopback. */
 static int
-parse_address(struct ctx *c, const char *path, const char *s, struct gw_listen *l)
+parse_address(struct gw_jt_ctx *c, const char *path, const char *s, struct gw_listen *l)
 {
     const char *host;
     size_t hlen;
@@ -682,7 +273,7 @@ parse_address(struct ctx *c, const char *path, const char *s, struct gw_listen *
     if (s[0] == '[') {
         const char *end = strchr(s, ']');
         if (end == NULL || end[1] != ':') {
-            return cfg_err(c, path, "expected \"[address]:port\"");
+            return gw_jt_err(c, path, "expected \"[address]:port\"");
         }
         host = s + 1;
         hlen = (size_t)(end - host);
@@ -690,30 +281,30 @@ parse_address(struct ctx *c, const char *path, const char *s, struct gw_listen *
     } else {
         const char *colon = strrchr(s, ':');
         if (colon == NULL) {
-            return cfg_err(c, path, "expected \"host:port\"");
+            return gw_jt_err(c, path, "expected \"host:port\"");
         }
         host = s;
         hlen = (size_t)(colon - s);
         port = colon + 1;
         if (memchr(host, ':', hlen) != NULL) {
-            return cfg_err(c, path, "write IPv6 addresses as \"[address]:port\"");
+            return gw_jt_err(c, path, "write IPv6 addresses as \"[address]:port\"");
         }
     }
     if (hlen == 0) {
-        return cfg_err(c, path, "missing host (use 0.0.0.0 or [::] for every address)");
+        return gw_jt_err(c, path, "missing host (use 0.0.0.0 or [::] for every address)");
     }
     uint64_t p = 0;
     if (parse_u64(port, 0, 65535, &p) != 0) {
-        return cfg_err(c, path, "port must be a number between 0 and 65535");
+        return gw_jt_err(c, path, "port must be a number between 0 and 65535");
     }
     char *h = strndup(host, hlen);
     if (h == NULL) {
-        return nomem(c);
+        return gw_jt_nomem(c);
     }
     struct in6_addr a6;
     if (s[0] == '[' ? inet_pton(AF_INET6, h, &a6) != 1 : !all_chars(h, 1, 253, ".-")) {
         free(h);
-        return cfg_err(c, path, "invalid host");
+        return gw_jt_err(c, path, "invalid host");
     }
     l->host = h;
     l->port = (uint16_t)p;
@@ -726,35 +317,35 @@ struct listen_src {
     char *address; /* owned until parsed */
 };
 
-static const struct field listen_fields[] = {
+static const struct gw_jt_field listen_fields[] = {
     FSTR("address", offsetof(struct listen_src, address), REQ | SCR, 1, 0, NULL, V_NONE),
     FSTR("tls_cert", offsetof(struct gw_listen, tls_cert), 0, 1, 0, NULL, V_NONE),
     FSTR("tls_key", offsetof(struct gw_listen, tls_key), 0, 1, 0, NULL, V_NONE),
 };
 
 static int
-parse_listen_entry(struct ctx *c, const char *path, json_t *v, struct gw_listen *l)
+parse_listen_entry(struct gw_jt_ctx *c, const char *path, json_t *v, struct gw_listen *l)
 {
     if (json_is_string(v)) {
         return parse_address(c, path, json_string_value(v), l);
     }
     if (!json_is_object(v)) {
-        return cfg_err(c, path, "expected \"host:port\" or an object with \"address\"");
+        return gw_jt_err(c, path, "expected \"host:port\" or an object with \"address\"");
     }
     struct listen_src src = {0};
-    char kpath[CONFIG_MAX_PATH];
-    int rc = walk(c, path, v, listen_fields, NFIELDS(listen_fields), l, &src, NULL);
+    char kpath[GW_JT_MAX_PATH];
+    int rc = gw_jt_walk(c, path, v, listen_fields, GW_JT_NFIELDS(listen_fields), l, &src, NULL);
     if (rc != 0) {
         goto fail;
     }
-    join(kpath, sizeof(kpath), path, "address");
+    gw_jt_join(kpath, sizeof(kpath), path, "address");
     rc = parse_address(c, kpath, src.address, l);
     if (rc != 0) {
         goto fail;
     }
     if ((l->tls_cert == NULL) != (l->tls_key == NULL)) {
-        join(kpath, sizeof(kpath), path, l->tls_cert == NULL ? "tls_cert" : "tls_key");
-        rc = cfg_err(c, kpath, "required with %s", l->tls_cert == NULL ? "tls_key" : "tls_cert");
+        gw_jt_join(kpath, sizeof(kpath), path, l->tls_cert == NULL ? "tls_cert" : "tls_key");
+        rc = gw_jt_err(c, kpath, "required with %s", l->tls_cert == NULL ? "tls_key" : "tls_cert");
         goto fail;
     }
 fail:
@@ -762,24 +353,24 @@ fail:
     return rc;
 }
 
-/* F_CUSTOM for "listen" (base: struct gw_config) */
+/* GW_JT_CUSTOM for "listen" (base: struct gw_config) */
 static int
-on_listen(struct ctx *c, const char *path, json_t *v, void *dst)
+on_listen(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
     struct gw_config *cfg =
         (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, listen));
     if (v == NULL) {
-        return cfg_err(c, path, "required");
+        return gw_jt_err(c, path, "required");
     }
     if (!json_is_array(v) || json_array_size(v) == 0) {
-        return cfg_err(c, path, "expected a non-empty array");
+        return gw_jt_err(c, path, "expected a non-empty array");
     }
     if (json_array_size(v) > GW_CONFIG_MAX_LISTEN) {
-        return cfg_err(c, path, "at most %d entries", GW_CONFIG_MAX_LISTEN);
+        return gw_jt_err(c, path, "at most %d entries", GW_CONFIG_MAX_LISTEN);
     }
     for (size_t i = 0; i < json_array_size(v); i++) {
-        char ipath[CONFIG_MAX_PATH];
-        index_path(ipath, sizeof(ipath), path, i);
+        char ipath[GW_JT_MAX_PATH];
+        gw_jt_index_path(ipath, sizeof(ipath), path, i);
         /* count first: a partly built entry is freed with the config */
         cfg->nlisten = i + 1;
         int rc = parse_listen_entry(c, ipath, json_array_get(v, i), &cfg->listen[i]);
@@ -800,7 +391,7 @@ struct upstream_src {
     char *session_token_env; /* owned or NULL */
 };
 
-static const struct choice addressing_choices[] = {
+static const struct gw_jt_choice addressing_choices[] = {
     {"path", GW_ADDR_PATH},
     {"virtual", GW_ADDR_VIRTUAL},
     {NULL, 0},
@@ -808,7 +399,7 @@ static const struct choice addressing_choices[] = {
 
 #define UP(m) offsetof(struct gw_config, upstream.m)
 #define US(m) offsetof(struct upstream_src, m)
-static const struct field upstream_fields[] = {
+static const struct gw_jt_field upstream_fields[] = {
     FSTR("endpoint", UP(endpoint), REQ, 1, 0, NULL, V_NONE),
     FSTR("region", UP(region), 0, 1, 64, "us-east-1", V_TOKEN),
     FENUM("addressing", UP(addressing), 0, GW_ADDR_PATH, addressing_choices),
@@ -829,7 +420,7 @@ static const struct field upstream_fields[] = {
 
 /* check_endpoint - scheme http/https, a host, an optional port, no path/query/userinfo. */
 static int
-check_endpoint(struct ctx *c, const char *path, char *ep)
+check_endpoint(struct gw_jt_ctx *c, const char *path, char *ep)
 {
     const char *rest;
     if (strncmp(ep, "http://", 7) == 0) {
@@ -837,20 +428,20 @@ check_endpoint(struct ctx *c, const char *path, char *ep)
     } else if (strncmp(ep, "https://", 8) == 0) {
         rest = ep + 8;
     } else {
-        return cfg_err(c, path, "must start with http:// or https://");
+        return gw_jt_err(c, path, "must start with http:// or https://");
     }
     size_t n = strlen(ep);
     if (n > 0 && ep[n - 1] == '/') {
         ep[n - 1] = '\0'; /* "http://h:1/" means "http://h:1" */
     }
     if (strpbrk(rest, "/?#@ ") != NULL) {
-        return cfg_err(c, path, "must be scheme://host[:port] with no path, query or user");
+        return gw_jt_err(c, path, "must be scheme://host[:port] with no path, query or user");
     }
     const char *hostend;
     if (rest[0] == '[') {
         hostend = strchr(rest, ']');
         if (hostend == NULL || hostend == rest + 1) {
-            return cfg_err(c, path, "bad IPv6 address");
+            return gw_jt_err(c, path, "bad IPv6 address");
         }
         hostend++;
     } else {
@@ -859,39 +450,39 @@ check_endpoint(struct ctx *c, const char *path, char *ep)
             hostend = rest + strlen(rest);
         }
         if (hostend == rest) {
-            return cfg_err(c, path, "missing host");
+            return gw_jt_err(c, path, "missing host");
         }
     }
     if (*hostend == ':') {
         uint64_t port = 0;
         if (parse_u64(hostend + 1, 1, 65535, &port) != 0) {
-            return cfg_err(c, path, "bad port");
+            return gw_jt_err(c, path, "bad port");
         }
     } else if (*hostend != '\0') {
-        return cfg_err(c, path, "bad host");
+        return gw_jt_err(c, path, "bad host");
     }
     return 0;
 }
 
-/* F_CUSTOM for "upstream" (base: &cfg->upstream) */
+/* GW_JT_CUSTOM for "upstream" (base: &cfg->upstream) */
 static int
-on_upstream(struct ctx *c, const char *path, json_t *v, void *dst)
+on_upstream(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
     struct gw_config *cfg =
         (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, upstream));
     struct upstream_src src = {0};
-    char kpath[CONFIG_MAX_PATH];
+    char kpath[GW_JT_MAX_PATH];
     uint64_t seen = 0;
     int rc;
 
     if (v == NULL) {
-        return cfg_err(c, path, "required");
+        return gw_jt_err(c, path, "required");
     }
-    rc = walk(c, path, v, upstream_fields, NFIELDS(upstream_fields), cfg, &src, &seen);
+    rc = gw_jt_walk(c, path, v, upstream_fields, GW_JT_NFIELDS(upstream_fields), cfg, &src, &seen);
     if (rc != 0) {
         goto fail;
     }
-    join(kpath, sizeof(kpath), path, "endpoint");
+    gw_jt_join(kpath, sizeof(kpath), path, "endpoint");
     rc = check_endpoint(c, kpath, cfg->upstream.endpoint);
     if (rc != 0) {
         goto fail;
@@ -899,17 +490,17 @@ on_upstream(struct ctx *c, const char *path, json_t *v, void *dst)
 
     /* access key: inline, or a named variable, or AWS_ACCESS_KEY_ID */
     if (cfg->upstream.access_key != NULL && src.access_key_env != NULL) {
-        join(kpath, sizeof(kpath), path, "access_key_env");
-        rc = cfg_err(c, kpath, "give access_key or access_key_env, not both");
+        gw_jt_join(kpath, sizeof(kpath), path, "access_key_env");
+        rc = gw_jt_err(c, kpath, "give access_key or access_key_env, not both");
         goto fail;
     }
     if (cfg->upstream.access_key == NULL) {
         const char *var = src.access_key_env != NULL ? src.access_key_env : "AWS_ACCESS_KEY_ID";
-        join(kpath, sizeof(kpath), path,
-             src.access_key_env != NULL ? "access_key_env" : "access_key");
+        gw_jt_join(kpath, sizeof(kpath), path,
+                   src.access_key_env != NULL ? "access_key_env" : "access_key");
         const char *val = getenv(var);
         if (src.access_key_env == NULL && (val == NULL || val[0] == '\0')) {
-            rc = cfg_err(c, kpath, "not given, and environment variable %s is not set", var);
+            rc = gw_jt_err(c, kpath, "not given, and environment variable %s is not set", var);
             goto fail;
         }
         rc = secret_from_env(c, kpath, var, &cfg->upstream.access_key);
@@ -917,7 +508,7 @@ on_upstream(struct ctx *c, const char *path, json_t *v, void *dst)
             goto fail;
         }
         if (!valid_token(cfg->upstream.access_key)) {
-            rc = cfg_err(c, kpath, "the access key in %s is not printable", var);
+            rc = gw_jt_err(c, kpath, "the access key in %s is not printable", var);
             goto fail;
         }
     }
@@ -926,21 +517,21 @@ on_upstream(struct ctx *c, const char *path, json_t *v, void *dst)
     int nsrc = (cfg->upstream.secret_key != NULL) + (src.secret_key_env != NULL) +
                (src.secret_key_file != NULL);
     if (nsrc > 1) {
-        join(kpath, sizeof(kpath), path, "secret_key");
-        rc = cfg_err(c, kpath, "give one of secret_key, secret_key_env, secret_key_file");
+        gw_jt_join(kpath, sizeof(kpath), path, "secret_key");
+        rc = gw_jt_err(c, kpath, "give one of secret_key, secret_key_env, secret_key_file");
         goto fail;
     }
     bool default_env = false;
     if (src.secret_key_file != NULL) {
-        join(kpath, sizeof(kpath), path, "secret_key_file");
+        gw_jt_join(kpath, sizeof(kpath), path, "secret_key_file");
         rc = secret_from_file(c, kpath, src.secret_key_file, &cfg->upstream.secret_key);
     } else if (cfg->upstream.secret_key == NULL) {
         default_env = src.secret_key_env == NULL;
-        join(kpath, sizeof(kpath), path, default_env ? "secret_key" : "secret_key_env");
+        gw_jt_join(kpath, sizeof(kpath), path, default_env ? "secret_key" : "secret_key_env");
         const char *dv = getenv("AWS_SECRET_ACCESS_KEY");
         if (default_env && (dv == NULL || dv[0] == '\0')) {
-            rc = cfg_err(c, kpath,
-                         "not given, and environment variable AWS_SECRET_ACCESS_KEY is not set");
+            rc = gw_jt_err(c, kpath,
+                           "not given, and environment variable AWS_SECRET_ACCESS_KEY is not set");
             goto fail;
         }
         rc = secret_from_env(c, kpath, default_env ? "AWS_SECRET_ACCESS_KEY" : src.secret_key_env,
@@ -957,7 +548,7 @@ on_upstream(struct ctx *c, const char *path, json_t *v, void *dst)
      * keys that came from somewhere else.
      */
     if (src.session_token_env != NULL) {
-        join(kpath, sizeof(kpath), path, "session_token_env");
+        gw_jt_join(kpath, sizeof(kpath), path, "session_token_env");
         rc = secret_from_env(c, kpath, src.session_token_env, &cfg->upstream.session_token);
         if (rc != 0) {
             goto fail;
@@ -967,7 +558,7 @@ on_upstream(struct ctx *c, const char *path, json_t *v, void *dst)
         if (tok != NULL && tok[0] != '\0') {
             cfg->upstream.session_token = strdup(tok);
             if (cfg->upstream.session_token == NULL) {
-                rc = nomem(c);
+                rc = gw_jt_nomem(c);
                 goto fail;
             }
         }
@@ -989,7 +580,7 @@ struct principal_src {
 
 #define PR(m) offsetof(struct gw_principal, m)
 #define PS(m) offsetof(struct principal_src, m)
-static const struct field principal_fields[] = {
+static const struct gw_jt_field principal_fields[] = {
     FSTR("name", PR(name), REQ, 1, 0, NULL, V_TOKEN),
     FSTR("access_key", PR(access_key), REQ, 1, 0, NULL, V_AKEY),
     FSTR("secret_key", PR(secret_key), 0, 1, 0, NULL, V_NONE),
@@ -1002,26 +593,27 @@ static const struct field principal_fields[] = {
 #undef PS
 
 static int
-parse_principal(struct ctx *c, const char *path, json_t *v, struct gw_principal *p)
+parse_principal(struct gw_jt_ctx *c, const char *path, json_t *v, struct gw_principal *p)
 {
     struct principal_src src = {0};
-    char kpath[CONFIG_MAX_PATH];
-    int rc = walk(c, path, v, principal_fields, NFIELDS(principal_fields), p, &src, NULL);
+    char kpath[GW_JT_MAX_PATH];
+    int rc =
+        gw_jt_walk(c, path, v, principal_fields, GW_JT_NFIELDS(principal_fields), p, &src, NULL);
     if (rc != 0) {
         goto fail;
     }
     int nsrc =
         (p->secret_key != NULL) + (src.secret_key_env != NULL) + (src.secret_key_file != NULL);
     if (nsrc != 1) {
-        join(kpath, sizeof(kpath), path, "secret_key");
-        rc = cfg_err(c, kpath, "give exactly one of secret_key, secret_key_env, secret_key_file");
+        gw_jt_join(kpath, sizeof(kpath), path, "secret_key");
+        rc = gw_jt_err(c, kpath, "give exactly one of secret_key, secret_key_env, secret_key_file");
         goto fail;
     }
     if (src.secret_key_env != NULL) {
-        join(kpath, sizeof(kpath), path, "secret_key_env");
+        gw_jt_join(kpath, sizeof(kpath), path, "secret_key_env");
         rc = secret_from_env(c, kpath, src.secret_key_env, &p->secret_key);
     } else if (src.secret_key_file != NULL) {
-        join(kpath, sizeof(kpath), path, "secret_key_file");
+        gw_jt_join(kpath, sizeof(kpath), path, "secret_key_file");
         rc = secret_from_file(c, kpath, src.secret_key_file, &p->secret_key);
     }
 fail:
@@ -1030,54 +622,49 @@ fail:
     return rc;
 }
 
-/* F_CUSTOM for "principals" (base: &cfg->principals) */
+/* gw_jt_entry_fn for "principals": one principal, unique in access key and name */
 static int
-on_principals(struct ctx *c, const char *path, json_t *v, void *dst)
+principal_entry(struct gw_jt_ctx *c, const char *path, const char *ipath, size_t i, json_t *v,
+                void *entries, void *arg)
 {
-    struct gw_config *cfg =
-        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, principals));
-    if (v == NULL) {
-        return 0;
+    struct gw_config *cfg = arg;
+    struct gw_principal *all = entries;
+    cfg->nprincipals = i + 1;
+    struct gw_principal *p = &all[i];
+    int rc = parse_principal(c, ipath, v, p);
+    if (rc != 0) {
+        return rc;
     }
-    if (!json_is_array(v)) {
-        return cfg_err(c, path, "expected an array of objects");
-    }
-    size_t n = json_array_size(v);
-    if (n == 0) {
-        return 0;
-    }
-    cfg->principals = calloc(n, sizeof(*cfg->principals));
-    if (cfg->principals == NULL) {
-        return nomem(c);
-    }
-    for (size_t i = 0; i < n; i++) {
-        char ipath[CONFIG_MAX_PATH];
-        index_path(ipath, sizeof(ipath), path, i);
-        cfg->nprincipals = i + 1;
-        struct gw_principal *p = &cfg->principals[i];
-        int rc = parse_principal(c, ipath, json_array_get(v, i), p);
-        if (rc != 0) {
-            return rc;
+    for (size_t j = 0; j < i; j++) {
+        if (strcmp(all[j].access_key, p->access_key) == 0) {
+            char kpath[GW_JT_MAX_PATH];
+            gw_jt_join(kpath, sizeof(kpath), ipath, "access_key");
+            return gw_jt_err(c, kpath, "same access key as %s[%zu]", path, j);
         }
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(cfg->principals[j].access_key, p->access_key) == 0) {
-                char kpath[CONFIG_MAX_PATH];
-                join(kpath, sizeof(kpath), ipath, "access_key");
-                return cfg_err(c, kpath, "same access key as %s[%zu]", path, j);
-            }
-            if (strcmp(cfg->principals[j].name, p->name) == 0) {
-                char kpath[CONFIG_MAX_PATH];
-                join(kpath, sizeof(kpath), ipath, "name");
-                return cfg_err(c, kpath, "same name as %s[%zu]", path, j);
-            }
+        if (strcmp(all[j].name, p->name) == 0) {
+            char kpath[GW_JT_MAX_PATH];
+            gw_jt_join(kpath, sizeof(kpath), ipath, "name");
+            return gw_jt_err(c, kpath, "same name as %s[%zu]", path, j);
         }
     }
     return 0;
 }
 
+/* GW_JT_CUSTOM for "principals" (base: &cfg->principals) */
+static int
+on_principals(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, principals));
+    void *entries = NULL;
+    int rc = gw_jt_walk_array(c, path, v, sizeof(*cfg->principals), principal_entry, cfg, &entries);
+    cfg->principals = entries; /* on failure too: the counted entries are freed with cfg */
+    return rc;
+}
+
 /* ---- election ---- */
 
-static const struct choice backend_choices[] = {
+static const struct gw_jt_choice backend_choices[] = {
     {"s3", GW_ELECT_S3},
     {"dir", GW_ELECT_DIR},
     {NULL, 0},
@@ -1085,7 +672,7 @@ static const struct choice backend_choices[] = {
 
 #define EL(m)     offsetof(struct gw_config, election.m)
 #define LEASE_MAX 86400000u /* one day */
-static const struct field election_fields[] = {
+static const struct gw_jt_field election_fields[] = {
     FENUM("backend", EL(backend), REQ, GW_ELECT_NONE, backend_choices),
     FSTR("bucket", EL(bucket), 0, 1, 0, NULL, V_BUCKET),
     FSTR("prefix", EL(prefix), 0, 0, 512, "fencegate/", V_NONE),
@@ -1097,21 +684,22 @@ static const struct field election_fields[] = {
 };
 #undef EL
 
-/* F_CUSTOM for "election" (base: &cfg->election); absent means backend NONE */
+/* GW_JT_CUSTOM for "election" (base: &cfg->election); absent means backend NONE */
 static int
-on_election(struct ctx *c, const char *path, json_t *v, void *dst)
+on_election(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
     struct gw_config *cfg =
         (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, election));
-    char kpath[CONFIG_MAX_PATH];
+    char kpath[GW_JT_MAX_PATH];
     if (v == NULL) {
         /* defaults for the lease numbers; "backend" is the one required key */
-        int rc =
-            walk(c, path, NULL, election_fields + 1, NFIELDS(election_fields) - 1, cfg, NULL, NULL);
+        int rc = gw_jt_walk(c, path, NULL, election_fields + 1, GW_JT_NFIELDS(election_fields) - 1,
+                            cfg, NULL, NULL);
         cfg->election.backend = GW_ELECT_NONE;
         return rc;
     }
-    int rc = walk(c, path, v, election_fields, NFIELDS(election_fields), cfg, NULL, NULL);
+    int rc =
+        gw_jt_walk(c, path, v, election_fields, GW_JT_NFIELDS(election_fields), cfg, NULL, NULL);
     if (rc != 0) {
         return rc;
     }
@@ -1119,22 +707,22 @@ on_election(struct ctx *c, const char *path, json_t *v, void *dst)
     const char *need = s3 ? "bucket" : "path";
     const char *other = s3 ? "path" : "bucket";
     if ((s3 ? cfg->election.bucket : cfg->election.path) == NULL) {
-        join(kpath, sizeof(kpath), path, need);
-        return cfg_err(c, kpath, "required with backend \"%s\"", s3 ? "s3" : "dir");
+        gw_jt_join(kpath, sizeof(kpath), path, need);
+        return gw_jt_err(c, kpath, "required with backend \"%s\"", s3 ? "s3" : "dir");
     }
     if ((s3 ? cfg->election.path : cfg->election.bucket) != NULL) {
-        join(kpath, sizeof(kpath), path, other);
-        return cfg_err(c, kpath, "only for backend \"%s\"", s3 ? "dir" : "s3");
+        gw_jt_join(kpath, sizeof(kpath), path, other);
+        return gw_jt_err(c, kpath, "only for backend \"%s\"", s3 ? "dir" : "s3");
     }
     if (cfg->election.min_lease_ms > cfg->election.max_lease_ms) {
-        join(kpath, sizeof(kpath), path, "min_lease_ms");
-        return cfg_err(c, kpath, "larger than max_lease_ms");
+        gw_jt_join(kpath, sizeof(kpath), path, "min_lease_ms");
+        return gw_jt_err(c, kpath, "larger than max_lease_ms");
     }
     if (cfg->election.default_lease_ms < cfg->election.min_lease_ms ||
         cfg->election.default_lease_ms > cfg->election.max_lease_ms) {
-        join(kpath, sizeof(kpath), path, "default_lease_ms");
-        return cfg_err(c, kpath, "must lie between min_lease_ms (%u) and max_lease_ms (%u)",
-                       cfg->election.min_lease_ms, cfg->election.max_lease_ms);
+        gw_jt_join(kpath, sizeof(kpath), path, "default_lease_ms");
+        return gw_jt_err(c, kpath, "must lie between min_lease_ms (%u) and max_lease_ms (%u)",
+                         cfg->election.min_lease_ms, cfg->election.max_lease_ms);
     }
     return 0;
 }
@@ -1142,7 +730,7 @@ on_election(struct ctx *c, const char *path, json_t *v, void *dst)
 /* ---- fences ---- */
 
 #define FR(m) offsetof(struct gw_fence_rule, m)
-static const struct field fence_fields[] = {
+static const struct gw_jt_field fence_fields[] = {
     FSTR("bucket", FR(bucket), REQ, 1, 0, NULL, V_BUCKET),
     FSTR("prefix", FR(prefix), 0, 0, 1024, "", V_NONE),
     FSTR("lock", FR(lock), REQ, 1, 0, NULL, V_LOCK),
@@ -1150,43 +738,34 @@ static const struct field fence_fields[] = {
 };
 #undef FR
 
-/* F_CUSTOM for "fences" (base: &cfg->fences) */
+/* gw_jt_entry_fn for "fences": one rule */
 static int
-on_fences(struct ctx *c, const char *path, json_t *v, void *dst)
+fence_entry(struct gw_jt_ctx *c, const char *path, const char *ipath, size_t i, json_t *v,
+            void *entries, void *arg)
+{
+    struct gw_config *cfg = arg;
+    (void)path;
+    cfg->nfences = i + 1;
+    return gw_jt_walk(c, ipath, v, fence_fields, GW_JT_NFIELDS(fence_fields),
+                      (struct gw_fence_rule *)entries + i, NULL, NULL);
+}
+
+/* GW_JT_CUSTOM for "fences" (base: &cfg->fences) */
+static int
+on_fences(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
     struct gw_config *cfg =
         (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, fences));
-    if (v == NULL) {
-        return 0;
-    }
-    if (!json_is_array(v)) {
-        return cfg_err(c, path, "expected an array of objects");
-    }
-    size_t n = json_array_size(v);
-    if (n == 0) {
-        return 0;
-    }
-    cfg->fences = calloc(n, sizeof(*cfg->fences));
-    if (cfg->fences == NULL) {
-        return nomem(c);
-    }
-    for (size_t i = 0; i < n; i++) {
-        char ipath[CONFIG_MAX_PATH];
-        index_path(ipath, sizeof(ipath), path, i);
-        cfg->nfences = i + 1;
-        int rc = walk(c, ipath, json_array_get(v, i), fence_fields, NFIELDS(fence_fields),
-                      &cfg->fences[i], NULL, NULL);
-        if (rc != 0) {
-            return rc;
-        }
-    }
-    return 0;
+    void *entries = NULL;
+    int rc = gw_jt_walk_array(c, path, v, sizeof(*cfg->fences), fence_entry, cfg, &entries);
+    cfg->fences = entries; /* on failure too: the counted entries are freed with cfg */
+    return rc;
 }
 
 /* ---- fencing, limits, audit: plain sections ---- */
 
 #define FE(m) offsetof(struct gw_config, fencing.m)
-static const struct field fencing_fields[] = {
+static const struct gw_jt_field fencing_fields[] = {
     FBOOL("allow_unfenced_writes", FE(allow_unfenced_writes), true),
     FBOOL("record_epoch_metadata", FE(record_epoch_metadata), true),
     FBOOL("abort_stale_uploads", FE(abort_stale_uploads), true),
@@ -1196,7 +775,7 @@ static const struct field fencing_fields[] = {
 
 #define LI(m)   offsetof(struct gw_config, limits.m)
 #define HOUR_MS 3600000u
-static const struct field limits_fields[] = {
+static const struct gw_jt_field limits_fields[] = {
     FU32("max_header_bytes", LI(max_header_bytes), 1024, 1048576, 65536),
     FU32("max_headers", LI(max_headers), 8, 10000, 100),
     FU32("max_url_bytes", LI(max_url_bytes), 256, 65536, 8192),
@@ -1210,38 +789,38 @@ static const struct field limits_fields[] = {
 #undef LI
 
 #define AU(m) offsetof(struct gw_config, audit.m)
-static const struct field audit_fields[] = {
+static const struct gw_jt_field audit_fields[] = {
     FU32("retention_days", AU(retention_days), 1, 36500, 30),
     FU64("max_records", AU(max_records), 1, 1000000000000ull, 1000000),
 };
 #undef AU
 
-/* F_CUSTOM for "fencing", "limits", "audit" (base: that member of struct gw_config) */
+/* GW_JT_CUSTOM for "fencing", "limits", "audit" (base: that member of struct gw_config) */
 static int
-on_fencing(struct ctx *c, const char *path, json_t *v, void *dst)
+on_fencing(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
-    return walk(c, path, v, fencing_fields, NFIELDS(fencing_fields),
-                (char *)dst - offsetof(struct gw_config, fencing), NULL, NULL);
+    return gw_jt_walk(c, path, v, fencing_fields, GW_JT_NFIELDS(fencing_fields),
+                      (char *)dst - offsetof(struct gw_config, fencing), NULL, NULL);
 }
 
 static int
-on_limits(struct ctx *c, const char *path, json_t *v, void *dst)
+on_limits(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
-    return walk(c, path, v, limits_fields, NFIELDS(limits_fields),
-                (char *)dst - offsetof(struct gw_config, limits), NULL, NULL);
+    return gw_jt_walk(c, path, v, limits_fields, GW_JT_NFIELDS(limits_fields),
+                      (char *)dst - offsetof(struct gw_config, limits), NULL, NULL);
 }
 
 static int
-on_audit(struct ctx *c, const char *path, json_t *v, void *dst)
+on_audit(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
-    return walk(c, path, v, audit_fields, NFIELDS(audit_fields),
-                (char *)dst - offsetof(struct gw_config, audit), NULL, NULL);
+    return gw_jt_walk(c, path, v, audit_fields, GW_JT_NFIELDS(audit_fields),
+                      (char *)dst - offsetof(struct gw_config, audit), NULL, NULL);
 }
 
 /* ---- the top level ---- */
 
 #define TOP(m) offsetof(struct gw_config, m)
-static const struct field top_fields[] = {
+static const struct gw_jt_field top_fields[] = {
     FCUSTOM("listen", TOP(listen), on_listen),
     FSTR("data_dir", TOP(data_dir), REQ, 1, 0, NULL, V_NONE),
     FSTR("gateway_id", TOP(gateway_id), 0, 1, 255, NULL, V_TOKEN),
@@ -1259,7 +838,7 @@ static const struct field top_fields[] = {
 #undef TOP
 
 static int
-default_gateway_id(struct ctx *c, struct gw_config *cfg)
+default_gateway_id(struct gw_jt_ctx *c, struct gw_config *cfg)
 {
     char host[256];
     if (gethostname(host, sizeof(host)) != 0) {
@@ -1268,12 +847,12 @@ default_gateway_id(struct ctx *c, struct gw_config *cfg)
     host[sizeof(host) - 1] = '\0';
     const char *id = valid_token(host) ? host : "fencegate";
     cfg->gateway_id = strdup(id);
-    return cfg->gateway_id == NULL ? nomem(c) : 0;
+    return cfg->gateway_id == NULL ? gw_jt_nomem(c) : 0;
 }
 
 /* check_anonymous - DESIGN.md "Security": no principals on a non-loopback address needs consent. */
 static int
-check_anonymous(struct ctx *c, const struct gw_config *cfg)
+check_anonymous(struct gw_jt_ctx *c, const struct gw_config *cfg)
 {
     if (cfg->nprincipals > 0 || cfg->allow_anonymous) {
         return 0;
@@ -1282,10 +861,10 @@ check_anonymous(struct ctx *c, const struct gw_config *cfg)
         const struct gw_listen *l = &cfg->listen[i];
         if (!l->loopback) {
             bool v6 = strchr(l->host, ':') != NULL;
-            return cfg_err(c, "principals",
-                           "none configured and listen address %s%s%s:%u is not loopback; set "
-                           "\"allow_anonymous\": true to allow",
-                           v6 ? "[" : "", l->host, v6 ? "]" : "", (unsigned)l->port);
+            return gw_jt_err(c, "principals",
+                             "none configured and listen address %s%s%s:%u is not loopback; set "
+                             "\"allow_anonymous\": true to allow",
+                             v6 ? "[" : "", l->host, v6 ? "]" : "", (unsigned)l->port);
         }
     }
     return 0;
@@ -1293,7 +872,8 @@ check_anonymous(struct ctx *c, const struct gw_config *cfg)
 
 /* load_json - parse text; path (or NULL) is recorded in the config. */
 static int
-load_json(const char *text, size_t len, const char *path, struct gw_config **out, struct ctx *c)
+load_json(const char *text, size_t len, const char *path, struct gw_config **out,
+          struct gw_jt_ctx *c)
 {
     json_error_t jerr;
     struct gw_config *cfg = NULL;
@@ -1302,18 +882,18 @@ load_json(const char *text, size_t len, const char *path, struct gw_config **out
     *out = NULL;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
-        return cfg_err(c, NULL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        return gw_jt_err(c, NULL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
     }
     if (!json_is_object(root)) {
-        rc = cfg_err(c, NULL, "the configuration must be a JSON object");
+        rc = gw_jt_err(c, NULL, "the configuration must be a JSON object");
         goto fail;
     }
     cfg = calloc(1, sizeof(*cfg));
     if (cfg == NULL) {
-        rc = nomem(c);
+        rc = gw_jt_nomem(c);
         goto fail;
     }
-    rc = walk(c, "", root, top_fields, NFIELDS(top_fields), cfg, NULL, NULL);
+    rc = gw_jt_walk(c, "", root, top_fields, GW_JT_NFIELDS(top_fields), cfg, NULL, NULL);
     if (rc != 0) {
         goto fail;
     }
@@ -1330,7 +910,7 @@ load_json(const char *text, size_t len, const char *path, struct gw_config **out
     if (path != NULL) {
         cfg->path = strdup(path);
         if (cfg->path == NULL) {
-            rc = nomem(c);
+            rc = gw_jt_nomem(c);
             goto fail;
         }
     }
@@ -1346,7 +926,7 @@ fail:
 int
 gw_config_load_string(const char *json, struct gw_config **out, char *errbuf, size_t errlen)
 {
-    struct ctx c = {errbuf, errlen};
+    struct gw_jt_ctx c = {errbuf, errlen};
     if (errbuf != NULL && errlen > 0) {
         errbuf[0] = '\0';
     }
@@ -1356,7 +936,7 @@ gw_config_load_string(const char *json, struct gw_config **out, char *errbuf, si
 int
 gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t errlen)
 {
-    struct ctx c = {errbuf, errlen};
+    struct gw_jt_ctx c = {errbuf, errlen};
     struct buf text;
     int rc = 0;
 
@@ -1367,7 +947,7 @@ gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t er
     buf_init(&text, CONFIG_MAX_FILE_BYTES);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        (void)cfg_err(&c, path, "cannot open: %s", strerror(errno));
+        (void)gw_jt_err(&c, path, "cannot open: %s", strerror(errno));
         return ERR_IO;
     }
     for (;;) {
@@ -1377,7 +957,7 @@ gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t er
             continue;
         }
         if (r < 0) {
-            (void)cfg_err(&c, path, "cannot read: %s", strerror(errno));
+            (void)gw_jt_err(&c, path, "cannot read: %s", strerror(errno));
             rc = ERR_IO;
             goto fail;
         }
@@ -1386,11 +966,11 @@ gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t er
         }
         rc = buf_append(&text, chunk, (size_t)r);
         if (rc == ERR_TOOBIG) {
-            rc = cfg_err(&c, path, "larger than %zu bytes", CONFIG_MAX_FILE_BYTES);
+            rc = gw_jt_err(&c, path, "larger than %zu bytes", CONFIG_MAX_FILE_BYTES);
             goto fail;
         }
         if (rc != 0) {
-            rc = nomem(&c);
+            rc = gw_jt_nomem(&c);
             goto fail;
         }
     }
@@ -1417,7 +997,7 @@ gw_config_free(struct gw_config *cfg)
     free(cfg->data_dir);
     free(cfg->gateway_id);
     free(cfg->log_level);
-    free_strlist(cfg->virtual_host_domains);
+    gw_jt_strlist_free(cfg->virtual_host_domains);
     free(cfg->upstream.endpoint);
     free(cfg->upstream.region);
     free(cfg->upstream.access_key);
@@ -1429,8 +1009,8 @@ gw_config_free(struct gw_config *cfg)
         free(p->name);
         free(p->access_key);
         free_secret(p->secret_key);
-        free_strlist(p->buckets);
-        free_strlist(p->locks);
+        gw_jt_strlist_free(p->buckets);
+        gw_jt_strlist_free(p->locks);
     }
     free(cfg->principals);
     free(cfg->election.bucket);

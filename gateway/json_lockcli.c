@@ -1,28 +1,25 @@
 /*
  * gateway/json_lockcli.c: `fencegate lock ...` (gateway/cmd_lock.h): the
  * election API's client side.  Arguments, one signed JSON call, the
- * sub-commands, and `run`'s renew scheduler (a pure function of `now`, so the
- * unit test drives it without sleeping) and its child supervision.
+ * sub-commands, and `run`'s grant, renew and release calls; its scheduler,
+ * child supervision and the signal self-pipe are in gateway/lockcli_run.c.
  */
 #include "gateway/cmd_lock.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/num.h"
+#include "gateway/lockcli_run.h"
 #include "gateway/sigv4.h"
 #include "gateway/upstream_cli.h"
 #include "store/store.h"
@@ -31,7 +28,6 @@
 #define DEFAULT_REGION   "us-east-1"
 #define API_PREFIX       "/_fencegate/v1/locks"
 #define WAIT_SLICE_MS    30000u /* one long-poll; the gateway caps waits (60 s by default) */
-#define REQ_EXTRA_MS     10000u /* request timeout beyond the time the gateway may wait */
 #define MIN_POLL_MS      1000u  /* never two polls closer than this when nothing changed */
 #define MAX_BACKOFF_MS   5000u  /* retry delay cap after transport errors */
 #define DEFAULT_GRACE_MS 5000u
@@ -75,71 +71,6 @@ struct lockcli {
     bool sign;                   /* creds are set: sign requests */
     const char *name;            /* "fencegate lock <sub>", for messages */
 };
-
-/* ---- signals (self-pipe) ---- */
-
-static volatile sig_atomic_t stop_sig; /* last SIGINT/SIGTERM received, 0 if none */
-static volatile sig_atomic_t child_pg; /* > 0: run's child process group (forward to it) */
-static int sig_pipe[2] = {-1, -1};     /* written by on_signal, polled by the main loop */
-
-/* sigaction handler for SIGINT, SIGTERM, SIGCHLD (installed by signals_install). */
-static void
-on_signal(int sig)
-{
-    int saved = errno;
-    if (sig != SIGCHLD) {
-        stop_sig = sig;
-        if (child_pg > 0) {
-            (void)kill(-(pid_t)child_pg, sig); /* forwarded at once, even mid-request */
-        }
-    }
-    unsigned char b = (unsigned char)sig;
-    if (sig_pipe[1] >= 0) {
-        ssize_t w = write(sig_pipe[1], &b, 1); /* full pipe: a wake-up is pending anyway */
-        (void)w;
-    }
-    errno = saved;
-}
-
-static int
-signals_install(void)
-{
-    if (pipe(sig_pipe) != 0) {
-        return ERR_IO;
-    }
-    for (int i = 0; i < 2; i++) {
-        if (fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC) != 0 ||
-            fcntl(sig_pipe[i], F_SETFL, O_NONBLOCK) != 0) {
-            return ERR_IO;
-        }
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    (void)sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: poll() returns EINTR */
-    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0) {
-        return ERR_IO;
-    }
-    sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
-    if (sigaction(SIGCHLD, &sa, NULL) != 0) {
-        return ERR_IO;
-    }
-    return 0;
-}
-
-/* Sleep up to ms, waking early on any signal; drains the pipe. */
-static void
-wait_signal(uint64_t ms)
-{
-    struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
-    int r = poll(&p, 1, ms > INT32_MAX ? INT32_MAX : (int)ms);
-    if (r > 0) {
-        unsigned char b[64];
-        while (read(sig_pipe[0], b, sizeof(b)) > 0) {
-        }
-    }
-}
 
 /* ---- arguments ---- */
 
@@ -526,16 +457,16 @@ acquire_wait(struct lockcli *c, const struct lock_opts *o, const char *holder, j
         json_t *js;
         char raw[128];
         *sent_at = clock_mono_ms();
-        int rc = api_call(c, "POST", path, NULL, body, slice + REQ_EXTRA_MS, &stop_sig, &status,
-                          &js, raw);
+        int rc = api_call(c, "POST", path, NULL, body, slice + GW_LOCKRUN_REQ_EXTRA_MS,
+                          &gw_lockrun_stop_sig, &status, &js, raw);
         json_decref(body);
         if (rc == 0 && status == 200 && js != NULL && json_u64(js, "token") != 0) {
             *grant = js; /* even when a signal came meanwhile: the caller must see it */
             return GW_LOCK_EXIT_OK;
         }
-        if (stop_sig != 0) {
+        if (gw_lockrun_stop_sig != 0) {
             json_decref(js);
-            return 128 + stop_sig;
+            return 128 + gw_lockrun_stop_sig;
         }
         bool held = rc == 0 && status == 409 && js != NULL;
         bool done = o->wait_ms != UINT64_MAX && clock_mono_ms() - start >= o->wait_ms;
@@ -563,7 +494,7 @@ acquire_wait(struct lockcli *c, const struct lock_opts *o, const char *holder, j
         json_decref(js);
         uint64_t since = clock_mono_ms() - *sent_at;
         if (since < pause) {
-            wait_signal(pause - since);
+            gw_lockrun_wait_signal(pause - since);
         }
     }
 }
@@ -635,7 +566,7 @@ cmd_lease(struct lockcli *c, const struct lock_opts *o)
 {
     json_t *js;
     const char *op = o->sub == SUB_RENEW ? "renew" : "release";
-    int ex = lease_call(c, o->lock, op, o->token, o->lease_id, REQ_EXTRA_MS, &js);
+    int ex = lease_call(c, o->lock, op, o->token, o->lease_id, GW_LOCKRUN_REQ_EXTRA_MS, &js);
     if (ex == GW_LOCK_EXIT_OK && print_json(js) != 0) {
         ex = GW_LOCK_EXIT_ERROR;
     }
@@ -666,7 +597,8 @@ cmd_show(struct lockcli *c, const struct lock_opts *o)
     long status;
     json_t *js;
     char raw[128];
-    int rc = api_call(c, "GET", path, NULL, NULL, REQ_EXTRA_MS, &stop_sig, &status, &js, raw);
+    int rc = api_call(c, "GET", path, NULL, NULL, GW_LOCKRUN_REQ_EXTRA_MS, &gw_lockrun_stop_sig,
+                      &status, &js, raw);
     int ex = GW_LOCK_EXIT_ERROR;
     if (rc == 0 && status == 200 && js != NULL) {
         strip_secrets(js);
@@ -709,7 +641,7 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
     uint64_t after = 0;
     unsigned failures = 0;
     int ex = GW_LOCK_EXIT_OK;
-    while (stop_sig == 0) {
+    while (gw_lockrun_stop_sig == 0) {
         /* after=N long-polls until epoch N changes; with nothing held (N == 0)
          * the gateway answers at once and MIN_POLL_MS paces the loop. */
         (void)snprintf(query, sizeof(query), "wait_ms=%u&after=%" PRIu64, WAIT_SLICE_MS, after);
@@ -718,8 +650,9 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
         json_t *js;
         char raw[128];
         int rc = api_call(c, "GET", path, after != 0 ? query : NULL, NULL,
-                          WAIT_SLICE_MS + REQ_EXTRA_MS, &stop_sig, &status, &js, raw);
-        if (stop_sig != 0) {
+                          WAIT_SLICE_MS + GW_LOCKRUN_REQ_EXTRA_MS, &gw_lockrun_stop_sig, &status,
+                          &js, raw);
+        if (gw_lockrun_stop_sig != 0) {
             json_decref(js);
             break;
         }
@@ -730,7 +663,7 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
                 ex = GW_LOCK_EXIT_ERROR;
                 break;
             }
-            wait_signal(backoff_ms(failures++));
+            gw_lockrun_wait_signal(backoff_ms(failures++));
             continue;
         }
         failures = 0;
@@ -749,199 +682,36 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
         }
         uint64_t took = clock_mono_ms() - t0;
         if (!changed && took < MIN_POLL_MS) {
-            wait_signal(MIN_POLL_MS - took);
+            gw_lockrun_wait_signal(MIN_POLL_MS - took);
         }
     }
     free(last);
     return ex;
 }
 
-/* ---- run: the renew scheduler (pure) ---- */
+/* ---- run ---- */
 
-/* When to renew and when the lease is gone, on the local monotonic clock. */
-struct renew_sched {
-    uint64_t lease_ms; /* the lease as last granted */
-    uint64_t deadline; /* the lease may be gone from here on: kill the child */
-    uint64_t next;     /* send the next renew at this time */
+/* What on_renew needs: the lease being kept (all borrowed). */
+struct run_lease {
+    struct lockcli *c;    /* the client */
+    const char *lock;     /* the lock held */
+    uint64_t token;       /* its fencing token */
+    const char *lease_id; /* its lease_id */
 };
 
-enum sched_action {
-    SCHED_WAIT,  /* nothing due: sleep *wait_ms (or until a signal) */
-    SCHED_RENEW, /* send a renew now */
-    SCHED_LOST,  /* the deadline passed without a successful renew */
-};
-
-/*
- * A grant or renewal succeeded.  The lease is counted from sent_at, the time
- * the request was SENT (the gateway granted it later), so the local deadline
- * never falls after the gateway's (G6: one clock, ours, judged conservatively).
- * [in] expires_in_ms  the gateway's own remaining time if it gave one (0: none)
- */
-static void
-sched_granted(struct renew_sched *s, uint64_t sent_at, uint64_t lease_ms, uint64_t expires_in_ms)
-{
-    uint64_t lease = expires_in_ms != 0 && expires_in_ms < lease_ms ? expires_in_ms : lease_ms;
-    s->lease_ms = lease_ms;
-    s->deadline = sent_at + lease;
-    s->next = sent_at + lease / 3;
-}
-
-/* A renew failed but may succeed if tried again (timeout, 5xx): retry soon. */
-static void
-sched_failed(struct renew_sched *s, uint64_t now)
-{
-    uint64_t delay = s->lease_ms / 10;
-    delay = delay < 100 ? 100 : delay > 1000 ? 1000 : delay;
-    s->next = now + delay;
-}
-
-static enum sched_action
-sched_next(const struct renew_sched *s, uint64_t now, uint64_t *wait_ms)
-{
-    *wait_ms = 0;
-    if (now >= s->deadline) {
-        return SCHED_LOST;
-    }
-    if (now >= s->next) {
-        return SCHED_RENEW;
-    }
-    *wait_ms = (s->next < s->deadline ? s->next : s->deadline) - now;
-    return SCHED_WAIT;
-}
-
-/* How long one renew may take: never past the deadline, never over REQ_EXTRA_MS. */
-static uint64_t
-sched_request_timeout(const struct renew_sched *s, uint64_t now)
-{
-    uint64_t left = s->deadline > now ? s->deadline - now : 1;
-    return left > REQ_EXTRA_MS ? REQ_EXTRA_MS : left;
-}
-
-/* The exit status of a shell for a wait(2) status. */
+/* gw_lockrun_renew_fn: one renew for gw_lockrun_child (registered by cmd_run). */
 static int
-exit_status(int st)
+on_renew(void *arg, uint64_t timeout_ms, uint64_t *lease_ms, uint64_t *expires_in_ms)
 {
-    if (WIFEXITED(st)) {
-        return WEXITSTATUS(st);
+    struct run_lease *rl = arg;
+    json_t *js;
+    int ex = lease_call(rl->c, rl->lock, "renew", rl->token, rl->lease_id, timeout_ms, &js);
+    if (ex == GW_LOCK_EXIT_OK) {
+        *lease_ms = json_u64(js, "lease_ms");
+        *expires_in_ms = json_u64(js, "expires_in_ms");
     }
-    if (WIFSIGNALED(st)) {
-        return 128 + WTERMSIG(st);
-    }
-    return GW_LOCK_EXIT_ERROR;
-}
-
-/* ---- run: the child ---- */
-
-/* Start o->cmd in its own process group with the FENCING_* variables.  Returns its pid or -1. */
-static pid_t
-spawn(const struct lockcli *c, const struct lock_opts *o, uint64_t token)
-{
-    char tok[24];
-    (void)snprintf(tok, sizeof(tok), "%" PRIu64, token);
-    if (setenv("FENCING_LOCK", o->lock, 1) != 0 || setenv("FENCING_TOKEN", tok, 1) != 0 ||
-        setenv("FENCING_GATEWAY", c->gateway, 1) != 0) {
-        return -1;
-    }
-    sigset_t block, old;
-    (void)sigemptyset(&block);
-    (void)sigaddset(&block, SIGINT);
-    (void)sigaddset(&block, SIGTERM);
-    (void)sigaddset(&block, SIGCHLD);
-    (void)sigprocmask(SIG_BLOCK, &block, &old);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* Child: async-signal-safe calls only until exec. */
-        (void)setpgid(0, 0);
-        (void)prctl(PR_SET_PDEATHSIG, SIGTERM); /* run died: nobody renews any more */
-        if (getppid() != parent) {
-            _exit(GW_LOCK_EXIT_LOST);
-        }
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
-        (void)sigaction(SIGINT, &dfl, NULL);
-        (void)sigaction(SIGTERM, &dfl, NULL);
-        (void)sigaction(SIGCHLD, &dfl, NULL);
-        (void)sigprocmask(SIG_SETMASK, &old, NULL);
-        execvp(o->cmd[0], o->cmd);
-        static const char msg[] = "fencegate lock run: cannot execute the command\n";
-        ssize_t w = write(2, msg, sizeof(msg) - 1);
-        (void)w;
-        _exit(errno == ENOENT ? 127 : 126);
-    }
-    if (pid > 0) {
-        (void)setpgid(pid, pid); /* either side may win the race; both set it */
-        child_pg = pid;
-    }
-    (void)sigprocmask(SIG_SETMASK, &old, NULL);
-    return pid;
-}
-
-/* Why run lost its lease (for the message). */
-static const char *
-lost_reason(int renew_ex)
-{
-    return renew_ex == GW_LOCK_EXIT_HELD ? "superseded or not ours any more"
-                                         : "no successful renew before the lease ran out";
-}
-
-/*
- * Keep the lease while the child runs: renew on schedule; when the lease is
- * lost, SIGTERM the child's group, then SIGKILL after the grace period.
- * Returns when the child has been reaped; *st is its wait status, *lost
- * whether the lease was lost.
- */
-static void
-supervise(struct lockcli *c, const struct lock_opts *o, pid_t pid, uint64_t token,
-          const char *lease_id, struct renew_sched *s, int *st, bool *lost)
-{
-    int renew_ex = GW_LOCK_EXIT_OK;
-    uint64_t kill_at = 0; /* when lost: SIGKILL at this time (0: sent) */
-    *lost = false;
-    *st = 0;
-    for (;;) {
-        pid_t w = waitpid(pid, st, WNOHANG);
-        if (w == pid || (w < 0 && errno == ECHILD)) {
-            return;
-        }
-        uint64_t now = clock_mono_ms();
-        uint64_t wait_ms = 0;
-        enum sched_action a = *lost ? SCHED_WAIT : sched_next(s, now, &wait_ms);
-        if (a == SCHED_RENEW) {
-            json_t *js;
-            renew_ex = lease_call(c, o->lock, "renew", token, lease_id,
-                                  sched_request_timeout(s, now), &js);
-            if (renew_ex == GW_LOCK_EXIT_OK) {
-                uint64_t lm = json_u64(js, "lease_ms");
-                sched_granted(s, now, lm != 0 ? lm : s->lease_ms, json_u64(js, "expires_in_ms"));
-            } else if (renew_ex == GW_LOCK_EXIT_HELD) {
-                a = SCHED_LOST;
-            } else {
-                sched_failed(s, clock_mono_ms());
-            }
-            json_decref(js);
-            if (a != SCHED_LOST) {
-                continue;
-            }
-        }
-        if (a == SCHED_LOST && !*lost) {
-            *lost = true;
-            (void)fprintf(stderr, "%s: lease on %s (token %" PRIu64 ") lost: %s; stopping %ld\n",
-                          c->name, o->lock, token, lost_reason(renew_ex), (long)pid);
-            (void)kill(-pid, SIGTERM);
-            kill_at = clock_mono_ms() + o->grace_ms;
-        }
-        if (*lost) {
-            now = clock_mono_ms();
-            if (kill_at != 0 && now >= kill_at) {
-                (void)kill(-pid, SIGKILL);
-                kill_at = 0;
-            }
-            wait_ms = kill_at != 0 ? kill_at - now : 1000;
-        }
-        wait_signal(wait_ms);
-    }
+    json_decref(js);
+    return ex;
 }
 
 static int
@@ -963,26 +733,25 @@ cmd_run(struct lockcli *c, const struct lock_opts *o, const char *holder)
         return GW_LOCK_EXIT_ERROR;
     }
     (void)snprintf(lease_id, sizeof(lease_id), "%s", lid);
-    struct renew_sched s;
-    sched_granted(&s, sent_at, lease_ms, json_u64(grant, "expires_in_ms"));
+    uint64_t expires_in_ms = json_u64(grant, "expires_in_ms");
     json_decref(grant);
 
+    struct run_lease rl = {c, o->lock, token, lease_id};
+    struct gw_lockrun r = {
+        .name = c->name,
+        .lock = o->lock,
+        .gateway = c->gateway,
+        .cmd = o->cmd,
+        .token = token,
+        .grace_ms = o->grace_ms,
+        .renew = on_renew,
+        .renew_arg = &rl,
+    };
     bool lost = false;
-    pid_t pid = stop_sig == 0 ? spawn(c, o, token) : 0;
-    if (pid == 0) { /* told to stop while the grant was on its way: give it back */
-        ex = 128 + stop_sig;
-    } else if (pid < 0) {
-        (void)fprintf(stderr, "%s: cannot start the command: %s\n", c->name, strerror(errno));
-        ex = GW_LOCK_EXIT_ERROR;
-    } else {
-        int st;
-        supervise(c, o, pid, token, lease_id, &s, &st, &lost);
-        child_pg = 0;
-        ex = lost ? GW_LOCK_EXIT_LOST : exit_status(st);
-    }
+    ex = gw_lockrun_child(&r, sent_at, lease_ms, expires_in_ms, &lost);
     if (!lost) { /* a lost lease has nothing of ours left to release */
         json_t *js;
-        if (lease_call(c, o->lock, "release", token, lease_id, REQ_EXTRA_MS, &js) !=
+        if (lease_call(c, o->lock, "release", token, lease_id, GW_LOCKRUN_REQ_EXTRA_MS, &js) !=
                 GW_LOCK_EXIT_OK &&
             ex == GW_LOCK_EXIT_OK) {
             ex = GW_LOCK_EXIT_ERROR;
@@ -1019,7 +788,7 @@ gw_cmd_lock(int argc, char **argv)
     }
     int ex = GW_LOCK_EXIT_ERROR;
     c.http = gw_upcli_new();
-    if (c.http == NULL || signals_install() != 0) {
+    if (c.http == NULL || gw_lockrun_signals_install() != 0) {
         (void)fprintf(stderr, "%s: cannot start (out of memory or resources)\n", name);
         goto fail;
     }
@@ -1051,12 +820,6 @@ gw_cmd_lock(int argc, char **argv)
     }
 fail:
     gw_upcli_free(c.http);
-    for (int i = 0; i < 2; i++) {
-        int fd = sig_pipe[i];
-        sig_pipe[i] = -1; /* before close: a late signal must not write to a reused fd */
-        if (fd >= 0) {
-            (void)close(fd);
-        }
-    }
+    gw_lockrun_signals_close();
     return ex;
 }

@@ -12,7 +12,7 @@
  * (or mishandles) curl_multi_add_handle / curl_multi_remove_handle and pausing
  * other handles.  So up->depth counts how deep we are inside libcurl: a cancel,
  * resume or start requested while depth > 0 is recorded on the transfer and
- * put on up->pending; after_curl() applies it once the outermost libcurl call
+ * put on up->pending; gw_upstream_after_curl() applies it once the outermost libcurl call
  * has returned.  A cancelled transfer's callbacks return "abort" to libcurl
  * and never reach the caller again.
  *
@@ -38,6 +38,12 @@
  * connection cache.  Request headers are copied once into x->rqbuf and handed
  * to libcurl as a curl_slist built in place, without curl_slist_append.  Body
  * bytes are never copied by us.
+ *
+ * This file keeps the multi handle and its libevent glue, the deferred work,
+ * the transfer objects' lifecycle, gw_upstream_new/free, gw_xfer_start and
+ * gw_xfer_cancel; the per-transfer libcurl callbacks, request setup and
+ * pause/resume are in gateway/upstream_xfer.c, the structs they share in
+ * gateway/upstream_int.h.
  */
 #define LOG_MODULE "upstream"
 #include "gateway/upstream.h"
@@ -52,12 +58,12 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "gateway/upstream_int.h"
 #include "gateway/upstream_msg.h"
 
 #define GW_UPSTREAM_MAX_REQ_HEAD ((size_t)256 * 1024) /* request header bytes we copy */
 #define GW_UPSTREAM_IDLE_XFERS   32                   /* parked transfers (with easy handles) */
 #define GW_UPSTREAM_KEEP_BYTES   ((size_t)16 * 1024)  /* parked transfers drop bigger buffers */
-#define GW_UPSTREAM_IO_BUFFER    (64 * 1024L)         /* libcurl's receive and upload buffers */
 
 /* One socket libcurl asked us to watch. */
 struct sock {
@@ -65,65 +71,10 @@ struct sock {
     LIST_ENTRY(sock) link; /* in up->socks, so gw_upstream_free can drop leftovers */
 };
 
-struct gw_xfer {
-    struct gw_upstream *up;            /* owner */
-    CURL *easy;                        /* kept across uses; CURLOPT_PRIVATE points here */
-    struct event *idle_ev;             /* inactivity timer (opts.timeout_ms) */
-    TAILQ_ENTRY(gw_xfer) link;         /* in up->active or up->idle */
-    TAILQ_ENTRY(gw_xfer) pending_link; /* in up->pending while deferred work waits */
-    struct gw_xfer_cbs cbs;            /* copied at start */
-    void *arg;                         /* the caller's argument for cbs */
-    int64_t body_length;               /* request body bytes, -1 for none */
-    uint64_t body_sent;                /* bytes read_body handed to libcurl */
-    uint64_t last_progress_ms;         /* clock_mono_ms() when a byte last moved */
-    int cb_err;                        /* error from a callback (or our parser) ending it */
-    int fail_err;                      /* deferred failure to report through on_done */
-    bool in_multi;                     /* added to up->multi */
-    bool send_paused;                  /* we paused sending (read_body said ERR_AGAIN) */
-    bool recv_paused;                  /* we paused receiving (on_body said ERR_AGAIN) */
-    bool pause_dirty;                  /* pause state changed inside libcurl: apply later */
-    bool add_pending;                  /* started inside libcurl: add to the multi later */
-    bool cancelled;                    /* gw_xfer_cancel ran; no callback may follow */
-    bool pending;                      /* on up->pending */
-    bool head_done;                    /* on_head was called */
-    bool finishing;                    /* on_done is running */
-    struct gw_uphead head;             /* the response head being collected */
-    struct buf rqbuf;                  /* request header strings, NUL-separated */
-    struct curl_slist *slist;          /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */
-    size_t slist_cap;                  /* nodes allocated */
-    char errbuf[CURL_ERROR_SIZE];      /* CURLOPT_ERRORBUFFER */
-};
-
-TAILQ_HEAD(xfer_list, gw_xfer);
-
-struct gw_upstream {
-    struct event_base *base;          /* borrowed */
-    CURLM *multi;                     /* owns the connection cache */
-    struct event *timer;              /* CURLMOPT_TIMERFUNCTION's timer */
-    struct gw_upstream_opts opts;     /* copied; opts.ca_file points at ca_file */
-    char *ca_file;                    /* owned copy */
-    bool curl_inited;                 /* curl_global_init succeeded */
-    struct xfer_list active;          /* started, not yet finished or cancelled */
-    struct xfer_list idle;            /* parked for reuse */
-    struct xfer_list pending;         /* deferred work for after_curl */
-    size_t nidle;                     /* entries in idle */
-    LIST_HEAD(sock_list, sock) socks; /* sockets being watched */
-    int depth;                        /* nesting of libcurl calls that may run callbacks */
-    bool settling;                    /* after_curl is running */
-};
-
-static void after_curl(struct gw_upstream *up);
-
 /* ---- small helpers ---- */
 
-static void
-touch(struct gw_xfer *x)
-{
-    x->last_progress_ms = clock_mono_ms();
-}
-
-static void
-arm_idle(struct gw_xfer *x, uint64_t ms)
+void
+gw_xfer_arm_idle(struct gw_xfer *x, uint64_t ms)
 {
     if (x->up->opts.timeout_ms == 0) {
         return;
@@ -131,21 +82,6 @@ arm_idle(struct gw_xfer *x, uint64_t ms)
     struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
     if (evtimer_add(x->idle_ev, &tv) != 0) {
         log_error("evtimer_add failed; transfer has no inactivity timeout");
-    }
-}
-
-static long
-pause_bits(const struct gw_xfer *x)
-{
-    return (x->send_paused ? CURLPAUSE_SEND : 0) | (x->recv_paused ? CURLPAUSE_RECV : 0);
-}
-
-static void
-queue_pending(struct gw_xfer *x)
-{
-    if (!x->pending) {
-        x->pending = true;
-        TAILQ_INSERT_TAIL(&x->up->pending, x, pending_link);
     }
 }
 
@@ -285,8 +221,8 @@ xfer_finish(struct gw_xfer *x, int err)
 }
 
 /* Convert the result of a finished transfer; log once if libcurl failed it. */
-static int
-xfer_result(struct gw_xfer *x, CURLcode rc)
+int
+gw_xfer_result(struct gw_xfer *x, CURLcode rc)
 {
     if (x->cb_err != 0) {
         return x->cb_err; /* logged (if at all) by whoever returned it */
@@ -325,32 +261,6 @@ xfer_result(struct gw_xfer *x, CURLcode rc)
 
 /* ---- driving libcurl ---- */
 
-/* Apply x's pause state to libcurl now, or after the current libcurl call returns. */
-static void
-sync_pause(struct gw_xfer *x)
-{
-    struct gw_upstream *up = x->up;
-    if (!x->in_multi && !x->add_pending) {
-        return; /* finished or never started: nothing to tell libcurl */
-    }
-    if (up->depth > 0 || !x->in_multi) {
-        x->pause_dirty = true;
-        queue_pending(x);
-        return;
-    }
-    x->pause_dirty = false;
-    up->depth++;
-    /* may deliver response bytes libcurl held back, through on_write */
-    CURLcode rc = curl_easy_pause(x->easy, (int)pause_bits(x));
-    up->depth--;
-    if (!x->cancelled && (rc != CURLE_OK || x->cb_err != 0)) {
-        /* an error inside curl_easy_pause does not end the transfer in the multi: we do */
-        x->fail_err = x->cb_err != 0 ? x->cb_err : xfer_result(x, rc);
-        queue_pending(x);
-    }
-    after_curl(up);
-}
-
 static void
 run_pending(struct gw_xfer *x)
 {
@@ -376,7 +286,7 @@ run_pending(struct gw_xfer *x)
         x->in_multi = true;
     }
     if (x->pause_dirty) {
-        sync_pause(x);
+        gw_xfer_sync_pause(x);
     }
 }
 
@@ -385,8 +295,8 @@ run_pending(struct gw_xfer *x)
  * report every finished transfer.  Callers' callbacks run from here (on_done),
  * and may start, resume or cancel transfers; those take effect at once.
  */
-static void
-after_curl(struct gw_upstream *up)
+void
+gw_upstream_after_curl(struct gw_upstream *up)
 {
     if (up->depth > 0 || up->settling) {
         return;
@@ -417,7 +327,7 @@ after_curl(struct gw_upstream *up)
         if (x->cancelled) {
             xfer_release(x);
         } else {
-            xfer_finish(x, xfer_result(x, rc));
+            xfer_finish(x, gw_xfer_result(x, rc));
         }
     }
     up->settling = false;
@@ -433,7 +343,7 @@ drive(struct gw_upstream *up, curl_socket_t fd, int ev_bitmask)
     if (mc != CURLM_OK) {
         log_error("curl_multi_socket_action: %s", curl_multi_strerror(mc));
     }
-    after_curl(up);
+    gw_upstream_after_curl(up);
 }
 
 /* libevent: a watched socket is ready (event made in on_socket) */
@@ -543,276 +453,13 @@ on_idle(evutil_socket_t fd, short what, void *arg)
     struct gw_upstream *up = x->up;
     uint64_t idle = clock_mono_ms() - x->last_progress_ms;
     if (idle < up->opts.timeout_ms) {
-        arm_idle(x, up->opts.timeout_ms - idle);
+        gw_xfer_arm_idle(x, up->opts.timeout_ms - idle);
         return;
     }
     log_warn("no upstream progress for %llu ms -> %s", (unsigned long long)idle,
              err_str(ERR_TIMEOUT));
     xfer_finish(x, ERR_TIMEOUT);
-    after_curl(up);
-}
-
-/* ---- the transfer callbacks libcurl calls ---- */
-
-/* CURLOPT_READFUNCTION: pull request-body bytes from the caller */
-static size_t
-on_read(char *dst, size_t size, size_t nitems, void *arg)
-{
-    struct gw_xfer *x = arg;
-    if (x->cancelled || x->cb_err != 0) {
-        return CURL_READFUNC_ABORT;
-    }
-    if (x->send_paused) {
-        return CURL_READFUNC_PAUSE;
-    }
-    uint64_t left = (uint64_t)x->body_length - x->body_sent;
-    size_t want = size * nitems;
-    if (want > left) {
-        want = (size_t)left; /* never more than the declared Content-Length */
-    }
-    if (want == 0) {
-        return 0;
-    }
-    ssize_t n = x->cbs.read_body(x->arg, dst, want);
-    if (x->cancelled) {
-        return CURL_READFUNC_ABORT;
-    }
-    if (n > 0 && (size_t)n <= want) {
-        x->body_sent += (uint64_t)n;
-        touch(x);
-        return (size_t)n;
-    }
-    if (n == ERR_AGAIN) {
-        x->send_paused = true;
-        return CURL_READFUNC_PAUSE;
-    }
-    if (n >= 0) {
-        /* a body of the wrong length must not complete at the upstream: abort closes it */
-        log_warn("read_body gave %zd bytes at %llu of %lld (room for %zu) -> %s", n,
-                 (unsigned long long)x->body_sent, (long long)x->body_length, want,
-                 err_str(ERR_INVAL));
-        x->cb_err = ERR_INVAL;
-    } else {
-        x->cb_err = (int)n;
-    }
-    return CURL_READFUNC_ABORT;
-}
-
-/* CURLOPT_HEADERFUNCTION: one complete header line (status line and blank line included) */
-static size_t
-on_header(char *data, size_t size, size_t nitems, void *arg)
-{
-    struct gw_xfer *x = arg;
-    size_t len = size * nitems;
-    if (x->cancelled || x->cb_err != 0) {
-        return 0;
-    }
-    if (x->head_done) {
-        return len; /* trailers of a chunked body: not forwarded */
-    }
-    touch(x);
-    int rc = gw_uphead_line(&x->head, data, len);
-    if (rc == 1) {
-        x->head_done = true;
-        rc = x->cbs.on_head == NULL
-                 ? 0
-                 : x->cbs.on_head(x->arg, x->head.status, x->head.hdrs, x->head.n);
-        if (x->cancelled) {
-            return 0;
-        }
-    } else if (rc == ERR_TOOBIG || rc == ERR_UPSTREAM) {
-        if (rc == ERR_TOOBIG) {
-            log_warn("response head over %zu bytes -> %s", GW_UPHEAD_MAX_BYTES,
-                     err_str(ERR_UPSTREAM));
-        } else {
-            log_warn("malformed response head -> %s", err_str(ERR_UPSTREAM));
-        }
-        rc = ERR_UPSTREAM;
-    }
-    if (rc < 0) {
-        x->cb_err = rc;
-        return 0;
-    }
-    return len;
-}
-
-/* CURLOPT_WRITEFUNCTION: response-body bytes for the caller */
-static size_t
-on_write(char *data, size_t size, size_t nitems, void *arg)
-{
-    struct gw_xfer *x = arg;
-    size_t len = size * nitems;
-    if (x->cancelled || x->cb_err != 0) {
-        return 0;
-    }
-    if (x->recv_paused) {
-        /* not delivered yet (the rest of a buffer after we paused): libcurl keeps it */
-        return CURL_WRITEFUNC_PAUSE;
-    }
-    if (len == 0) {
-        return 0;
-    }
-    if (!x->head_done) {
-        log_warn("response body before its head -> %s", err_str(ERR_UPSTREAM));
-        x->cb_err = ERR_UPSTREAM;
-        return 0;
-    }
-    touch(x);
-    int rc = x->cbs.on_body != NULL ? x->cbs.on_body(x->arg, data, len) : 0;
-    if (x->cancelled) {
-        return 0;
-    }
-    if (rc == ERR_AGAIN) {
-        /* consumed; pause receiving from here (libcurl allows this inside the callback) */
-        x->recv_paused = true;
-        CURLcode pc = curl_easy_pause(x->easy, (int)pause_bits(x));
-        if (pc != CURLE_OK) {
-            log_error("curl_easy_pause: %s", curl_easy_strerror(pc));
-            x->cb_err = ERR_UPSTREAM;
-            return 0;
-        }
-        return len;
-    }
-    if (rc < 0) {
-        x->cb_err = rc;
-        return 0;
-    }
-    return len;
-}
-
-/* ---- request setup ---- */
-
-static int
-slist_reserve(struct gw_xfer *x, size_t n)
-{
-    if (n <= x->slist_cap) {
-        return 0;
-    }
-    size_t cap = x->slist_cap != 0 ? x->slist_cap : 16;
-    while (cap < n) {
-        cap *= 2;
-    }
-    struct curl_slist *s = realloc(x->slist, cap * sizeof(*s));
-    if (s == NULL) {
-        return ERR_NOMEM;
-    }
-    x->slist = s;
-    x->slist_cap = cap;
-    return 0;
-}
-
-/*
- * Copy the caller's headers into x->rqbuf and chain x->slist over them.
- * "Name:" with an empty value becomes "Name;" (libcurl's spelling for "send
- * it empty"; "Name:" would delete the header).  "Accept:", "Expect:" and
- * "Transfer-Encoding:" are added unless given, so libcurl adds none of its own.
- */
-static int
-build_headers(struct gw_xfer *x, const struct gw_xfer_req *rq)
-{
-    static const char *const quiet[] = {"Accept:", "Expect:", "Transfer-Encoding:"};
-    bool given[3] = {false, false, false};
-    size_t n = 0;
-    buf_reset(&x->rqbuf);
-    for (size_t i = 0; i < rq->nheaders; i++) {
-        const char *h = rq->headers[i];
-        if (h == NULL) {
-            return ERR_INVAL;
-        }
-        bool empty = false;
-        enum gw_upreq_hdr kind = GW_UPREQ_HDR_OTHER;
-        int err = gw_upreq_header_check(h, rq->body_length, &kind, &empty);
-        if (err != 0) {
-            return err;
-        }
-        if (kind < 3) {
-            given[kind] = true; /* kind indexes quiet[] */
-        }
-        if (empty) {
-            err = buf_append(&x->rqbuf, h, (size_t)(strchr(h, ':') - h));
-            if (err == 0) {
-                err = buf_append(&x->rqbuf, ";", 2);
-            }
-        } else {
-            err = buf_append(&x->rqbuf, h, strlen(h) + 1);
-        }
-        if (err != 0) {
-            return err == ERR_NOMEM ? ERR_NOMEM : ERR_INVAL;
-        }
-        n++;
-    }
-    for (size_t i = 0; i < 3; i++) {
-        if (!given[i]) {
-            if (buf_append(&x->rqbuf, quiet[i], strlen(quiet[i]) + 1) != 0) {
-                return ERR_NOMEM;
-            }
-            n++;
-        }
-    }
-    if (slist_reserve(x, n) != 0) {
-        return ERR_NOMEM;
-    }
-    char *p = x->rqbuf.data;
-    for (size_t i = 0; i < n; i++) {
-        x->slist[i].data = p;
-        x->slist[i].next = i + 1 < n ? &x->slist[i + 1] : NULL;
-        p += strlen(p) + 1;
-    }
-    return 0;
-}
-
-#define SETOPT(opt, val)                                                                           \
-    do {                                                                                           \
-        CURLcode rc_ = curl_easy_setopt(e, opt, val);                                              \
-        if (rc_ != CURLE_OK) {                                                                     \
-            log_error("curl_easy_setopt(%s): %s", #opt, curl_easy_strerror(rc_));                  \
-            return rc_ == CURLE_OUT_OF_MEMORY ? ERR_NOMEM : ERR_INVAL;                             \
-        }                                                                                          \
-    } while (0)
-
-static int
-setup_easy(struct gw_xfer *x, const struct gw_xfer_req *rq)
-{
-    CURL *e = x->easy;
-    const struct gw_upstream_opts *o = &x->up->opts;
-    SETOPT(CURLOPT_PRIVATE, (void *)x);
-    SETOPT(CURLOPT_ERRORBUFFER, x->errbuf);
-    SETOPT(CURLOPT_URL, rq->url);
-    SETOPT(CURLOPT_PATH_AS_IS, 1L); /* S3 keys a/../b and a//b are keys of their own */
-    SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
-    SETOPT(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    SETOPT(CURLOPT_CUSTOMREQUEST, rq->method);
-    SETOPT(CURLOPT_HTTPHEADER, x->slist);
-    SETOPT(CURLOPT_NOSIGNAL, 1L);
-    SETOPT(CURLOPT_PROXY, ""); /* no proxy from the environment */
-    SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
-    SETOPT(CURLOPT_HTTP_CONTENT_DECODING, 0L); /* bodies pass through as stored */
-    SETOPT(CURLOPT_HTTP_TRANSFER_DECODING, 1L);
-    SETOPT(CURLOPT_TCP_KEEPALIVE, 1L);
-    SETOPT(CURLOPT_BUFFERSIZE, GW_UPSTREAM_IO_BUFFER);
-    SETOPT(CURLOPT_UPLOAD_BUFFERSIZE, GW_UPSTREAM_IO_BUFFER);
-    if (o->connect_timeout_ms != 0) {
-        SETOPT(CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
-    }
-    SETOPT(CURLOPT_SSL_VERIFYPEER, o->tls_verify ? 1L : 0L);
-    SETOPT(CURLOPT_SSL_VERIFYHOST, o->tls_verify ? 2L : 0L);
-    if (o->ca_file != NULL) {
-        SETOPT(CURLOPT_CAINFO, o->ca_file);
-    }
-    SETOPT(CURLOPT_HEADERFUNCTION, on_header);
-    SETOPT(CURLOPT_HEADERDATA, (void *)x);
-    SETOPT(CURLOPT_WRITEFUNCTION, on_write);
-    SETOPT(CURLOPT_WRITEDATA, (void *)x);
-    if (strcmp(rq->method, "HEAD") == 0) {
-        SETOPT(CURLOPT_NOBODY, 1L); /* do not wait for the body a Content-Length announces */
-    }
-    if (rq->body_length >= 0) {
-        SETOPT(CURLOPT_UPLOAD, 1L);
-        SETOPT(CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_length);
-        SETOPT(CURLOPT_READFUNCTION, on_read);
-        SETOPT(CURLOPT_READDATA, (void *)x);
-    }
-    return 0;
+    gw_upstream_after_curl(up);
 }
 
 /* ---- the API ---- */
@@ -939,10 +586,7 @@ gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct
     if (x == NULL) {
         return ERR_NOMEM;
     }
-    int err = build_headers(x, rq);
-    if (err == 0) {
-        err = setup_easy(x, rq);
-    }
+    int err = gw_xfer_setup(x, rq);
     if (err != 0) {
         goto fail;
     }
@@ -953,7 +597,7 @@ gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct
     if (up->depth > 0) {
         /* inside a libcurl callback: the multi refuses new handles until it returns */
         x->add_pending = true;
-        queue_pending(x);
+        gw_xfer_queue_pending(x);
     } else {
         /* calls on_multi_timer only; no transfer callback runs before we return */
         CURLMcode mc = curl_multi_add_handle(up->multi, x->easy);
@@ -965,37 +609,13 @@ gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct
         }
         x->in_multi = true;
     }
-    touch(x);
-    arm_idle(x, up->opts.timeout_ms);
+    gw_xfer_touch(x);
+    gw_xfer_arm_idle(x, up->opts.timeout_ms);
     *out = x;
     return 0;
 fail:
     xfer_put(x);
     return err;
-}
-
-void
-gw_xfer_resume_send(struct gw_xfer *x)
-{
-    if (x == NULL || x->cancelled || x->finishing || !x->send_paused) {
-        return;
-    }
-    x->send_paused = false;
-    touch(x);
-    arm_idle(x, x->up->opts.timeout_ms);
-    sync_pause(x);
-}
-
-void
-gw_xfer_resume_recv(struct gw_xfer *x)
-{
-    if (x == NULL || x->cancelled || x->finishing || !x->recv_paused) {
-        return;
-    }
-    x->recv_paused = false;
-    touch(x);
-    arm_idle(x, x->up->opts.timeout_ms);
-    sync_pause(x);
 }
 
 void
@@ -1008,14 +628,8 @@ gw_xfer_cancel(struct gw_xfer *x)
     (void)event_del(x->idle_ev);
     if (x->up->depth > 0) {
         /* inside libcurl: x's callbacks now abort; detach once libcurl returns */
-        queue_pending(x);
+        gw_xfer_queue_pending(x);
         return;
     }
     xfer_release(x);
-}
-
-uint64_t
-gw_xfer_body_sent(const struct gw_xfer *x)
-{
-    return x != NULL ? x->body_sent : 0;
 }

@@ -6,7 +6,8 @@
  * group, and the CLI's HTTP pieces (base URL parsing, SigV4 signing checked
  * by the gateway's own verifier).
  *
- * Includes gateway/json_lockcli.c to reach its statics (STYLE R12).
+ * Includes gateway/json_lockcli.c and gateway/lockcli_run.c to reach their
+ * statics (STYLE R12).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "../../../gateway/json_lockcli.c"
+#include "../../../gateway/lockcli_run.c"
 
 /* argv for parse_args: writable copies that live until the next parse (or pool_free). */
 static char *pool[32];
@@ -263,7 +265,7 @@ test_sched(void **state)
     assert_int_equal(sched_next(&s, 12000, &wait), SCHED_WAIT);
     assert_int_equal(wait, 500);
     assert_int_equal(sched_request_timeout(&s, 12500), 8500);
-    assert_int_equal(sched_request_timeout(&s, 1000), REQ_EXTRA_MS); /* capped */
+    assert_int_equal(sched_request_timeout(&s, 1000), GW_LOCKRUN_REQ_EXTRA_MS); /* capped */
     assert_int_equal(sched_request_timeout(&s, 20999), 1);
     assert_int_equal(sched_request_timeout(&s, 30000), 1);
     assert_int_equal(sched_next(&s, 20999, &wait), SCHED_RENEW);
@@ -360,14 +362,13 @@ test_spawn_env_and_group(void **state)
     char sh[] = "/bin/sh";
     char dash_c[] = "-c";
     char *cmd[] = {sh, dash_c, script, NULL};
-    struct lock_opts o;
-    memset(&o, 0, sizeof(o));
-    o.lock = "orders";
-    o.cmd = cmd;
-    struct lockcli c;
-    memset(&c, 0, sizeof(c));
-    c.gateway = "http://127.0.0.1:1";
-    pid_t pid = spawn(&c, &o, 12345678901ULL);
+    struct gw_lockrun r;
+    memset(&r, 0, sizeof(r));
+    r.lock = "orders";
+    r.cmd = cmd;
+    r.gateway = "http://127.0.0.1:1";
+    r.token = 12345678901ULL;
+    pid_t pid = spawn(&r);
     assert_true(pid > 0);
     assert_int_equal(child_pg, pid);
     int st;
@@ -387,9 +388,10 @@ test_spawn_env_and_group(void **state)
 
     char nowhere[] = "/nonexistent/fencegate-test";
     char *missing[] = {nowhere, NULL};
-    o.cmd = missing;
+    r.cmd = missing;
+    r.token = 1;
     quiet();
-    pid = spawn(&c, &o, 1);
+    pid = spawn(&r);
     assert_true(pid > 0);
     assert_int_equal(waitpid(pid, &st, 0), pid);
     loud();
