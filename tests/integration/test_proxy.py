@@ -463,3 +463,21 @@ def test_s3cmd_every_operation(gateway, rgw, bucket, tmp_path):
     # (s3cmd 2.3 has no tagging command; tagging is covered with boto3 and the aws cli)
     ok(["del", "--recursive", f"s3://{bucket}/s3ops/"])
     assert rgw_keys(rgw, bucket, "s3ops/") == []
+
+
+def test_virtual_hosted_both_ways(gateway, rgw, bucket):
+    """Clients address buckets by host name (virtual_host_domains), and the
+    gateway addresses RGW the same way (RGW answers for *.localhost)."""
+    port = rgw.endpoint.rsplit(":", 1)[1]
+    gw = gateway({"virtual_host_domains": ["s3.test"],
+                  "upstream": {"endpoint": f"http://localhost:{port}", "addressing": "virtual"}})
+    host = f"{bucket}.s3.test:{gw.port}"
+    r = requests.put(f"{gw.url}/vh/one%20key", data=b"virtual", headers={"Host": host},
+                     timeout=10)
+    assert r.status_code == 200, r.text
+    assert rgw_bytes(rgw, bucket, "vh/one key") == b"virtual"
+    r = requests.get(f"{gw.url}/vh/one%20key", headers={"Host": host}, timeout=10)
+    assert r.status_code == 200 and r.content == b"virtual"
+    # path style still works on the same gateway, and is re-addressed virtual upstream
+    r = requests.get(f"{gw.url}/{bucket}/vh/one%20key", timeout=10)
+    assert r.status_code == 200 and r.content == b"virtual"
