@@ -279,6 +279,8 @@ class DelayRelay:
                 c, _ = self.lsock.accept()
             except socket.timeout:
                 continue
+            except OSError:
+                return  # closed by close()
             t = threading.Thread(target=self._serve, args=(c,), daemon=True)
             t.start()
 
@@ -337,6 +339,7 @@ class DelayRelay:
 
     def close(self):
         self.stop = True
+        self.threads[0].join(5)
         self.lsock.close()
 
 
