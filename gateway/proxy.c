@@ -20,6 +20,7 @@
 #include "gateway/metrics.h"
 #include "gateway/s3err.h"
 #include "gateway/s3req.h"
+#include "gateway/s3sign.h"
 #include "gateway/s3xml.h"
 #include "gateway/sigv4.h"
 #include "gateway/upload.h"
@@ -27,19 +28,13 @@
 #include "store/store.h"
 
 /* Upper bound on the header block sent upstream (client headers are capped lower). */
-#define PROXY_MAX_HEADER_BYTES ((size_t)128 * 1024)
-/* Headers the proxy adds itself: Host, x-amz-date, x-amz-content-sha256, token, Authorization. */
-#define PROXY_EXTRA_HEADERS 8
-#define PROXY_MAX_HOST      512
-/* Distinct header names signed on one upstream request. */
-#define GW_PROXY_MAX_SIGNED 64
+/* Content-Encoding headers rewritten (aws-chunked removed) on one request. */
+#define PROXY_MAX_CE 4
 
 struct gw_proxy {
-    const struct gw_config *cfg;  /* borrowed; in force for new requests */
-    struct gw_upstream *up;       /* borrowed */
-    struct gw_sigv4_keycache *kc; /* owned; derived signing keys per date/region/service */
-    char scheme[8];               /* "http" or "https" */
-    char host[PROXY_MAX_HOST];    /* "host[:port]" of the endpoint, as the Host header */
+    const struct gw_config *cfg; /* borrowed; in force for new requests */
+    struct gw_upstream *up;      /* borrowed */
+    struct gw_s3signer *signer;  /* owned; addressing and SigV4 for the upstream */
 };
 
 /* One forwarded request. */
@@ -52,7 +47,6 @@ struct preq {
     char *mem;            /* owned; a body already read and checked (gw_proxy_forward_body) */
     size_t mem_len;       /* its length */
     size_t mem_off;       /* bytes of it handed to the upstream */
-    struct buf hdrs;      /* "Name: value\0" strings sent upstream */
     bool body_waiting;    /* read_body returned ERR_AGAIN: resume on body_ready */
     bool recv_paused;     /* on_body returned ERR_AGAIN: resume on output drained */
     bool head_sent;       /* the response head went to the client */
@@ -140,30 +134,6 @@ named_by_connection(const char *connection, const char *name)
     return false;
 }
 
-static int
-parse_endpoint(struct gw_proxy *px, const char *endpoint, char *errbuf, size_t errlen)
-{
-    const char *rest;
-    if (strncmp(endpoint, "http://", 7) == 0) {
-        (void)snprintf(px->scheme, sizeof(px->scheme), "http");
-        rest = endpoint + 7;
-    } else if (strncmp(endpoint, "https://", 8) == 0) {
-        (void)snprintf(px->scheme, sizeof(px->scheme), "https");
-        rest = endpoint + 8;
-    } else {
-        (void)snprintf(errbuf, errlen, "upstream.endpoint: must start with http:// or https://");
-        return ERR_INVAL;
-    }
-    size_t n = strcspn(rest, "/?#");
-    if (n == 0 || n >= sizeof(px->host) || (rest[n] != '\0' && strcmp(rest + n, "/") != 0)) {
-        (void)snprintf(errbuf, errlen, "upstream.endpoint: expected scheme://host[:port]");
-        return ERR_INVAL;
-    }
-    memcpy(px->host, rest, n);
-    px->host[n] = '\0';
-    return 0;
-}
-
 struct gw_proxy *
 gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, size_t errlen)
 {
@@ -174,13 +144,8 @@ gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, 
     }
     px->cfg = cfg;
     px->up = up;
-    px->kc = gw_sigv4_keycache_new();
-    if (px->kc == NULL) {
-        (void)snprintf(errbuf, errlen, "out of memory");
-        gw_proxy_free(px);
-        return NULL;
-    }
-    if (parse_endpoint(px, cfg->upstream.endpoint, errbuf, errlen) != 0) {
+    px->signer = gw_s3signer_new(cfg, errbuf, errlen);
+    if (px->signer == NULL) {
         gw_proxy_free(px);
         return NULL;
     }
@@ -190,17 +155,10 @@ gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, 
 void
 gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg)
 {
-    char errbuf[256];
-    struct gw_proxy tmp = {0};
-    if (parse_endpoint(&tmp, cfg->upstream.endpoint, errbuf, sizeof(errbuf)) != 0) {
-        log_error("new configuration keeps the old upstream: %s", errbuf);
-    } else {
-        memcpy(px->scheme, tmp.scheme, sizeof(px->scheme));
-        memcpy(px->host, tmp.host, sizeof(px->host));
+    if (gw_s3signer_set_config(px->signer, cfg) != 0) {
+        log_error("new configuration keeps the old upstream endpoint and credentials");
     }
     px->cfg = cfg;
-    /* The cache keys entries by a hash of the secret, so a changed secret
-     * simply misses; nothing to flush. */
 }
 
 void
@@ -209,7 +167,7 @@ gw_proxy_free(struct gw_proxy *px)
     if (px == NULL) {
         return;
     }
-    gw_sigv4_keycache_free(px->kc);
+    gw_s3signer_free(px->signer);
     free(px);
 }
 
@@ -225,7 +183,6 @@ preq_free(struct preq *p)
     free(p->mem);
     gw_s3xml_free(p->tap);
     gw_body_free(p->body);
-    buf_cleanup(&p->hdrs);
     gw_metrics.requests_active--;
     free(p);
 }
@@ -457,138 +414,6 @@ static const struct gw_xfer_cbs xfer_cbs = {
 
 /* ---- building the upstream request ---- */
 
-/* Appends "Name: value\0" to p->hdrs and records its offset. */
-static int
-add_header(struct preq *p, size_t *offs, size_t *n, size_t max, const char *name, const char *value)
-{
-    if (*n >= max) {
-        return ERR_TOOBIG;
-    }
-    offs[*n] = p->hdrs.len;
-    int rc = buf_printf(&p->hdrs, "%s: %s", name, value);
-    if (rc == 0) {
-        rc = buf_append(&p->hdrs, "", 1); /* keep the NUL as a separator */
-    }
-    if (rc == 0) {
-        (*n)++;
-    }
-    return rc;
-}
-
-static void
-format_amz_date(char out[17])
-{
-    int64_t ms = clock_wall_ms();
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    (void)gmtime_r(&t, &tm);
-    (void)strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
-}
-
-/* Is this header sent signed?  S3 wants every x-amz-* header signed; Content-MD5
- * and Content-Type are signed too so nobody on the path can swap them. */
-static bool
-want_signed(const char *lname)
-{
-    return strncmp(lname, "x-amz-", 6) == 0 || strcmp(lname, "content-md5") == 0 ||
-           strcmp(lname, "content-type") == 0 || strcmp(lname, "host") == 0;
-}
-
-static int
-cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Builds the ";"-joined, sorted, unique, lower-case list of signed header names. */
-static int
-signed_header_list(const struct gw_sigv4_header *hs, size_t n, char *out, size_t outlen)
-{
-    char names[GW_PROXY_MAX_SIGNED][64];
-    const char *sorted[GW_PROXY_MAX_SIGNED] = {0};
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char l[64];
-        size_t len = strlen(hs[i].name);
-        if (len >= sizeof(l)) {
-            continue; /* not a header we sign */
-        }
-        for (size_t j = 0; j <= len; j++) {
-            char c = hs[i].name[j];
-            l[j] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
-        }
-        if (!want_signed(l)) {
-            continue;
-        }
-        bool dup = false;
-        for (size_t j = 0; j < k; j++) {
-            if (strcmp(names[j], l) == 0) {
-                dup = true;
-                break;
-            }
-        }
-        if (dup) {
-            continue;
-        }
-        if (k == GW_PROXY_MAX_SIGNED) {
-            return ERR_TOOBIG;
-        }
-        memcpy(names[k], l, len + 1);
-        sorted[k] = names[k];
-        k++;
-    }
-    qsort(sorted, k, sizeof(sorted[0]), cmp_str);
-    size_t used = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < k; i++) {
-        int w = snprintf(out + used, outlen - used, "%s%s", i > 0 ? ";" : "", sorted[i]);
-        if (w < 0 || (size_t)w >= outlen - used) {
-            return ERR_TOOBIG;
-        }
-        used += (size_t)w;
-    }
-    return 0;
-}
-
-/*
- * Where the request goes: the Host header and the target (path and query,
- * raw, byte for byte as the client sent them) for the configured upstream
- * addressing style.  When the client used the upstream's own style, the path
- * is forwarded untouched; otherwise only the bucket moves between the Host
- * and the path, and the raw (still encoded) key is kept as it was.
- */
-static int
-upstream_target(const struct gw_proxy *px, const struct gw_config *cfg, struct gw_req *req,
-                const struct gw_s3req *s3, struct buf *host, struct buf *target)
-{
-    const char *path = gw_req_path(req);
-    const char *query = gw_req_query(req);
-    const char *raw_key = path + s3->raw_key_off;
-    bool to_virtual = cfg->upstream.addressing == GW_ADDR_VIRTUAL && s3->bucket_len > 0;
-    int rc;
-
-    if (to_virtual) {
-        rc = buf_printf(host, "%s.%s", s3->bucket, px->host);
-    } else {
-        rc = buf_append_str(host, px->host);
-    }
-    if (rc != 0) {
-        return rc;
-    }
-    if (s3->bucket_len == 0 || (s3->style == GW_S3_STYLE_PATH && !to_virtual) ||
-        (s3->style == GW_S3_STYLE_VIRTUAL && to_virtual)) {
-        rc = buf_append_str(target, path);
-    } else if (to_virtual) {
-        rc = buf_printf(target, "/%s", raw_key); /* path style in, virtual out */
-    } else {
-        rc = buf_printf(target, "/%s%s", s3->bucket, path); /* virtual in, path out */
-    }
-    if (rc == 0 && query[0] != '\0') {
-        rc = buf_printf(target, "?%s", query);
-    }
-    return rc;
-}
-
 /*
  * Content-Encoding without its "aws-chunked" token (the framing is removed
  * here); NULL when nothing is left.  Writes into out[outlen].
@@ -632,21 +457,13 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
 {
     const struct gw_config *cfg = px->cfg;
     struct preq *p = calloc(1, sizeof(*p));
-    struct buf host, target, url;
     size_t nclient = gw_req_header_count(req);
-    size_t max = nclient + PROXY_EXTRA_HEADERS;
-    size_t *offs = NULL;
-    size_t *name_offs = NULL;
-    struct buf names;
-    const char **lines = NULL;
-    struct gw_sigv4_header *sh = NULL;
+    struct gw_sigv4_header *extra = NULL;
+    struct gw_s3msg msg;
     const char *what = "The request could not be forwarded.";
     int rc = ERR_NOMEM;
 
-    buf_init(&host, (size_t)PROXY_MAX_HOST + 256);
-    buf_init(&target, (size_t)64 * 1024);
-    buf_init(&url, (size_t)64 * 1024);
-    buf_init(&names, PROXY_MAX_HEADER_BYTES);
+    gw_s3msg_init(&msg);
     if (p == NULL) {
         if (fenced != NULL) {
             gw_fence_ticket_release(fenced->ticket);
@@ -658,7 +475,6 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     p->px = px;
     p->req = req;
     p->is_head = strcmp(gw_req_method(req), "HEAD") == 0;
-    buf_init(&p->hdrs, PROXY_MAX_HEADER_BYTES);
     gw_req_set_ops(req, &preq_ops, p);
     if (fenced != NULL) {
         p->ticket = fenced->ticket;
@@ -682,11 +498,8 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         }
     }
 
-    offs = calloc(max, sizeof(*offs));
-    name_offs = calloc(max, sizeof(*name_offs));
-    lines = calloc(max + 1, sizeof(*lines));
-    sh = calloc(max, sizeof(*sh));
-    if (offs == NULL || name_offs == NULL || lines == NULL || sh == NULL) {
+    extra = calloc(nclient + 1, sizeof(*extra)); /* + x-amz-meta-fencing-epoch */
+    if (extra == NULL) {
         goto fail;
     }
 
@@ -731,17 +544,14 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     const char *payload_hash =
         auth->payload == GW_PAYLOAD_SHA256 ? auth->sha256 : GW_SIGV4_UNSIGNED;
 
-    rc = upstream_target(px, cfg, req, s3, &host, &target);
-    if (rc != 0) {
-        goto fail;
-    }
-    char amz_date[17];
-    format_amz_date(amz_date);
-
-    size_t n = 0;
+    /* The forwarded header set: the client's, less hop-by-hop headers, its
+     * credentials, the fencing headers and the aws-chunked framing; signed
+     * afresh by the builder (x-amz-*, Content-MD5, Content-Type, Host). */
+    size_t ne = 0;
+    char ce[PROXY_MAX_CE][256];
+    size_t nce = 0;
     const char *connection = gw_req_header(req, "connection");
-    rc = add_header(p, offs, &n, max, "Host", buf_cstr(&host));
-    for (size_t i = 0; rc == 0 && i < nclient; i++) {
+    for (size_t i = 0; i < nclient; i++) {
         const struct gw_header *h = gw_req_header_at(req, i);
         if (in_list(drop_request, h->name) || named_by_connection(connection, h->name) ||
             (chunked && in_list(drop_chunked, h->name))) {
@@ -752,109 +562,60 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
             continue; /* only the gateway says which epoch wrote an object */
         }
         const char *value = h->value;
-        char ce[256];
         if (chunked && strcasecmp(h->name, "content-encoding") == 0) {
-            value = strip_aws_chunked(h->value, ce, sizeof(ce));
+            if (nce == PROXY_MAX_CE) {
+                rc = ERR_INVAL;
+                what = "Too many Content-Encoding headers.";
+                goto fail;
+            }
+            value = strip_aws_chunked(h->value, ce[nce], sizeof(ce[nce]));
             if (value == NULL) {
                 continue;
             }
+            nce++;
         }
-        rc = add_header(p, offs, &n, max, h->name, value);
+        extra[ne].name = h->name;
+        extra[ne].value = value;
+        ne++;
     }
-    if (rc == 0) {
-        rc = add_header(p, offs, &n, max, "x-amz-date", amz_date);
-    }
-    if (rc == 0) {
-        rc = add_header(p, offs, &n, max, "x-amz-content-sha256", payload_hash);
-    }
-    if (rc == 0 && p->ticket != NULL && cfg->fencing.record_epoch_metadata &&
+    char epoch[24];
+    if (p->ticket != NULL && cfg->fencing.record_epoch_metadata &&
         (s3->op == GW_S3_OP_PUT_OBJECT || s3->op == GW_S3_OP_CREATE_MULTIPART)) {
-        char epoch[24];
         (void)snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)p->token);
-        rc = add_header(p, offs, &n, max, "x-amz-meta-fencing-epoch", epoch);
-    }
-    if (rc == 0 && cfg->upstream.session_token != NULL) {
-        rc = add_header(p, offs, &n, max, "x-amz-security-token", cfg->upstream.session_token);
-    }
-    if (rc != 0) {
-        what = "Too many request headers.";
-        goto fail;
+        extra[ne].name = "x-amz-meta-fencing-epoch";
+        extra[ne].value = epoch;
+        ne++;
     }
 
-    /* The signer's view of the same header set: names NUL-terminated in their
-     * own buffer, values borrowed from the lines ("Name: value"). */
-    rc = buf_append(&names, "", 0);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const char *line = p->hdrs.data + offs[i];
-        name_offs[i] = names.len;
-        rc = buf_append(&names, line, strcspn(line, ":"));
-        if (rc == 0) {
-            rc = buf_append(&names, "", 1);
+    /* Where it goes: the raw (still encoded) key is forwarded byte for byte;
+     * only the bucket moves between path and Host with the addressing style. */
+    const char *path = gw_req_path(req);
+    const char *key = NULL;
+    if (s3->bucket_len > 0) {
+        size_t plen = strlen(path);
+        if (s3->raw_key_off < plen) {
+            key = path + s3->raw_key_off;
+        } else if (s3->style == GW_S3_STYLE_PATH && plen > 1 && path[plen - 1] == '/') {
+            key = ""; /* "/bucket/": keep the slash the client sent */
         }
     }
-    if (rc != 0) {
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const char *line = p->hdrs.data + offs[i];
-        sh[i].name = names.data + name_offs[i];
-        sh[i].value = line + strcspn(line, ":") + 2;
-    }
-    char signed_headers[2048];
-    rc = signed_header_list(sh, n, signed_headers, sizeof(signed_headers));
-    if (rc != 0) {
-        what = "Too many headers to sign.";
-        goto fail;
-    }
-    struct gw_sigv4_creds creds = {
-        .access_key = cfg->upstream.access_key,
-        .secret_key = cfg->upstream.secret_key,
-        .session_token = cfg->upstream.session_token,
-    };
-    const char *q = strchr(buf_cstr(&target), '?');
-    size_t plen = q != NULL ? (size_t)(q - buf_cstr(&target)) : target.len;
-    char upath[8192];
-    if (plen >= sizeof(upath)) {
-        rc = ERR_TOOBIG;
-        goto fail;
-    }
-    memcpy(upath, buf_cstr(&target), plen);
-    upath[plen] = '\0';
-    struct gw_sigv4_input in = {
+    struct gw_s3sign_req sr = {
         .method = method,
-        .path = upath,
-        .query = q != NULL ? q + 1 : "",
-        .headers = sh,
-        .nheaders = n,
+        .bucket = s3->bucket_len > 0 ? s3->bucket : NULL,
+        .key = key,
+        .query = gw_req_query(req),
+        .extra = extra,
+        .nextra = ne,
         .payload_hash = payload_hash,
+        .policy = GW_S3SIGN_SIGN_S3,
     };
-    char authz[GW_SIGV4_MAX_AUTHZ];
-    rc = gw_sigv4_sign(px->kc, &creds, cfg->upstream.region, "s3", amz_date, &in, signed_headers,
-                       authz, sizeof(authz));
+    rc = gw_s3signer_sign(px->signer, &sr, &msg);
     if (rc != 0) {
         what = "The request could not be signed for the upstream.";
         goto fail;
     }
-    rc = add_header(p, offs, &n, max, "Authorization", authz);
-    if (rc != 0) {
-        goto fail;
-    }
-    for (size_t i = 0; i < n; i++) {
-        lines[i] = p->hdrs.data + offs[i]; /* hdrs no longer grows: pointers stay valid */
-    }
-    lines[n] = NULL;
-
-    rc = buf_printf(&url, "%s://%s%s", px->scheme, px->host, buf_cstr(&target));
-    if (rc != 0) {
-        goto fail;
-    }
-    struct gw_xfer_req xr = {
-        .method = method,
-        .url = buf_cstr(&url),
-        .headers = lines,
-        .nheaders = n,
-        .body_length = body_length,
-    };
+    struct gw_xfer_req xr;
+    gw_s3msg_xfer_req(&msg, method, body_length, &xr);
     if (body_length >= 0 && mem == NULL) {
         gw_req_body_start(req);
     } else if (body_length >= 0) {
@@ -880,14 +641,8 @@ fail:
 fail_quiet:
     preq_free(p);
 out:
-    free(offs);
-    free(name_offs);
-    buf_cleanup(&names);
-    free(lines);
-    free(sh);
-    buf_cleanup(&host);
-    buf_cleanup(&target);
-    buf_cleanup(&url);
+    free(extra);
+    gw_s3msg_cleanup(&msg); /* the transfer copied what it needs in gw_xfer_start */
 }
 
 void
