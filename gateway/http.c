@@ -48,6 +48,7 @@
 
 static void conn_process(struct gw_conn *c);
 static void after_eof(struct gw_conn *c);
+static void abort_req(struct gw_conn *c, int err);
 
 uint64_t
 gw_http_now_ms(void)
@@ -157,6 +158,62 @@ step_head(struct gw_conn *c)
     return true;
 }
 
+/*
+ * Plain connections only: read up to max body bytes straight from the socket,
+ * at most GW_HTTP_BODY_READ at a time (libevent 2.1 reads 4 KiB per read
+ * callback), and parse them at once.  Only when the input is empty and the
+ * parser runs, so the order of bytes is kept; what llhttp leaves (after the
+ * message, or at an error) becomes input as if libevent had read it.  EOF
+ * and socket errors are handled as on_event would.  Returns the bytes read.
+ */
+static size_t
+read_body_direct(struct gw_conn *c, size_t max)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (c->is_tls || fd < 0 || c->peer_eof || c->paused || c->perr != HPE_OK ||
+        evbuffer_get_length(in) > 0) {
+        return 0;
+    }
+    size_t want = max < GW_HTTP_BODY_READ ? max : GW_HTTP_BODY_READ;
+    if ((c->parser.flags & F_CONTENT_LENGTH) && !(c->parser.flags & F_CHUNKED) &&
+        c->parser.content_length < want) {
+        want = (size_t)c->parser.content_length; /* leave the next request to libevent */
+    }
+    if (want == 0) {
+        return 0;
+    }
+    if (c->srv->rbuf == NULL) {
+        c->srv->rbuf = malloc(GW_HTTP_BODY_READ);
+        if (c->srv->rbuf == NULL) {
+            return 0; /* libevent keeps reading */
+        }
+    }
+    ssize_t n = recv(fd, c->srv->rbuf, want, MSG_DONTWAIT);
+    if (n == 0) {
+        c->peer_eof = true;
+        c->eof_pending = true; /* handled after parsing, as on_event does */
+        return 0;
+    }
+    if (n < 0) {
+        int e = errno;
+        if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
+            log_debug("%s: connection error: %s", c->peer, evutil_socket_error_to_string(e));
+            abort_req(c, ERR_CLOSED);
+            c->dead = true;
+        }
+        return 0;
+    }
+    size_t used = gw_http_feed_mem(c, c->srv->rbuf, (size_t)n);
+    if (used < (size_t)n && c->perr == HPE_PAUSED &&
+        evbuffer_prepend(in, c->srv->rbuf + used, (size_t)n - used) != 0) {
+        log_warn("%s: out of memory", c->peer);
+        abort_req(c, ERR_NOMEM);
+        c->dead = true;
+    }
+    return (size_t)n;
+}
+
 static bool
 step_body(struct gw_conn *c, struct gw_req *req)
 {
@@ -165,6 +222,12 @@ step_body(struct gw_conn *c, struct gw_req *req)
         return false;
     }
     size_t used = gw_http_feed(c, room);
+    if (c->perr == HPE_OK && used < room) {
+        used += read_body_direct(c, room - used);
+        if (c->dead) {
+            return false;
+        }
+    }
     if (c->perr != HPE_OK && c->perr != HPE_PAUSED) {
         parse_fail(c);
         return true;
@@ -802,6 +865,7 @@ gw_server_free(struct gw_server *srv)
     for (size_t i = 0; i < GW_CONFIG_MAX_LISTEN; i++) {
         gw_tls_free(srv->tls[i]);
     }
+    free(srv->rbuf);
     free(srv);
 }
 

@@ -40,6 +40,7 @@ struct gw_tls;
 #define GW_HTTP_LINGER_BYTES (1 << 20) /* lingering close: or this many bytes */
 #define GW_HTTP_ID_LEN       16        /* request id: hex digits */
 #define GW_HTTP_ROUNDS       16        /* state-machine steps per callback (bounded work) */
+#define GW_HTTP_BODY_READ    65536     /* direct socket read for a request body (plain only) */
 
 /* Limits with their defaults applied (a zero in gw_config.limits means "default"). */
 struct gw_http_limits {
@@ -104,6 +105,7 @@ struct gw_server {
     size_t nconns;                           /* length of conns */
     int64_t date_sec;                        /* second of the cached Date value */
     char date[40];                           /* cached IMF-fixdate for the Date header */
+    char *rbuf; /* owned; GW_HTTP_BODY_READ bytes for direct body reads, or NULL until used */
 };
 
 struct gw_conn {
@@ -226,6 +228,14 @@ int gw_http_refuse(struct gw_conn *c, int status, const char *code, const char *
  * the input); c->perr holds llhttp's result, c->paused is set on HPE_PAUSED.
  */
 size_t gw_http_feed(struct gw_conn *c, size_t max);
+
+/*
+ * gw_http_feed_mem - feed data[0..len) (bytes read from the socket, not via
+ * the bufferevent) to a parser that is not paused, stopping at a pause or an
+ * error.  Returns the bytes consumed; the caller keeps the rest as input.
+ * c->perr as for gw_http_feed.
+ */
+size_t gw_http_feed_mem(struct gw_conn *c, const char *data, size_t len);
 
 /*
  * gw_http_req_new - a request for the head just parsed (paused at

@@ -419,6 +419,25 @@ const llhttp_settings_t gw_http_settings = {
     .on_header_value_complete = on_header_value_complete,
 };
 
+/* One llhttp_execute over data[0..len); returns the bytes consumed; c->perr is set. */
+static size_t
+feed_span(struct gw_conn *c, const char *data, size_t len)
+{
+    c->exec_base = data;
+    c->exec_end = data + len;
+    c->val_end = NULL;
+    int err = llhttp_execute(&c->parser, data, len);
+    size_t used = len;
+    if (err != HPE_OK) {
+        used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+    }
+    c->perr = err;
+    if (err == HPE_PAUSED) {
+        c->paused = true;
+    }
+    return used;
+}
+
 /*
  * Feed at most max input bytes to llhttp, stopping at a pause or an error.
  * Returns the bytes consumed (and drained from the input); c->perr is set.
@@ -451,27 +470,27 @@ gw_http_feed(struct gw_conn *c, size_t max)
             break;
         }
         resumed = false;
-        c->exec_base = data;
-        c->exec_end = data + len;
-        c->val_end = NULL;
-        int err = llhttp_execute(&c->parser, data, len);
-        size_t used = len;
-        if (err != HPE_OK) {
-            used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
-        }
+        size_t used = feed_span(c, data, len);
         if (used > 0) {
             (void)evbuffer_drain(in, used);
         }
         total += used;
-        c->perr = err;
-        if (err == HPE_PAUSED) {
-            c->paused = true;
-        }
-        if (err != HPE_OK || len == 0) {
+        if (c->perr != HPE_OK || len == 0) {
             break;
         }
     }
     return total;
+}
+
+size_t
+gw_http_feed_mem(struct gw_conn *c, const char *data, size_t len)
+{
+    c->perr = HPE_OK;
+    c->err_status = 0;
+    if (len == 0 || c->paused) {
+        return 0; /* the caller feeds only a running parser */
+    }
+    return feed_span(c, data, len);
 }
 
 void

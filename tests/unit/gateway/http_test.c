@@ -786,6 +786,66 @@ test_large_body_bounded(void **state)
     cl_close(&cl);
 }
 
+/* Bodies larger than one direct socket read, pipelined: every byte kept in order. */
+static void
+test_large_pipelined(void **state)
+{
+    (void)state;
+    th.mode = MODE_ECHO;
+    cfg.limits.buffer_bytes = 1u << 20; /* room for 64 KiB reads */
+    const size_t big = 300000;
+    const size_t chunk = 100000;
+    struct buf req;
+    buf_init(&req, 1u << 20);
+    char head[160];
+    (void)snprintf(head, sizeof(head), "PUT /1 HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n",
+                   big);
+    assert_int_equal(buf_append(&req, head, strlen(head)), 0);
+    for (size_t i = 0; i < big; i++) {
+        char b = (char)(i % 251);
+        assert_int_equal(buf_append(&req, &b, 1), 0);
+    }
+    const char *h2 = "PUT /2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_int_equal(buf_append(&req, h2, strlen(h2)), 0);
+    for (int k = 0; k < 3; k++) {
+        (void)snprintf(head, sizeof(head), "%zx\r\n", chunk);
+        assert_int_equal(buf_append(&req, head, strlen(head)), 0);
+        for (size_t i = 0; i < chunk; i++) {
+            char b = (char)((k * chunk + i) % 239);
+            assert_int_equal(buf_append(&req, &b, 1), 0);
+        }
+        assert_int_equal(buf_append(&req, "\r\n", 2), 0);
+    }
+    const char *tail = "0\r\n\r\nPOST /3 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nthree";
+    assert_int_equal(buf_append(&req, tail, strlen(tail)), 0);
+    struct client cl;
+    cl_open(&cl);
+    cl_send(&cl, req.data, req.len);
+    struct resp r;
+    size_t off = wait_resp(&cl, 0, false, &r, 5000);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body.len, big);
+    for (size_t i = 0; i < big; i++) {
+        assert_int_equal((unsigned char)r.body.data[i], i % 251);
+    }
+    resp_cleanup(&r);
+    off = wait_resp(&cl, off, false, &r, 5000);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body.len, 3 * chunk);
+    for (size_t i = 0; i < 3 * chunk; i++) {
+        assert_int_equal((unsigned char)r.body.data[i], i % 239);
+    }
+    resp_cleanup(&r);
+    off = wait_resp(&cl, off, false, &r, 5000);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(buf_cstr(&r.body), "three");
+    resp_cleanup(&r);
+    assert_int_equal(th.requests, 3);
+    assert_int_equal(off, cl.in.len);
+    buf_cleanup(&req);
+    cl_close(&cl);
+}
+
 static void
 test_stream_out_backpressure(void **state)
 {
@@ -1347,6 +1407,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_expect_refused_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunked_trailer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_body_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_pipelined, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_out_backpressure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_smuggling_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_chunk_mid_body, setup, teardown),
