@@ -29,11 +29,11 @@
 
 #include "common/buf.h"
 #include "common/num.h"
+#include "gateway/config_check.h"
 #include "gateway/json_table.h"
 
 #define CONFIG_MAX_FILE_BYTES                                                                      \
-    ((size_t)4 * 1024 * 1024)         /* a config file larger than this is refused */
-#define CONFIG_MAX_SECRET_BYTES 4096u /* a secret_key_file larger than this is refused */
+    ((size_t)4 * 1024 * 1024) /* a config file larger than this is refused */
 
 /*
  * Table rows, one per key (Redis's createIntConfig idea), positional so each
@@ -53,264 +53,17 @@
 
 /* check functions and their messages, as FSTR/FLIST argument pairs */
 #define V_NONE     NULL, NULL
-#define V_TOKEN    valid_token, "printable ASCII without spaces or quotes, at most 255 bytes"
-#define V_ENV      valid_env_name, "an environment variable name"
-#define V_BUCKET   valid_bucket, "a bucket name ([A-Za-z0-9._-]{1,255})"
-#define V_LOCK     valid_lock, "a lock name ([A-Za-z0-9._-]{1,128})"
-#define V_DOMAIN   valid_domain, "a DNS name such as \"s3.example.com\""
-#define V_AKEY     valid_access_key, "an access key ([A-Za-z0-9._~+-]{1,128})"
-#define V_LOGLEVEL valid_log_level, "\"debug\", \"info\", \"warn\" or \"error\""
+#define V_TOKEN    gw_config_valid_token, "printable ASCII without spaces or quotes, at most 255 bytes"
+#define V_ENV      gw_config_valid_env_name, "an environment variable name"
+#define V_BUCKET   gw_config_valid_bucket, "a bucket name ([A-Za-z0-9._-]{1,255})"
+#define V_LOCK     gw_config_valid_lock, "a lock name ([A-Za-z0-9._-]{1,128})"
+#define V_DOMAIN   gw_config_valid_domain, "a DNS name such as \"s3.example.com\""
+#define V_AKEY     gw_config_valid_access_key, "an access key ([A-Za-z0-9._~+-]{1,128})"
+#define V_LOGLEVEL gw_config_valid_log_level, "\"debug\", \"info\", \"warn\" or \"error\""
 #define REQ        GW_JT_REQUIRED
 #define SCR        GW_JT_SCRATCH
 
-/* ---- small helpers ---- */
-
-static void
-wipe(void *p, size_t len)
-{
-    /* volatile stores so the wipe is not optimised away before free() */
-    volatile unsigned char *v = p;
-    for (size_t i = 0; i < len; i++) {
-        v[i] = 0;
-    }
-}
-
-static void
-free_secret(char *s)
-{
-    if (s != NULL) {
-        wipe(s, strlen(s));
-        free(s);
-    }
-}
-
-static bool
-all_chars(const char *s, size_t minlen, size_t maxlen, const char *extra)
-{
-    size_t n = strlen(s);
-    if (n < minlen || n > maxlen) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || strchr(extra, ch) != NULL;
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Lock names: [A-Za-z0-9._-]{1,128} (they become parts of object keys and headers). */
-static bool
-valid_lock(const char *s)
-{
-    return all_chars(s, 1, 128, "._-");
-}
-
-/* Bucket names: the S3 character set including legacy upper case and '_'. */
-static bool
-valid_bucket(const char *s)
-{
-    return all_chars(s, 1, 255, "._-");
-}
-
-/* DNS names for virtual_host_domains: no leading or trailing dot. */
-static bool
-valid_domain(const char *s)
-{
-    size_t n = strlen(s);
-    return all_chars(s, 1, 253, ".-") && s[0] != '.' && s[n - 1] != '.';
-}
-
-/* Access keys appear inside "Credential=AK/date/...": no '/', ',', '=' or spaces. */
-static bool
-valid_access_key(const char *s)
-{
-    return all_chars(s, 1, 128, "._~+-");
-}
-
-/* Names shown in logs and lock files: printable ASCII, no spaces or quotes. */
-static bool
-valid_token(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 255) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Environment variable names: [A-Za-z_][A-Za-z0-9_]*. */
-static bool
-valid_env_name(const char *s)
-{
-    return all_chars(s, 1, 255, "_") && !(s[0] >= '0' && s[0] <= '9');
-}
-
-static bool
-valid_log_level(const char *s)
-{
-    return strcmp(s, "debug") == 0 || strcmp(s, "info") == 0 || strcmp(s, "warn") == 0 ||
-           strcmp(s, "error") == 0;
-}
-
-/* ---- secrets from the environment or a file ---- */
-
-static int
-secret_from_env(struct gw_jt_ctx *c, const char *path, const char *var, char **out)
-{
-    const char *v = getenv(var);
-    if (v == NULL || v[0] == '\0') {
-        return gw_jt_err(c, path, "environment variable %s is not set", var);
-    }
-    char *copy = strdup(v);
-    if (copy == NULL) {
-        return gw_jt_nomem(c);
-    }
-    *out = copy;
-    return 0;
-}
-
-/* secret_from_file - the whole file at fpath, trailing whitespace removed. */
-static int
-secret_from_file(struct gw_jt_ctx *c, const char *path, const char *fpath, char **out)
-{
-    char tmp[CONFIG_MAX_SECRET_BYTES + 1];
-    size_t len = 0;
-    int rc = 0;
-    struct stat st;
-    /* O_NONBLOCK: naming a FIFO must not hang start-up; only regular files are read */
-    int fd = open(fpath, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        return gw_jt_err(c, path, "cannot open %s: %s", fpath, strerror(errno));
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = gw_jt_err(c, path, "%s is not a regular file", fpath);
-        goto fail;
-    }
-    for (;;) {
-        ssize_t r = read(fd, tmp + len, sizeof(tmp) - len);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r < 0) {
-            rc = gw_jt_err(c, path, "cannot read %s: %s", fpath, strerror(errno));
-            goto fail;
-        }
-        if (r == 0) {
-            break;
-        }
-        len += (size_t)r;
-        if (len == sizeof(tmp)) {
-            rc = gw_jt_err(c, path, "%s is larger than %u bytes", fpath, CONFIG_MAX_SECRET_BYTES);
-            goto fail;
-        }
-    }
-    while (len > 0 && (tmp[len - 1] == '\n' || tmp[len - 1] == '\r' || tmp[len - 1] == ' ' ||
-                       tmp[len - 1] == '\t')) {
-        len--;
-    }
-    if (len == 0) {
-        rc = gw_jt_err(c, path, "%s is empty", fpath);
-        goto fail;
-    }
-    if (memchr(tmp, '\0', len) != NULL) {
-        rc = gw_jt_err(c, path, "%s contains a NUL byte", fpath);
-        goto fail;
-    }
-    char *copy = malloc(len + 1);
-    if (copy == NULL) {
-        rc = gw_jt_nomem(c);
-        goto fail;
-    }
-    memcpy(copy, tmp, len);
-    copy[len] = '\0';
-    *out = copy;
-fail:
-    wipe(tmp, sizeof(tmp));
-    (void)close(fd);
-    return rc;
-}
-
 /* ---- listen ---- */
-
-static bool
-is_loopback(const char *host)
-{
-    struct in_addr a4;
-    struct in6_addr a6;
-    if (strcasecmp(host, "localhost") == 0) {
-        return true;
-    }
-    if (inet_pton(AF_INET, host, &a4) == 1) {
-        return (ntohl(a4.s_addr) >> 24) == 127;
-    }
-    if (inet_pton(AF_INET6, host, &a6) == 1) {
-        if (IN6_IS_ADDR_LOOPBACK(&a6)) {
-            return true;
-        }
-        return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
-    }
-    return false;
-}
-
-/* parse_address - "host:port" or "[v6]:port" into l->host, l->port, l->loopback. */
-static int
-parse_address(struct gw_jt_ctx *c, const char *path, const char *s, struct gw_listen *l)
-{
-    const char *host;
-    size_t hlen;
-    const char *port;
-
-    if (s[0] == '[') {
-        const char *end = strchr(s, ']');
-        if (end == NULL || end[1] != ':') {
-            return gw_jt_err(c, path, "expected \"[address]:port\"");
-        }
-        host = s + 1;
-        hlen = (size_t)(end - host);
-        port = end + 2;
-    } else {
-        const char *colon = strrchr(s, ':');
-        if (colon == NULL) {
-            return gw_jt_err(c, path, "expected \"host:port\"");
-        }
-        host = s;
-        hlen = (size_t)(colon - s);
-        port = colon + 1;
-        if (memchr(host, ':', hlen) != NULL) {
-            return gw_jt_err(c, path, "write IPv6 addresses as \"[address]:port\"");
-        }
-    }
-    if (hlen == 0) {
-        return gw_jt_err(c, path, "missing host (use 0.0.0.0 or [::] for every address)");
-    }
-    uint64_t p = 0;
-    if (parse_u64(port, 0, 65535, &p) != 0) {
-        return gw_jt_err(c, path, "port must be a number between 0 and 65535");
-    }
-    char *h = strndup(host, hlen);
-    if (h == NULL) {
-        return gw_jt_nomem(c);
-    }
-    struct in6_addr a6;
-    if (s[0] == '[' ? inet_pton(AF_INET6, h, &a6) != 1 : !all_chars(h, 1, 253, ".-")) {
-        free(h);
-        return gw_jt_err(c, path, "invalid host");
-    }
-    l->host = h;
-    l->port = (uint16_t)p;
-    l->loopback = is_loopback(h);
-    return 0;
-}
 
 /* The object form of a listen entry; address is scratch, the TLS files go straight in. */
 struct listen_src {
@@ -327,7 +80,7 @@ static int
 parse_listen_entry(struct gw_jt_ctx *c, const char *path, json_t *v, struct gw_listen *l)
 {
     if (json_is_string(v)) {
-        return parse_address(c, path, json_string_value(v), l);
+        return gw_config_parse_address(c, path, json_string_value(v), l);
     }
     if (!json_is_object(v)) {
         return gw_jt_err(c, path, "expected \"host:port\" or an object with \"address\"");
@@ -339,7 +92,7 @@ parse_listen_entry(struct gw_jt_ctx *c, const char *path, json_t *v, struct gw_l
         goto fail;
     }
     gw_jt_join(kpath, sizeof(kpath), path, "address");
-    rc = parse_address(c, kpath, src.address, l);
+    rc = gw_config_parse_address(c, kpath, src.address, l);
     if (rc != 0) {
         goto fail;
     }
@@ -503,11 +256,11 @@ on_upstream(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
             rc = gw_jt_err(c, kpath, "not given, and environment variable %s is not set", var);
             goto fail;
         }
-        rc = secret_from_env(c, kpath, var, &cfg->upstream.access_key);
+        rc = gw_config_secret_from_env(c, kpath, var, &cfg->upstream.access_key);
         if (rc != 0) {
             goto fail;
         }
-        if (!valid_token(cfg->upstream.access_key)) {
+        if (!gw_config_valid_token(cfg->upstream.access_key)) {
             rc = gw_jt_err(c, kpath, "the access key in %s is not printable", var);
             goto fail;
         }
@@ -524,7 +277,7 @@ on_upstream(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
     bool default_env = false;
     if (src.secret_key_file != NULL) {
         gw_jt_join(kpath, sizeof(kpath), path, "secret_key_file");
-        rc = secret_from_file(c, kpath, src.secret_key_file, &cfg->upstream.secret_key);
+        rc = gw_config_secret_from_file(c, kpath, src.secret_key_file, &cfg->upstream.secret_key);
     } else if (cfg->upstream.secret_key == NULL) {
         default_env = src.secret_key_env == NULL;
         gw_jt_join(kpath, sizeof(kpath), path, default_env ? "secret_key" : "secret_key_env");
@@ -534,8 +287,9 @@ on_upstream(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
                            "not given, and environment variable AWS_SECRET_ACCESS_KEY is not set");
             goto fail;
         }
-        rc = secret_from_env(c, kpath, default_env ? "AWS_SECRET_ACCESS_KEY" : src.secret_key_env,
-                             &cfg->upstream.secret_key);
+        rc = gw_config_secret_from_env(c, kpath,
+                                       default_env ? "AWS_SECRET_ACCESS_KEY" : src.secret_key_env,
+                                       &cfg->upstream.secret_key);
     }
     if (rc != 0) {
         goto fail;
@@ -549,7 +303,8 @@ on_upstream(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
      */
     if (src.session_token_env != NULL) {
         gw_jt_join(kpath, sizeof(kpath), path, "session_token_env");
-        rc = secret_from_env(c, kpath, src.session_token_env, &cfg->upstream.session_token);
+        rc = gw_config_secret_from_env(c, kpath, src.session_token_env,
+                                       &cfg->upstream.session_token);
         if (rc != 0) {
             goto fail;
         }
@@ -611,10 +366,10 @@ parse_principal(struct gw_jt_ctx *c, const char *path, json_t *v, struct gw_prin
     }
     if (src.secret_key_env != NULL) {
         gw_jt_join(kpath, sizeof(kpath), path, "secret_key_env");
-        rc = secret_from_env(c, kpath, src.secret_key_env, &p->secret_key);
+        rc = gw_config_secret_from_env(c, kpath, src.secret_key_env, &p->secret_key);
     } else if (src.secret_key_file != NULL) {
         gw_jt_join(kpath, sizeof(kpath), path, "secret_key_file");
-        rc = secret_from_file(c, kpath, src.secret_key_file, &p->secret_key);
+        rc = gw_config_secret_from_file(c, kpath, src.secret_key_file, &p->secret_key);
     }
 fail:
     free(src.secret_key_env);
@@ -845,7 +600,7 @@ default_gateway_id(struct gw_jt_ctx *c, struct gw_config *cfg)
         host[0] = '\0';
     }
     host[sizeof(host) - 1] = '\0';
-    const char *id = valid_token(host) ? host : "fencegate";
+    const char *id = gw_config_valid_token(host) ? host : "fencegate";
     cfg->gateway_id = strdup(id);
     return cfg->gateway_id == NULL ? gw_jt_nomem(c) : 0;
 }
@@ -1001,14 +756,14 @@ gw_config_free(struct gw_config *cfg)
     free(cfg->upstream.endpoint);
     free(cfg->upstream.region);
     free(cfg->upstream.access_key);
-    free_secret(cfg->upstream.secret_key);
-    free_secret(cfg->upstream.session_token);
+    gw_config_free_secret(cfg->upstream.secret_key);
+    gw_config_free_secret(cfg->upstream.session_token);
     free(cfg->upstream.ca_file);
     for (size_t i = 0; i < cfg->nprincipals; i++) {
         struct gw_principal *p = &cfg->principals[i];
         free(p->name);
         free(p->access_key);
-        free_secret(p->secret_key);
+        gw_config_free_secret(p->secret_key);
         gw_jt_strlist_free(p->buckets);
         gw_jt_strlist_free(p->locks);
     }
@@ -1022,7 +777,7 @@ gw_config_free(struct gw_config *cfg)
         free(cfg->fences[i].lock);
     }
     free(cfg->fences);
-    wipe(cfg, sizeof(*cfg));
+    gw_config_wipe(cfg, sizeof(*cfg));
     free(cfg);
 }
 
