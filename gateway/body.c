@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "gateway/chunk_enc.h"
 #include "gateway/http.h"
 #include "gateway/sigv4_checksum.h"
 
@@ -18,6 +19,8 @@ struct gw_body {
     char want[GW_SIGV4_HEX_LEN + 1]; /* GW_PAYLOAD_SHA256: claimed hex hash */
     struct gw_sigv4_chunked *dec;    /* chunked modes: the decoder */
     bool dec_done;                   /* the decoder verified the whole body */
+    bool reframe;                    /* the upstream gets an unsigned-trailer body (enc) */
+    struct gw_chunk_enc enc;         /* reframe: the encoder */
     char *out;                       /* decoded bytes not yet handed on (GW_BODY_STAGE) */
     size_t out_off, out_len;         /* unread part of out */
     struct gw_auth_fail fail;        /* set when a read failed */
@@ -35,7 +38,7 @@ set_fail(struct gw_body *b, int err, int status, const char *code, const char *m
 }
 
 struct gw_body *
-gw_body_new(struct gw_req *req, const struct gw_auth *auth)
+gw_body_new(struct gw_req *req, const struct gw_auth *auth, bool trailers_upstream)
 {
     struct gw_body *b = calloc(1, sizeof(*b));
     if (b == NULL) {
@@ -65,6 +68,12 @@ gw_body_new(struct gw_req *req, const struct gw_auth *auth)
         if (b->dec == NULL || b->out == NULL) {
             goto fail;
         }
+        enum gw_checksum_alg alg;
+        if (trailers_upstream && auth->trailer != NULL &&
+            gw_checksum_alg_from_header(auth->trailer, &alg) == 0) {
+            b->reframe = true;
+            gw_chunk_enc_init(&b->enc, auth->decoded_length, alg);
+        }
         break;
     }
     case GW_PAYLOAD_NONE:
@@ -92,10 +101,19 @@ gw_body_free(struct gw_body *b)
 int64_t
 gw_body_upstream_length(const struct gw_body *b)
 {
+    if (b->reframe) {
+        return (int64_t)gw_chunk_enc_length(b->decoded_length, b->enc.alg);
+    }
     if (b->dec != NULL) {
         return (int64_t)b->decoded_length;
     }
     return b->client_length;
+}
+
+const char *
+gw_body_upstream_trailer(const struct gw_body *b)
+{
+    return b->reframe ? gw_checksum_header_name(b->enc.alg) : NULL;
 }
 
 bool
@@ -267,6 +285,39 @@ read_chunked(struct gw_body *b, char *dst, size_t len)
     }
 }
 
+/* gw_chunk_src for the encoder: the decoded, verified payload. */
+static ssize_t
+src_read(void *arg, char *dst, size_t len)
+{
+    return read_chunked(arg, dst, len);
+}
+
+static int
+src_value(void *arg, char *out, size_t outlen)
+{
+    struct gw_body *b = arg;
+    const char *name;
+    const char *value;
+    gw_sigv4_chunked_checksum(b->dec, &name, &value);
+    if (value == NULL || strlen(value) >= outlen) {
+        return set_fail(b, ERR_INVAL, 400, "BadDigest", "The checksum trailer is missing.");
+    }
+    memcpy(out, value, strlen(value) + 1);
+    return 0;
+}
+
+static ssize_t
+read_reframed(struct gw_body *b, char *dst, size_t len)
+{
+    const struct gw_chunk_src src = {.read = src_read, .value = src_value, .arg = b};
+    ssize_t n = gw_chunk_enc_read(&b->enc, dst, len, &src);
+    if (n < 0 && n != ERR_AGAIN && !b->failed) {
+        return set_fail(b, (int)n, 500, "InternalError",
+                        "The body could not be re-framed for the upstream.");
+    }
+    return n;
+}
+
 ssize_t
 gw_body_read(struct gw_body *b, char *dst, size_t len)
 {
@@ -279,7 +330,7 @@ gw_body_read(struct gw_body *b, char *dst, size_t len)
     case GW_PAYLOAD_CHUNKED_SIGNED:
     case GW_PAYLOAD_CHUNKED_SIGNED_TRL:
     case GW_PAYLOAD_CHUNKED_UNSIGNED_TRL:
-        return read_chunked(b, dst, len);
+        return b->reframe ? read_reframed(b, dst, len) : read_chunked(b, dst, len);
     case GW_PAYLOAD_NONE:
     default: {
         ssize_t n = gw_req_body_read(b->req, dst, len);

@@ -9,7 +9,10 @@
  *    last byte and nothing is committed (XAmzContentSHA256Mismatch).
  *  - chunked modes: aws-chunked framing decoded (gateway/sigv4.h decoder,
  *    which verifies each chunk signature in chain and the trailer checksum,
- *    holding back the last byte likewise); the upstream gets the plain body.
+ *    holding back the last byte likewise); the upstream gets the plain body,
+ *    or, when the client sent a checksum trailer and the upstream takes
+ *    trailers, the body re-framed as STREAMING-UNSIGNED-PAYLOAD-TRAILER with
+ *    that checksum as its trailer (gateway/chunk_enc.h).
  * Memory is bounded: one staging buffer of GW_BODY_STAGE bytes.
  * Event-loop thread only.
  */
@@ -32,19 +35,31 @@ struct gw_req;
  * gw_body_new - a filter for req's body as auth describes it.
  * [in] req   borrowed; must outlive the filter
  * [in] auth  read during the call (the signing key is copied into the decoder)
+ * [in] trailers_upstream  the upstream takes aws-chunked trailers: a checksum
+ *            trailer of an aws-chunked body is passed on as one (re-framed)
  * Returns the filter (owned: gw_body_free), or NULL on OOM.
  */
-struct gw_body *gw_body_new(struct gw_req *req, const struct gw_auth *auth);
+struct gw_body *gw_body_new(struct gw_req *req, const struct gw_auth *auth, bool trailers_upstream);
 
 /* gw_body_free - wipe and free.  NULL-safe. */
 void gw_body_free(struct gw_body *b);
 
 /*
  * gw_body_upstream_length - the length of the body the upstream will get:
- * the decoded length for aws-chunked bodies, else the client's Content-Length
+ * the re-framed length when re-framing, the decoded length for aws-chunked
+ * bodies, else the client's Content-Length
  * (-1 if the client sent a chunked body of unknown length).
  */
 int64_t gw_body_upstream_length(const struct gw_body *b);
+
+/*
+ * gw_body_upstream_trailer - the checksum trailer the upstream body ends with
+ * ("x-amz-checksum-crc32", static), or NULL when the upstream gets a plain
+ * body.  With one, the upstream request is STREAMING-UNSIGNED-PAYLOAD-TRAILER
+ * with Content-Encoding: aws-chunked, x-amz-decoded-content-length and
+ * x-amz-trailer.
+ */
+const char *gw_body_upstream_trailer(const struct gw_body *b);
 
 /*
  * gw_body_read - up to len bytes for the upstream.

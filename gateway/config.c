@@ -150,6 +150,13 @@ static const struct gw_jt_choice addressing_choices[] = {
     {NULL, 0},
 };
 
+static const struct gw_jt_choice trailer_choices[] = {
+    {"auto", GW_TRAILERS_AUTO},
+    {"forward", GW_TRAILERS_FORWARD},
+    {"verify", GW_TRAILERS_VERIFY},
+    {NULL, 0},
+};
+
 #define UP(m) offsetof(struct gw_config, upstream.m)
 #define US(m) offsetof(struct upstream_src, m)
 static const struct gw_jt_field upstream_fields[] = {
@@ -167,6 +174,7 @@ static const struct gw_jt_field upstream_fields[] = {
     FU32("connect_timeout_ms", UP(connect_timeout_ms), 100, 600000, 5000),
     FU32("timeout_ms", UP(timeout_ms), 100, 86400000, 60000),
     FU32("max_connections", UP(max_connections), 1, 65536, 256),
+    FENUM("checksum_trailers", UP(checksum_trailers), 0, GW_TRAILERS_AUTO, trailer_choices),
 };
 #undef US
 #undef UP

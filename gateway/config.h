@@ -53,6 +53,13 @@ struct gw_fence_rule {
     bool require_token; /* a write under this rule without a token gets 428 */
 };
 
+/* What happens to a checksum a client sends as an aws-chunked trailer. */
+enum gw_trailers {
+    GW_TRAILERS_AUTO = 0,    /* probe the upstream at start-up (s3 election bucket) */
+    GW_TRAILERS_FORWARD = 1, /* re-frame: the upstream gets it as a trailer */
+    GW_TRAILERS_VERIFY = 2,  /* verified here, not forwarded */
+};
+
 struct gw_config {
     char *path; /* owned; the file it was loaded from, or NULL */
 
@@ -78,7 +85,8 @@ struct gw_config {
         bool tls_verify;             /* verify the upstream's certificate (default true) */
         uint32_t connect_timeout_ms; /* default 5000 */
         uint32_t timeout_ms; /* no progress for this long ends a transfer with 504; default 60000 */
-        uint32_t max_connections; /* cap on open upstream connections; default 256 */
+        uint32_t max_connections;           /* cap on open upstream connections; default 256 */
+        enum gw_trailers checksum_trailers; /* default auto */
     } upstream;
 
     struct gw_principal *principals; /* owned array of nprincipals */

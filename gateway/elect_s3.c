@@ -44,6 +44,7 @@ enum op_kind {
     OP_GET,
     OP_LIST,
     OP_DEL,
+    OP_PUT, /* gw_elect_s3_put: a probe of the gateway's own */
 };
 
 /* One pending operation: owns its request body copy and response buffers. */
@@ -70,6 +71,7 @@ struct es3_op {
     char *prefix;               /* LIST: owned copy, to check the answer */
     char *start_after;          /* LIST: owned copy or NULL */
     uint32_t max;               /* LIST: max keys asked for */
+    const char *payload_hash;   /* OP_PUT: static x-amz-content-sha256, or NULL (hashed) */
     char what[96];              /* for logs: "PUT key" (key shortened) */
 };
 
@@ -403,6 +405,7 @@ op_complete(struct es3_op *op, int err)
         break;
     }
     case OP_DEL:
+    case OP_PUT:
     default:
         op->cb.del(op->arg, err);
         break;
@@ -423,7 +426,8 @@ on_done(void *arg, int err)
             error_code(op, code, sizeof(code));
         }
         err = map_status(op->kind, op->status, code[0] != '\0' ? code : NULL);
-        bool expected = err == 0 || err == ERR_EXISTS || err == ERR_CONFLICT || err == ERR_NOTFOUND;
+        bool expected = err == 0 || err == ERR_EXISTS || err == ERR_CONFLICT ||
+                        err == ERR_NOTFOUND || (op->kind == OP_PUT && err == ERR_INVAL);
         if (expected) {
             log_debug("%s: %s: %d %s -> %s", be->name, op->what, op->status, code, err_str(err));
         } else {
@@ -457,14 +461,21 @@ op_start(struct es3 *be, struct es3_op *op, const char *method, const char *key,
 {
     struct buf raw_key;
     struct gw_s3msg m;
-    char hash[GW_SIGV4_HEX_LEN + 1];
+    char hash[sizeof(GW_SIGV4_STREAMING_UTRL) > GW_SIGV4_HEX_LEN + 1
+                  ? sizeof(GW_SIGV4_STREAMING_UTRL)
+                  : GW_SIGV4_HEX_LEN + 1];
     buf_init(&raw_key, ES3_RAW_MAX);
     gw_s3msg_init(&m);
     if (op->what[0] == '\0') {
         (void)snprintf(op->what, sizeof(op->what), "%s %.80s", method, key != NULL ? key : "/");
     }
 
-    int rc = gw_sigv4_sha256_hex(op->req_body != NULL ? op->req_body : "", op->req_len, hash);
+    int rc = 0;
+    if (op->payload_hash != NULL) {
+        (void)snprintf(hash, sizeof(hash), "%s", op->payload_hash);
+    } else {
+        rc = gw_sigv4_sha256_hex(op->req_body != NULL ? op->req_body : "", op->req_len, hash);
+    }
     if (rc == 0 && key != NULL) {
         rc = gw_s3sign_encode(key, true, &raw_key);
     }
@@ -485,7 +496,7 @@ op_start(struct es3 *be, struct es3_op *op, const char *method, const char *key,
     if (rc != 0) {
         goto out;
     }
-    bool has_body = op->kind == OP_CREATE || op->kind == OP_REPLACE;
+    bool has_body = op->kind == OP_CREATE || op->kind == OP_REPLACE || op->kind == OP_PUT;
     struct gw_xfer_req xr;
     gw_s3msg_xfer_req(&m, method, has_body ? (int64_t)op->req_len : -1, &xr);
     rc = gw_xfer_start(be->up, &xr, &xfer_cbs, op, &op->x);
@@ -717,6 +728,32 @@ gw_elect_s3_new(struct gw_upstream *up, const struct gw_config *cfg, const char 
 fail:
     es3_free(&be->base);
     return NULL;
+}
+
+int
+gw_elect_s3_put(struct elect_backend *base, const char *key, const char *body, size_t len,
+                const struct gw_sigv4_header *extra, size_t nextra, const char *payload_hash,
+                elect_be_del_fn *cb, void *arg)
+{
+    if (base == NULL || base->ops != &es3_ops ||
+        (payload_hash != NULL && strlen(payload_hash) > GW_SIGV4_HEX_LEN)) {
+        return ERR_INVAL;
+    }
+    struct es3 *be = (struct es3 *)base;
+    struct es3_op *op = op_new(be, OP_PUT, arg);
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->cb.del = cb;
+    op->payload_hash = payload_hash;
+    int rc = op_set_body(op, body, len);
+    if (rc == 0) {
+        rc = op_start(be, op, "PUT", key, NULL, extra, nextra);
+    }
+    if (rc != 0) {
+        op_free(op);
+    }
+    return rc;
 }
 
 int

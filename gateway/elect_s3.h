@@ -61,6 +61,7 @@
 
 #include "common/err.h"
 #include "election/backend.h"
+#include "gateway/sigv4.h"
 
 struct gw_config;
 struct gw_upstream;
@@ -78,6 +79,19 @@ struct gw_upstream;
  */
 struct elect_backend *gw_elect_s3_new(struct gw_upstream *up, const struct gw_config *cfg,
                                       const char *bucket, char *errbuf, size_t errlen);
+
+/*
+ * gw_elect_s3_put - a PUT of body (sent as given) on key with extra headers
+ * (all signed) and payload_hash as x-amz-content-sha256 (static, at most 64
+ * characters; NULL: the body's SHA-256).  Not part of the election: the
+ * gateway's own probes of its upstream (gateway/trailer_probe.c) use the
+ * election's bucket through it.
+ * [in] cb  cb(arg, err) with err mapped as for create (2xx is 0; no ETag needed)
+ * Returns 0 (cb follows), ERR_INVAL (not an s3 backend, bad argument), ERR_NOMEM.
+ */
+MUST_USE int gw_elect_s3_put(struct elect_backend *be, const char *key, const char *body,
+                             size_t len, const struct gw_sigv4_header *extra, size_t nextra,
+                             const char *payload_hash, elect_be_del_fn *cb, void *arg);
 
 /*
  * gw_elect_s3_set_config - sign requests started from now on with cfg's

@@ -40,6 +40,8 @@ gw_metrics_render(struct buf *out)
         ROW(bytes_in, "counter", "Request body bytes sent upstream."),
         ROW(bytes_out, "counter", "Response body bytes sent to clients."),
         ROW(fence_rejections, "counter", "Writes refused by the fence."),
+        ROW(checksum_trailers_forwarded, "gauge",
+            "1 if client checksum trailers are forwarded upstream, 0 if only verified."),
 #undef ROW
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

@@ -20,12 +20,13 @@ struct gw_metrics {
     uint64_t responses_3xx;
     uint64_t responses_4xx;
     uint64_t responses_5xx;
-    uint64_t upstream_errors;   /* transfers that failed to connect or broke */
-    uint64_t upstream_timeouts; /* transfers that timed out */
-    uint64_t client_aborts;     /* clients that hung up before their response ended */
-    uint64_t bytes_in;          /* request-body bytes handed upstream */
-    uint64_t bytes_out;         /* response-body bytes handed to clients */
-    uint64_t fence_rejections;  /* writes refused by the fence */
+    uint64_t upstream_errors;             /* transfers that failed to connect or broke */
+    uint64_t upstream_timeouts;           /* transfers that timed out */
+    uint64_t client_aborts;               /* clients that hung up before their response ended */
+    uint64_t bytes_in;                    /* request-body bytes handed upstream */
+    uint64_t bytes_out;                   /* response-body bytes handed to clients */
+    uint64_t fence_rejections;            /* writes refused by the fence */
+    uint64_t checksum_trailers_forwarded; /* 1: client checksum trailers go upstream */
 };
 
 /* The one instance. */

@@ -23,6 +23,7 @@
 #include "gateway/s3sign.h"
 #include "gateway/s3xml.h"
 #include "gateway/sigv4.h"
+#include "gateway/sigv4_checksum.h"
 #include "gateway/upload.h"
 #include "gateway/upstream.h"
 #include "store/store.h"
@@ -35,6 +36,7 @@ struct gw_proxy {
     const struct gw_config *cfg; /* borrowed; in force for new requests */
     struct gw_upstream *up;      /* borrowed */
     struct gw_s3signer *signer;  /* owned; addressing and SigV4 for the upstream */
+    bool trailers;               /* the upstream takes aws-chunked checksum trailers */
 };
 
 /* One forwarded request. */
@@ -159,6 +161,18 @@ gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg)
         log_error("new configuration keeps the old upstream endpoint and credentials");
     }
     px->cfg = cfg;
+}
+
+void
+gw_proxy_set_trailers(struct gw_proxy *px, bool on)
+{
+    px->trailers = on;
+}
+
+bool
+gw_proxy_trailers(const struct gw_proxy *px)
+{
+    return px->trailers;
 }
 
 void
@@ -498,7 +512,9 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         }
     }
 
-    extra = calloc(nclient + 1, sizeof(*extra)); /* + x-amz-meta-fencing-epoch */
+    /* + x-amz-meta-fencing-epoch, and Content-Encoding, x-amz-decoded-content-length
+     * and x-amz-trailer (re-framed) or the checksum header (buffered) */
+    extra = calloc(nclient + 4, sizeof(*extra));
     if (extra == NULL) {
         goto fail;
     }
@@ -516,7 +532,7 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         p->mem_len = mem_len;
         body_length = (int64_t)mem_len;
     } else {
-        p->body = gw_body_new(req, auth);
+        p->body = gw_body_new(req, auth, px->trailers);
         if (p->body == NULL) {
             goto fail;
         }
@@ -539,22 +555,46 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     }
     p->body_length = body_length > 0 ? (uint64_t)body_length : 0;
 
+    /* A checksum the client sent as an aws-chunked trailer goes along as a
+     * trailer of a re-framed body (an upstream that takes them), or, for a
+     * body read into memory, as the header (computed here: the body verified
+     * against it).  Otherwise it was checked here and is not forwarded, nor
+     * is x-amz-sdk-checksum-algorithm (S3 refuses it without a checksum). */
+    const char *trailer = p->body != NULL ? gw_body_upstream_trailer(p->body) : NULL;
+    enum gw_checksum_alg ck_alg = GW_CHECKSUM_NONE;
+    char ck_value[GW_CHECKSUM_B64_MAX];
+    if (chunked && mem != NULL && auth->trailer != NULL &&
+        gw_checksum_alg_from_header(auth->trailer, &ck_alg) == 0 &&
+        gw_req_header(req, auth->trailer) == NULL) {
+        rc = gw_checksum_b64(ck_alg, mem, mem_len, ck_value, sizeof(ck_value));
+        if (rc != 0) {
+            goto fail;
+        }
+    } else {
+        ck_alg = GW_CHECKSUM_NONE;
+    }
+    bool drop_sdk_alg =
+        chunked && auth->trailer != NULL && trailer == NULL && ck_alg == GW_CHECKSUM_NONE;
+
     /* The payload hash: the client's SHA-256 (checked here while streaming,
-     * and again by the upstream), else UNSIGNED-PAYLOAD. */
-    const char *payload_hash =
-        auth->payload == GW_PAYLOAD_SHA256 ? auth->sha256 : GW_SIGV4_UNSIGNED;
+     * and again by the upstream), the unsigned-trailer mode, else UNSIGNED-PAYLOAD. */
+    const char *payload_hash = auth->payload == GW_PAYLOAD_SHA256 ? auth->sha256
+                               : trailer != NULL                  ? GW_SIGV4_STREAMING_UTRL
+                                                                  : GW_SIGV4_UNSIGNED;
 
     /* The forwarded header set: the client's, less hop-by-hop headers, its
      * credentials, the fencing headers and the aws-chunked framing; signed
-     * afresh by the builder (x-amz-*, Content-MD5, Content-Type, Host). */
+     * afresh by the builder (x-amz-*, Content-MD5, Content-Type, Content-Encoding, Host). */
     size_t ne = 0;
     char ce[PROXY_MAX_CE][256];
     size_t nce = 0;
+    char ce_rest[256];
     const char *connection = gw_req_header(req, "connection");
     for (size_t i = 0; i < nclient; i++) {
         const struct gw_header *h = gw_req_header_at(req, i);
         if (in_list(drop_request, h->name) || named_by_connection(connection, h->name) ||
-            (chunked && in_list(drop_chunked, h->name))) {
+            (chunked && in_list(drop_chunked, h->name)) ||
+            (drop_sdk_alg && strcasecmp(h->name, "x-amz-sdk-checksum-algorithm") == 0)) {
             continue;
         }
         if (cfg->fencing.record_epoch_metadata &&
@@ -568,14 +608,40 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
                 what = "Too many Content-Encoding headers.";
                 goto fail;
             }
-            value = strip_aws_chunked(h->value, ce[nce], sizeof(ce[nce]));
-            if (value == NULL) {
+            value = strip_aws_chunked(h->value, ce_rest, sizeof(ce_rest));
+            if (trailer != NULL && nce == 0) {
+                /* the re-framed body is aws-chunked again: first coding */
+                (void)snprintf(ce[nce], sizeof(ce[nce]), "aws-chunked%s%s",
+                               value != NULL ? ", " : "", value != NULL ? value : "");
+            } else if (value != NULL) {
+                (void)snprintf(ce[nce], sizeof(ce[nce]), "%s", value);
+            } else {
                 continue;
             }
+            value = ce[nce];
             nce++;
         }
         extra[ne].name = h->name;
         extra[ne].value = value;
+        ne++;
+    }
+    char decoded[24];
+    if (trailer != NULL) {
+        if (nce == 0) {
+            extra[ne].name = "Content-Encoding";
+            extra[ne].value = "aws-chunked";
+            ne++;
+        }
+        (void)snprintf(decoded, sizeof(decoded), "%llu", (unsigned long long)auth->decoded_length);
+        extra[ne].name = "x-amz-decoded-content-length";
+        extra[ne].value = decoded;
+        ne++;
+        extra[ne].name = "x-amz-trailer";
+        extra[ne].value = trailer;
+        ne++;
+    } else if (ck_alg != GW_CHECKSUM_NONE) {
+        extra[ne].name = gw_checksum_header_name(ck_alg);
+        extra[ne].value = ck_value;
         ne++;
     }
     char epoch[24];

@@ -12,6 +12,7 @@
 #ifndef GW_PROXY_H
 #define GW_PROXY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,18 @@ struct gw_proxy *gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *u
 
 /* gw_proxy_set_config - use cfg (borrowed) for requests forwarded from now on. */
 void gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg);
+
+/*
+ * gw_proxy_set_trailers - whether the upstream takes aws-chunked checksum
+ * trailers (config upstream.checksum_trailers, or the start-up probe): a
+ * checksum a client sends as a trailer then goes upstream as a trailer of the
+ * re-framed body (gateway/chunk_enc.h); otherwise it is verified here only.
+ * Applies to requests forwarded from now on.  Default false.
+ */
+void gw_proxy_set_trailers(struct gw_proxy *px, bool on);
+
+/* gw_proxy_trailers - the current setting. */
+bool gw_proxy_trailers(const struct gw_proxy *px);
 
 /* gw_proxy_free - free the proxy (requests in flight must be gone).  NULL-safe. */
 void gw_proxy_free(struct gw_proxy *px);

@@ -467,7 +467,7 @@ delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3
     d->s3 = *s3;
     d->auth = *auth;
     buf_init(&d->xml, DELOBJ_MAX_BYTES);
-    d->body = gw_body_new(req, auth);
+    d->body = gw_body_new(req, auth, false); /* read into memory here */
     if (d->body == NULL) {
         gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
         delobj_free(d);

@@ -302,7 +302,8 @@ check_req(const struct gw_s3sign_req *rq)
         }
     }
     const char *ph = rq->payload_hash;
-    if (ph != NULL && strcmp(ph, GW_SIGV4_UNSIGNED) != 0) {
+    if (ph != NULL && strcmp(ph, GW_SIGV4_UNSIGNED) != 0 &&
+        strcmp(ph, GW_SIGV4_STREAMING_UTRL) != 0) {
         if (strlen(ph) != GW_SIGV4_HEX_LEN || strspn(ph, "0123456789abcdef") != GW_SIGV4_HEX_LEN) {
             return ERR_INVAL;
         }
@@ -345,7 +346,8 @@ static bool
 s3_signed_name(const char *lname)
 {
     return strncmp(lname, "x-amz-", 6) == 0 || strcmp(lname, "content-md5") == 0 ||
-           strcmp(lname, "content-type") == 0 || strcmp(lname, "host") == 0;
+           strcmp(lname, "content-type") == 0 || strcmp(lname, "content-encoding") == 0 ||
+           strcmp(lname, "host") == 0;
 }
 
 static int

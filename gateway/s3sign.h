@@ -69,7 +69,8 @@ struct gw_s3signer;
 enum gw_s3sign_policy {
     /* Every extra header is signed (requests the gateway makes itself). */
     GW_S3SIGN_SIGN_ALL = 0,
-    /* Only x-amz-*, Content-MD5 and Content-Type (and Host) are signed; other
+    /* Only x-amz-*, Content-MD5, Content-Type and Content-Encoding (and Host)
+     * are signed (what S3 stores or checks); other
      * extras are sent unsigned (forwarded client headers such as User-Agent). */
     GW_S3SIGN_SIGN_S3 = 1,
 };
@@ -85,7 +86,9 @@ struct gw_s3sign_req {
     const struct gw_sigv4_header *extra; /* extra headers (If-Match, Content-Type, Range, ...) */
     size_t nextra;                       /* entries in extra, at most GW_S3SIGN_MAX_EXTRA */
     const char *payload_hash;            /* lowercase hex SHA-256 of the body (gw_sigv4_sha256_hex;
-                                            GW_SIGV4_EMPTY_SHA256 for none), or GW_SIGV4_UNSIGNED;
+                                            GW_SIGV4_EMPTY_SHA256 for none), GW_SIGV4_UNSIGNED,
+                                            or GW_SIGV4_STREAMING_UTRL (an aws-chunked body
+                                            with a trailer, the caller's framing headers);
                                             NULL means GW_SIGV4_UNSIGNED */
     enum gw_s3sign_policy policy;        /* which extras are signed */
 };

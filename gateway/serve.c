@@ -15,9 +15,11 @@
 #include "gateway/elect_s3.h"
 #include "gateway/fence.h"
 #include "gateway/http.h"
+#include "gateway/metrics.h"
 #include "gateway/proxy.h"
 #include "gateway/router.h"
 #include "gateway/sigv4.h"
+#include "gateway/trailer_probe.h"
 #include "gateway/upload.h"
 #include "gateway/upstream.h"
 #include "store/store.h"
@@ -42,6 +44,9 @@ struct serve {
     struct gw_upload *uploads;      /* owned; multipart uploads under epochs */
     struct elect *elect;            /* owned; NULL without an "election" section */
     struct elect_backend *elect_s3; /* borrowed from elect: the s3 backend, or NULL */
+    struct gw_trprobe *trprobe;     /* owned; the checksum-trailer probe, or NULL */
+    bool trailers_probed;           /* the probe answered ... */
+    bool trailers_supported;        /* ... this */
     struct event *sig_term;         /* SIGTERM */
     struct event *sig_int;          /* SIGINT */
     struct event *sig_hup;          /* SIGHUP */
@@ -83,6 +88,54 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
     gw_server_drain(s->srv, on_drained, s);
 }
 
+/* upstream.checksum_trailers of cfg, with the probe's answer for "auto". */
+static void
+apply_trailers(struct serve *s, const struct gw_config *cfg)
+{
+    bool on = cfg->upstream.checksum_trailers == GW_TRAILERS_FORWARD ||
+              (cfg->upstream.checksum_trailers == GW_TRAILERS_AUTO && s->trailers_probed &&
+               s->trailers_supported);
+    gw_proxy_set_trailers(s->proxy, on);
+    gw_metrics.checksum_trailers_forwarded = on ? 1 : 0;
+}
+
+/* gw_trprobe_done_fn */
+static void
+on_trailers_probed(void *arg, bool supported)
+{
+    struct serve *s = arg;
+    s->trailers_probed = true;
+    s->trailers_supported = supported;
+    apply_trailers(s, s->cfg);
+}
+
+/* Sets up what upstream.checksum_trailers says: the start-up probe for "auto". */
+static int
+start_trailers(struct serve *s)
+{
+    const struct gw_config *cfg = s->cfg;
+    apply_trailers(s, cfg);
+    if (cfg->upstream.checksum_trailers == GW_TRAILERS_FORWARD) {
+        log_info("client checksum trailers are verified and forwarded as trailers "
+                 "(upstream.checksum_trailers: forward)");
+    } else if (cfg->upstream.checksum_trailers == GW_TRAILERS_VERIFY) {
+        log_info("client checksum trailers are verified here, not forwarded "
+                 "(upstream.checksum_trailers: verify)");
+    } else if (s->elect_s3 == NULL) {
+        log_info("client checksum trailers are verified here, not forwarded: "
+                 "upstream.checksum_trailers \"auto\" probes the upstream in the s3 election "
+                 "bucket, and there is none (set \"forward\" for an upstream that takes them)");
+    } else {
+        s->trprobe =
+            gw_trprobe_start(s->base, s->elect_s3, cfg->election.prefix, on_trailers_probed, s);
+        if (s->trprobe == NULL) {
+            log_error("out of memory");
+            return ERR_NOMEM;
+        }
+    }
+    return 0;
+}
+
 /* evsignal_new: SIGHUP */
 static void
 on_reload_signal(evutil_socket_t sig, short what, void *arg)
@@ -109,6 +162,7 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     if (s->elect_s3 != NULL && gw_elect_s3_set_config(s->elect_s3, cfg) != 0) {
         log_warn("the election keeps signing with the previous upstream settings");
     }
+    apply_trailers(s, cfg);
     (void)log_set_level(cfg->log_level);
     s->old[s->nold++] = s->cfg;
     s->cfg = cfg;
@@ -234,7 +288,8 @@ static void
 serve_cleanup(struct serve *s)
 {
     gw_server_free(s->srv);
-    elect_free(s->elect); /* before the upstream: the s3 backend uses it */
+    elect_free(s->elect);        /* before the upstream: the s3 backend uses it */
+    gw_trprobe_free(s->trprobe); /* after the backend: its requests are cancelled */
     gw_proxy_free(s->proxy);
     gw_upload_free(s->uploads); /* before the upstream: cancels its aborts */
     gw_upstream_free(s->up);
@@ -314,6 +369,9 @@ gw_cmd_serve(int argc, char **argv)
     }
     if (open_election(&s, errbuf, sizeof(errbuf)) != 0) {
         log_error("%s", errbuf);
+        goto out;
+    }
+    if (start_trailers(&s) != 0) {
         goto out;
     }
     s.uploads = gw_upload_new(s.store, s.up, s.cfg, errbuf, sizeof(errbuf));

@@ -117,6 +117,23 @@ gw_checksum_header_name(enum gw_checksum_alg alg)
     return "";
 }
 
+size_t
+gw_checksum_b64_len(enum gw_checksum_alg alg)
+{
+    switch (alg) {
+    case GW_CHECKSUM_CRC32:
+    case GW_CHECKSUM_CRC32C:
+        return 8; /* 4 bytes */
+    case GW_CHECKSUM_SHA1:
+        return 28; /* 20 bytes */
+    case GW_CHECKSUM_SHA256:
+        return 44; /* 32 bytes */
+    case GW_CHECKSUM_NONE:
+    default:
+        return 0;
+    }
+}
+
 int
 gw_checksum_init(struct gw_checksum *c, enum gw_checksum_alg alg)
 {

@@ -43,6 +43,12 @@ MUST_USE int gw_checksum_alg_from_header(const char *name, enum gw_checksum_alg 
 /* gw_checksum_header_name - "x-amz-checksum-crc32" etc. (static; "" for NONE). */
 const char *gw_checksum_header_name(enum gw_checksum_alg alg);
 
+/*
+ * gw_checksum_b64_len - characters of the base64 value of alg (8 for the CRCs,
+ * 28 for SHA-1, 44 for SHA-256; 0 for NONE).
+ */
+size_t gw_checksum_b64_len(enum gw_checksum_alg alg);
+
 /* gw_crc32_update - continue a CRC-32 (zlib's crc32(): start with 0). */
 uint32_t gw_crc32_update(uint32_t crc, const void *p, size_t n);
 

@@ -4,7 +4,6 @@ tests/helpers/store_seed, as the election does on every acquire; what is
 tested here is the fence itself: what reaches RGW, what is refused, audited
 and remembered across kill -9."""
 
-import json
 import os
 import socket
 import subprocess
@@ -16,6 +15,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from conftest import gateway_bin
+from relay import DelayRelay
 
 LOCK = "orders"
 
@@ -254,93 +254,6 @@ def test_epoch_metadata_cannot_be_forged(fgw, rgw, bucket):
 def test_bucket_writes_refused_unless_configured(fgw, rgw):
     r = requests.put(f"{fgw.url}/fg-new-bucket-via-gateway", timeout=10)
     assert r.status_code == 403 and code_of(r) == "AccessDenied"
-
-
-class DelayRelay:
-    """A TCP relay between the gateway and RGW that holds a request carrying
-    `x-test-delay-ms` for that long after receiving it completely, before
-    passing it on.  It simulates a slow upstream, not S3: RGW still stores."""
-
-    def __init__(self, upstream_port):
-        self.upstream_port = upstream_port
-        self.lsock = socket.socket()
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(32)
-        self.port = self.lsock.getsockname()[1]
-        self.stop = False
-        self.log = []  # (event, monotonic time)
-        self.threads = [threading.Thread(target=self._accept, daemon=True)]
-        self.threads[0].start()
-
-    def _accept(self):
-        self.lsock.settimeout(0.2)
-        while not self.stop:
-            try:
-                c, _ = self.lsock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return  # closed by close()
-            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
-            t.start()
-
-    @staticmethod
-    def _read_message(sock, buf, is_response, head_only=False):
-        while b"\r\n\r\n" not in buf:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return None, buf
-            buf += chunk
-        head, rest = buf.split(b"\r\n\r\n", 1)
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            k, _, v = line.partition(b":")
-            if k.strip().lower() == b"content-length":
-                length = int(v.strip())
-        if head_only:
-            length = 0
-        while len(rest) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return None, b""
-            rest += chunk
-        return head + b"\r\n\r\n" + rest[:length], rest[length:]
-
-    def _serve(self, c):
-        up = socket.create_connection(("127.0.0.1", self.upstream_port))
-        buf = b""
-        try:
-            while not self.stop:
-                req, buf = self._read_message(c, buf, False)
-                if req is None:
-                    return
-                head = req.split(b"\r\n\r\n", 1)[0].lower()
-                tag = None
-                for line in head.split(b"\r\n"):
-                    if line.startswith(b"x-test-delay-ms:"):
-                        delay = int(line.split(b":")[1]) / 1000
-                        tag = line
-                        self.log.append(("held", time.monotonic()))
-                        time.sleep(delay)
-                up.sendall(req)
-                if tag is not None:
-                    self.log.append(("forwarded-delayed", time.monotonic()))
-                elif head.startswith(b"put "):
-                    self.log.append(("forwarded-put", time.monotonic()))
-                resp, _ = self._read_message(up, b"", True, head_only=head.startswith(b"head "))
-                if resp is None:
-                    return
-                c.sendall(resp)
-        except OSError:
-            return
-        finally:
-            c.close()
-            up.close()
-
-    def close(self):
-        self.stop = True
-        self.threads[0].join(5)
-        self.lsock.close()
 
 
 def test_barrier_awaits_completely_sent_older_write(gateway, rgw, bucket):

@@ -106,7 +106,7 @@ test_sha256_good_body_passes_whole(void **state)
     struct gw_req req = {body, sizeof(body), 0, 333, sizeof(body), true, false};
     struct gw_auth auth = {.payload = GW_PAYLOAD_SHA256};
     sha256_hex_of(body, sizeof(body), auth.sha256);
-    struct gw_body *b = gw_body_new(&req, &auth);
+    struct gw_body *b = gw_body_new(&req, &auth, false);
     assert_non_null(b);
     assert_int_equal(gw_body_upstream_length(b), sizeof(body));
     size_t got;
@@ -128,7 +128,7 @@ test_sha256_mismatch_never_hands_over_the_last_byte(void **state)
     struct gw_auth auth = {.payload = GW_PAYLOAD_SHA256};
     sha256_hex_of(body, sizeof(body), auth.sha256);
     body[4000] ^= 1; /* tampered in flight, after signing */
-    struct gw_body *b = gw_body_new(&req, &auth);
+    struct gw_body *b = gw_body_new(&req, &auth, false);
     size_t got;
     assert_int_equal(drain(b, out, sizeof(out), &got), ERR_AUTH);
     assert_true(got < sizeof(body));        /* the upstream never gets the last byte */
@@ -148,7 +148,7 @@ test_unsigned_payload_passes_through(void **state)
     fill(body, sizeof(body));
     struct gw_req req = {body, sizeof(body), 0, 1000, sizeof(body), false, false};
     struct gw_auth auth = {.payload = GW_PAYLOAD_NONE};
-    struct gw_body *b = gw_body_new(&req, &auth);
+    struct gw_body *b = gw_body_new(&req, &auth, false);
     size_t got;
     assert_int_equal(drain(b, out, sizeof(out), &got), 0);
     assert_int_equal(got, sizeof(body));
@@ -183,7 +183,7 @@ test_unsigned_trailer_decoded_and_checked(void **state)
     struct gw_auth auth = {.payload = GW_PAYLOAD_CHUNKED_UNSIGNED_TRL,
                            .decoded_length = sizeof(data),
                            .trailer = "x-amz-checksum-crc32"};
-    struct gw_body *b = gw_body_new(&req, &auth);
+    struct gw_body *b = gw_body_new(&req, &auth, false);
     assert_non_null(b);
     assert_int_equal(gw_body_upstream_length(b), sizeof(data));
     size_t got;
@@ -195,12 +195,73 @@ test_unsigned_trailer_decoded_and_checked(void **state)
     /* a wrong checksum: BadDigest, and the last byte is never handed over */
     wlen = trailer_body(wire, sizeof(wire), data, sizeof(data), "AAAAAA==");
     struct gw_req bad = {wire, wlen, 0, 97, -1, false, false};
-    b = gw_body_new(&bad, &auth);
+    b = gw_body_new(&bad, &auth, false);
     assert_true(drain(b, out, sizeof(out), &got) < 0);
     assert_true(got < sizeof(data));
     struct gw_auth_fail f;
     assert_true(gw_body_fail(b, &f));
     assert_string_equal(f.code, "BadDigest");
+    gw_body_free(b);
+}
+
+/* With an upstream that takes trailers, the verified payload goes on re-framed
+ * with the client's checksum as its trailer, and nothing else changes. */
+static void
+test_unsigned_trailer_reframed_for_the_upstream(void **state)
+{
+    (void)state;
+    static char data[70000], wire[80000], out[80000], want[80000];
+    fill(data, sizeof(data));
+    char crc[GW_CHECKSUM_B64_MAX];
+    assert_int_equal(gw_checksum_b64(GW_CHECKSUM_CRC32, data, sizeof(data), crc, sizeof(crc)), 0);
+    size_t wlen = trailer_body(wire, sizeof(wire), data, sizeof(data), crc);
+    struct gw_req req = {wire, wlen, 0, 997, -1, true, false};
+    struct gw_auth auth = {.payload = GW_PAYLOAD_CHUNKED_UNSIGNED_TRL,
+                           .decoded_length = sizeof(data),
+                           .trailer = "x-amz-checksum-crc32"};
+    struct gw_body *b = gw_body_new(&req, &auth, true);
+    assert_non_null(b);
+    assert_string_equal(gw_body_upstream_trailer(b), "x-amz-checksum-crc32");
+    /* 64 KiB chunk, then the 4464-byte rest, then the trailer */
+    int w = snprintf(want, sizeof(want), "10000\r\n");
+    size_t wl = (size_t)w;
+    memcpy(want + wl, data, 65536);
+    wl += 65536;
+    w = snprintf(want + wl, sizeof(want) - wl, "\r\n1170\r\n");
+    wl += (size_t)w;
+    memcpy(want + wl, data + 65536, sizeof(data) - 65536);
+    wl += sizeof(data) - 65536;
+    w = snprintf(want + wl, sizeof(want) - wl, "\r\n0\r\nx-amz-checksum-crc32:%s\r\n\r\n", crc);
+    wl += (size_t)w;
+    assert_int_equal(gw_body_upstream_length(b), wl);
+    size_t got;
+    assert_int_equal(drain(b, out, sizeof(out), &got), 0);
+    assert_int_equal(got, wl);
+    assert_memory_equal(out, want, wl);
+    gw_body_free(b);
+
+    /* a wrong checksum: neither the last payload byte nor the trailer goes out */
+    wlen = trailer_body(wire, sizeof(wire), data, sizeof(data), "AAAAAA==");
+    struct gw_req bad = {wire, wlen, 0, 997, -1, false, false};
+    b = gw_body_new(&bad, &auth, true);
+    assert_true(drain(b, out, sizeof(out), &got) < 0);
+    assert_true(got < wl - strlen(crc) - 30);
+    struct gw_auth_fail f;
+    assert_true(gw_body_fail(b, &f));
+    assert_string_equal(f.code, "BadDigest");
+    gw_body_free(b);
+
+    /* no checksum trailer: nothing to re-frame, the plain body goes on */
+    auth.trailer = NULL;
+    snprintf(wire, sizeof(wire), "3\r\nabc\r\n0\r\n\r\n");
+    struct gw_req plain = {wire, strlen(wire), 0, 5, -1, false, false};
+    auth.decoded_length = 3;
+    b = gw_body_new(&plain, &auth, true);
+    assert_null(gw_body_upstream_trailer(b));
+    assert_int_equal(gw_body_upstream_length(b), 3);
+    assert_int_equal(drain(b, out, sizeof(out), &got), 0);
+    assert_int_equal(got, 3);
+    assert_memory_equal(out, "abc", 3);
     gw_body_free(b);
 }
 
@@ -217,7 +278,7 @@ test_chunked_body_cut_short(void **state)
     struct gw_auth auth = {.payload = GW_PAYLOAD_CHUNKED_UNSIGNED_TRL,
                            .decoded_length = sizeof(data),
                            .trailer = "x-amz-checksum-crc32"};
-    struct gw_body *b = gw_body_new(&req, &auth);
+    struct gw_body *b = gw_body_new(&req, &auth, false);
     size_t got;
     assert_true(drain(b, out, sizeof(out), &got) < 0);
     assert_true(got < sizeof(data));
@@ -235,6 +296,7 @@ main(void)
         cmocka_unit_test(test_sha256_mismatch_never_hands_over_the_last_byte),
         cmocka_unit_test(test_unsigned_payload_passes_through),
         cmocka_unit_test(test_unsigned_trailer_decoded_and_checked),
+        cmocka_unit_test(test_unsigned_trailer_reframed_for_the_upstream),
         cmocka_unit_test(test_chunked_body_cut_short),
     };
     return cmocka_run_group_tests_name("body", tests, NULL, NULL);

@@ -111,6 +111,7 @@ test_dev_json(void **state)
     assert_string_equal(cfg->upstream.secret_key, "devsk");
     assert_null(cfg->upstream.session_token);
     assert_int_equal(cfg->upstream.addressing, GW_ADDR_PATH);
+    assert_int_equal(cfg->upstream.checksum_trailers, GW_TRAILERS_AUTO);
     assert_int_equal(cfg->election.backend, GW_ELECT_DIR);
     assert_non_null(cfg->election.path);
     assert_int_equal(cfg->nprincipals, 0);
@@ -523,6 +524,24 @@ test_endpoint(void **state)
     expect_err("{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"
                "\"http://h\",\"addressing\":\"host\",\"access_key\":\"a\",\"secret_key\":\"s\"}}",
                "upstream.addressing: must be \"path\" or \"virtual\"");
+    expect_err("{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"
+               "\"http://h\",\"checksum_trailers\":\"on\",\"access_key\":\"a\",\"secret_key\":"
+               "\"s\"}}",
+               "upstream.checksum_trailers: must be \"auto\" or \"forward\" or \"verify\"");
+    const char *modes[] = {"auto", "forward", "verify"};
+    for (int i = 0; i < 3; i++) {
+        char json[256];
+        (void)snprintf(json, sizeof(json),
+                       "{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{"
+                       "\"endpoint\":\"http://h\",\"checksum_trailers\":\"%s\",\"access_key\":"
+                       "\"a\",\"secret_key\":\"s\"}}",
+                       modes[i]);
+        struct gw_config *cfg = load_ok(json);
+        assert_int_equal(cfg->upstream.checksum_trailers, i == 0   ? GW_TRAILERS_AUTO
+                                                          : i == 1 ? GW_TRAILERS_FORWARD
+                                                                   : GW_TRAILERS_VERIFY);
+        gw_config_free(cfg);
+    }
 }
 
 static void

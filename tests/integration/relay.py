@@ -1,0 +1,138 @@
+"""A TCP relay for the integration tests: it sits between the gateway and RGW,
+records what the gateway sends upstream and can delay a request."""
+
+import socket
+import threading
+import time
+
+
+class DelayRelay:
+    """A TCP relay between the gateway and RGW that holds a request carrying
+    `x-test-delay-ms` for that long after receiving it completely, before
+    passing it on.  It simulates a slow upstream, not S3: RGW still stores.
+    Every complete request it passes on is kept in `requests` (raw bytes),
+    so tests can check what the gateway really sent upstream."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(32)
+        self.port = self.lsock.getsockname()[1]
+        self.stop = False
+        self.log = []  # (event, monotonic time)
+        self.requests = []  # raw requests as forwarded, in order
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self):
+        self.lsock.settimeout(0.2)
+        while not self.stop:
+            try:
+                c, _ = self.lsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return  # closed by close()
+            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            t.start()
+
+    @staticmethod
+    def _read_message(sock, buf, is_response, head_only=False):
+        """One message: (bytes, leftover).  Bodies by Content-Length, or (responses)
+        chunked to the last chunk and its trailers."""
+        while b"\r\n\r\n" not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None, buf
+            buf += chunk
+        head, rest = buf.split(b"\r\n\r\n", 1)
+        length = 0
+        chunked = False
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                length = int(v.strip())
+            elif k.strip().lower() == b"transfer-encoding" and b"chunked" in v.lower():
+                chunked = True
+        if head_only:
+            length = 0
+            chunked = False
+        if chunked:
+            pos = 0
+            while True:  # walk the chunks: size line, data, CRLF; the last is "0"
+                while b"\r\n" not in rest[pos:]:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return None, b""
+                    rest += chunk
+                eol = rest.index(b"\r\n", pos)
+                size = int(rest[pos:eol].split(b";")[0], 16)
+                if size == 0:
+                    while b"\r\n\r\n" not in rest[eol:]:
+                        chunk = sock.recv(65536)
+                        if not chunk:
+                            return None, b""
+                        rest += chunk
+                    length = rest.index(b"\r\n\r\n", eol) + 4
+                    break
+                pos = eol + 2 + size + 2
+                while len(rest) < pos:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return None, b""
+                    rest += chunk
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return None, b""
+            rest += chunk
+        return head + b"\r\n\r\n" + rest[:length], rest[length:]
+
+    def _serve(self, c):
+        up = socket.create_connection(("127.0.0.1", self.upstream_port))
+        buf = b""
+        try:
+            while not self.stop:
+                req, buf = self._read_message(c, buf, False)
+                if req is None:
+                    return
+                head = req.split(b"\r\n\r\n", 1)[0].lower()
+                tag = None
+                for line in head.split(b"\r\n"):
+                    if line.startswith(b"x-test-delay-ms:"):
+                        delay = int(line.split(b":")[1]) / 1000
+                        tag = line
+                        self.log.append(("held", time.monotonic()))
+                        time.sleep(delay)
+                self.requests.append(req)
+                up.sendall(req)
+                if tag is not None:
+                    self.log.append(("forwarded-delayed", time.monotonic()))
+                elif head.startswith(b"put "):
+                    self.log.append(("forwarded-put", time.monotonic()))
+                resp, _ = self._read_message(up, b"", True, head_only=head.startswith(b"head "))
+                if resp is None:
+                    return
+                c.sendall(resp)
+        except OSError:
+            return
+        finally:
+            c.close()
+            up.close()
+
+    def close(self):
+        self.stop = True
+        self.threads[0].join(5)
+        self.lsock.close()
+
+
+def split_request(raw):
+    """(request line, {lowercase header: value}, body) of a raw HTTP/1.1 request."""
+    head, body = raw.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return lines[0], headers, body
