@@ -14,12 +14,17 @@ import base64
 import hashlib
 import io
 import os
+import subprocess
 import time
 import zlib
 
+import boto3
+import botocore.config
 import requests
+import urllib3
 from botocore.httpchecksum import AwsChunkedWrapper, Crc32Checksum
 
+from conftest import free_port
 from relay import DelayRelay, split_request
 from test_auth import AK, SK, SK2, error_code, principals, rgw_keys, signed, unsigned_trailer_put
 
@@ -187,3 +192,39 @@ def test_auto_without_an_s3_bucket_verifies(gateway, rgw, bucket):
     data = os.urandom(1000)
     r = unsigned_trailer_put(f"{gw.url}/{bucket}/tr/noprobe", data, crc32_b64(data), ak=AK, sk=SK)
     assert r.status_code == 200, r.text
+
+
+
+def test_boto3_over_tls_sends_trailers(gateway, rgw, bucket, tmp_path):
+    """A real SDK's trailer: boto3 with ChecksumAlgorithm over https sends
+    STREAMING-UNSIGNED-PAYLOAD-TRAILER (over http it sends a header).  Through
+    the gateway's TLS listener in "verify" mode it is verified and stored."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    tls_port = free_port()
+    gw, relay = relayed_gateway(gateway, rgw, "verify", extra={"listen": [
+        f"127.0.0.1:{free_port()}",
+        {"address": f"127.0.0.1:{tls_port}", "tls_cert": str(cert), "tls_key": str(key)}]})
+    try:
+        urllib3.disable_warnings()
+        c = boto3.client("s3", endpoint_url=f"https://127.0.0.1:{tls_port}",
+                         aws_access_key_id=AK, aws_secret_access_key=SK,
+                         region_name="us-east-1", verify=False,
+                         config=botocore.config.Config(s3={"addressing_style": "path"}))
+        sent = []
+        c.meta.events.register("before-send.s3.PutObject",
+                               lambda request, **kw: sent.append(
+                                   {k.lower(): v.decode() if isinstance(v, bytes) else v
+                                    for k, v in request.headers.items()}))
+        data = os.urandom(300 * 1024)
+        c.put_object(Bucket=bucket, Key="tr/boto3", Body=data, ChecksumAlgorithm="CRC32")
+        assert sent[0]["x-amz-content-sha256"] == "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+        assert sent[0]["x-amz-trailer"] == "x-amz-checksum-crc32"
+        assert rgw.client().get_object(Bucket=bucket, Key="tr/boto3")["Body"].read() == data
+        (headers, body), = puts_to(relay, "/tr/boto3")
+        assert body == data and "x-amz-trailer" not in headers
+        assert "x-amz-sdk-checksum-algorithm" not in headers
+    finally:
+        relay.close()
