@@ -71,7 +71,7 @@ struct es3_op {
     char *prefix;               /* LIST: owned copy, to check the answer */
     char *start_after;          /* LIST: owned copy or NULL */
     uint32_t max;               /* LIST: max keys asked for */
-    const char *payload_hash;   /* OP_PUT: static x-amz-content-sha256, or NULL (hashed) */
+    const char *payload_hash;   /* OP_PUT: x-amz-content-sha256 (borrowed), or NULL (hashed) */
     char what[96];              /* for logs: "PUT key" (key shortened) */
 };
 
@@ -461,9 +461,7 @@ op_start(struct es3 *be, struct es3_op *op, const char *method, const char *key,
 {
     struct buf raw_key;
     struct gw_s3msg m;
-    char hash[sizeof(GW_SIGV4_STREAMING_UTRL) > GW_SIGV4_HEX_LEN + 1
-                  ? sizeof(GW_SIGV4_STREAMING_UTRL)
-                  : GW_SIGV4_HEX_LEN + 1];
+    char hash[GW_SIGV4_HEX_LEN + 1];
     buf_init(&raw_key, ES3_RAW_MAX);
     gw_s3msg_init(&m);
     if (op->what[0] == '\0') {
@@ -471,10 +469,10 @@ op_start(struct es3 *be, struct es3_op *op, const char *method, const char *key,
     }
 
     int rc = 0;
-    if (op->payload_hash != NULL) {
-        (void)snprintf(hash, sizeof(hash), "%s", op->payload_hash);
-    } else {
+    const char *payload_hash = op->payload_hash; /* a fixed one (OP_PUT), else the body's */
+    if (payload_hash == NULL) {
         rc = gw_sigv4_sha256_hex(op->req_body != NULL ? op->req_body : "", op->req_len, hash);
+        payload_hash = hash;
     }
     if (rc == 0 && key != NULL) {
         rc = gw_s3sign_encode(key, true, &raw_key);
@@ -489,7 +487,7 @@ op_start(struct es3 *be, struct es3_op *op, const char *method, const char *key,
         .query = query,
         .extra = extra,
         .nextra = nextra,
-        .payload_hash = hash,
+        .payload_hash = payload_hash,
         .policy = GW_S3SIGN_SIGN_ALL,
     };
     rc = gw_s3signer_sign(be->signer, &rq, &m);
@@ -735,8 +733,7 @@ gw_elect_s3_put(struct elect_backend *base, const char *key, const char *body, s
                 const struct gw_sigv4_header *extra, size_t nextra, const char *payload_hash,
                 elect_be_del_fn *cb, void *arg)
 {
-    if (base == NULL || base->ops != &es3_ops ||
-        (payload_hash != NULL && strlen(payload_hash) > GW_SIGV4_HEX_LEN)) {
+    if (base == NULL || base->ops != &es3_ops) {
         return ERR_INVAL;
     }
     struct es3 *be = (struct es3 *)base;

@@ -82,8 +82,8 @@ struct elect_backend *gw_elect_s3_new(struct gw_upstream *up, const struct gw_co
 
 /*
  * gw_elect_s3_put - a PUT of body (sent as given) on key with extra headers
- * (all signed) and payload_hash as x-amz-content-sha256 (static, at most 64
- * characters; NULL: the body's SHA-256).  Not part of the election: the
+ * (all signed) and payload_hash as x-amz-content-sha256 (borrowed until the
+ * callback; NULL: the body's SHA-256).  Not part of the election: the
  * gateway's own probes of its upstream (gateway/trailer_probe.c) use the
  * election's bucket through it.
  * [in] cb  cb(arg, err) with err mapped as for create (2xx is 0; no ETag needed)

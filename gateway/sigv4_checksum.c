@@ -87,11 +87,12 @@ gw_crc32c_update(uint32_t crc, const void *p, size_t n)
 static const struct {
     enum gw_checksum_alg alg;
     const char *name;
+    size_t digest_len; /* bytes of the big-endian digest */
 } alg_names[] = {
-    {GW_CHECKSUM_CRC32, "x-amz-checksum-crc32"},
-    {GW_CHECKSUM_CRC32C, "x-amz-checksum-crc32c"},
-    {GW_CHECKSUM_SHA1, "x-amz-checksum-sha1"},
-    {GW_CHECKSUM_SHA256, "x-amz-checksum-sha256"},
+    {GW_CHECKSUM_CRC32, "x-amz-checksum-crc32", 4},
+    {GW_CHECKSUM_CRC32C, "x-amz-checksum-crc32c", 4},
+    {GW_CHECKSUM_SHA1, "x-amz-checksum-sha1", 20},
+    {GW_CHECKSUM_SHA256, "x-amz-checksum-sha256", 32},
 };
 
 int
@@ -120,18 +121,12 @@ gw_checksum_header_name(enum gw_checksum_alg alg)
 size_t
 gw_checksum_b64_len(enum gw_checksum_alg alg)
 {
-    switch (alg) {
-    case GW_CHECKSUM_CRC32:
-    case GW_CHECKSUM_CRC32C:
-        return 8; /* 4 bytes */
-    case GW_CHECKSUM_SHA1:
-        return 28; /* 20 bytes */
-    case GW_CHECKSUM_SHA256:
-        return 44; /* 32 bytes */
-    case GW_CHECKSUM_NONE:
-    default:
-        return 0;
+    for (size_t i = 0; i < sizeof(alg_names) / sizeof(alg_names[0]); i++) {
+        if (alg_names[i].alg == alg) {
+            return 4 * ((alg_names[i].digest_len + 2) / 3); /* base64 with padding */
+        }
     }
+    return 0;
 }
 
 int
