@@ -38,6 +38,8 @@ err_str(int err)
         return "try again";
     case ERR_UNSUPPORTED:
         return "not supported";
+    case ERR_EXPIRED:
+        return "lease expired";
     default:
         return "unknown error";
     }

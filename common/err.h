@@ -30,6 +30,7 @@ enum err_code {
     ERR_CLOSED = -14,      /* the peer went away or the object was shut down */
     ERR_AGAIN = -15,       /* not now: would block or paused */
     ERR_UNSUPPORTED = -16, /* a valid request this build does not implement */
+    ERR_EXPIRED = -17,     /* a lease ended (released or run out) and no window can be opened */
 };
 
 /*

@@ -30,6 +30,9 @@ elect_opts_init(struct elect_opts *o)
     o->max_wait_ms = 60000;
     o->poll_ms = 1000;
     o->gc_delay_ms = 1000;
+    o->shared = false;
+    o->shared_window_ms = 5000;
+    o->commit_margin_ms = 1000;
 }
 
 /* elect_timer callback, registered by elect_new */
@@ -72,7 +75,8 @@ elect_new(const struct elect_opts *o, struct elect **out)
     if (o->base == NULL || o->prefix == NULL || strlen(o->prefix) > 512 ||
         !text_ok(o->granted_by, ELECT_GRANTED_BY_MAX) || o->min_lease_ms == 0 ||
         o->min_lease_ms > o->default_lease_ms || o->default_lease_ms > o->max_lease_ms ||
-        o->max_lease_ms > ELECT_LEASE_MS_MAX || o->keep_epochs == 0 || o->poll_ms == 0) {
+        o->max_lease_ms > ELECT_LEASE_MS_MAX || o->keep_epochs == 0 || o->poll_ms == 0 ||
+        (o->shared && o->shared_window_ms == 0)) {
         goto fail;
     }
     err = ERR_NOMEM;
@@ -98,6 +102,7 @@ elect_new(const struct elect_opts *o, struct elect **out)
     LIST_INIT(&e->tickets);
     LIST_INIT(&e->checks);
     e->form = ELECT_ETAG_QUOTED;
+    e->started = clock_mono_ms();
     e->probe = PROBE_IDLE;
     (void)snprintf(e->reason, sizeof(e->reason), "self-test not started");
     *out = e;
@@ -277,20 +282,65 @@ elect_lock_find(struct elect *e, const char *name, bool create)
 /* ---- observations ---- */
 
 void
-elect_observe(struct elect_lock *lk, const struct elect_lockfile *rec, const char *etag,
-              const struct elect_obj_meta *meta, uint64_t now)
+elect_latest_raise(struct elect_lock *lk, uint64_t epoch)
 {
-    bool changed = !lk->have || lk->rec.epoch != rec->epoch || strcmp(lk->etag, etag) != 0;
+    if (epoch <= lk->latest) {
+        return;
+    }
+    lk->latest = epoch;
+    if (lk->have && lk->rec.epoch < epoch) {
+        /* the record we hold is no longer the latest: nothing is decided on it */
+        lk->have = false;
+        lk->win_until = 0;
+        lk->ran_out = false;
+    }
+    struct elect *e = lk->e;
+    if (e->learn != NULL) {
+        e->learn(e->learn_arg, lk->name, epoch);
+    }
+}
+
+/* The window one observation of a live record gives (elect.h "Write windows"). */
+static uint64_t
+window_of(const struct elect *e, const struct elect_lockfile *rec, const struct elect_obs *o,
+          bool own_write, uint64_t sent)
+{
+    uint64_t w = 0;
+    uint64_t top = sent + rec->lease_ms;
+    if (own_write) {
+        w = top; /* our write landed after sent: no one saw it unchanged before then */
+    } else if (o->store_age_ms >= 0) {
+        uint64_t age = (uint64_t)o->store_age_ms + (o->store_whole_sec ? 1000u : 0u);
+        w = top > age ? top - age : 0;
+    }
+    if (e->opts.shared && w > sent + e->opts.shared_window_ms) {
+        w = sent + e->opts.shared_window_ms;
+    }
+    return w;
+}
+
+void
+elect_observe(struct elect_lock *lk, const struct elect_lockfile *rec, const char *etag,
+              const struct elect_obj_meta *meta, uint64_t sent, uint64_t now)
+{
+    if (rec->epoch < lk->latest) {
+        return; /* an older epoch's record: decisions are taken only on the latest (item 7) */
+    }
+    elect_latest_raise(lk, rec->epoch);
+    bool new_epoch = !lk->have || lk->rec.epoch != rec->epoch;
+    bool changed = new_epoch || strcmp(lk->etag, etag) != 0;
     if (changed) {
         /* G6 observer rule: a version seen for the first time counts as just changed. */
         lk->obs.changed_mono = now;
+        lk->ran_out = false;
+        lk->expired_by_us = false;
+    }
+    if (new_epoch) {
+        lk->win_until = 0;
     }
     lk->rec = *rec;
     (void)snprintf(lk->etag, sizeof(lk->etag), "%s", etag);
     lk->have = true;
-    if (rec->epoch > lk->latest) {
-        lk->latest = rec->epoch;
-    }
     lk->obs.lease_ms = rec->lease_ms;
     lk->obs.released = rec->expired;
     lk->obs.read_mono = now;
@@ -301,6 +351,28 @@ elect_observe(struct elect_lock *lk, const struct elect_lockfile *rec, const cha
         lk->obs.store_age_ms = age > 0 ? age : 0;
         lk->obs.store_whole_sec = meta->date_ms % 1000 == 0 && meta->last_modified_ms % 1000 == 0;
     }
+    if (rec->expired) {
+        lk->win_until = 0; /* released or expired: no write of this epoch any more */
+        return;
+    }
+    /* Each observation's bound stays true: keep the furthest. */
+    uint64_t w = window_of(lk->e, rec, &lk->obs, meta == NULL, sent);
+    if (w > lk->win_until) {
+        lk->win_until = w;
+    }
+}
+
+uint64_t
+elect_free_at(const struct elect_lock *lk)
+{
+    const struct elect *e = lk->e;
+    if (!lk->have || !lk->rec.expired || lk->expired_by_us || !e->opts.shared) {
+        return 0;
+    }
+    /* A release: every other gateway's window (capped at shared_window_ms from a read
+     * that saw the epoch live, so sent before the release landed) has closed, and what
+     * was sent inside it has committed, by then. */
+    return lk->obs.changed_mono + e->opts.shared_window_ms + e->opts.commit_margin_ms;
 }
 
 void
@@ -346,8 +418,12 @@ elect_lock_free_now(struct elect_lock *lk, uint64_t now, bool *need_read)
         *need_read = true;
         return false;
     }
+    if (lk->rec.epoch != lk->latest) {
+        *need_read = true;
+        return false;
+    }
     if (lk->rec.expired) {
-        return true;
+        return now >= elect_free_at(lk);
     }
     if (elect_lease_live(&lk->obs, now, NULL)) {
         return false;
@@ -659,6 +735,49 @@ elect_peek(struct elect *e, const char *lock, struct elect_info *info)
 }
 
 void
+elect_set_learn(struct elect *e, elect_learn_fn *fn, void *arg)
+{
+    e->learn = fn;
+    e->learn_arg = arg;
+}
+
+int
+elect_window_peek(struct elect *e, const char *lock, uint64_t epoch, uint64_t now,
+                  struct elect_window *w)
+{
+    if (!elect_lock_valid(lock) || epoch == 0 || epoch > ELECT_EPOCH_MAX) {
+        return ERR_INVAL;
+    }
+    struct elect_lock *lk = elect_lock_find(e, lock, false);
+    if (lk == NULL) {
+        return ERR_NOTFOUND;
+    }
+    memset(w, 0, sizeof(*w));
+    w->latest = lk->latest;
+    if (lk->latest > epoch) {
+        w->state = ELECT_WIN_SUPERSEDED;
+        return 0;
+    }
+    if (!lk->have || lk->rec.epoch != epoch) {
+        return ERR_NOTFOUND;
+    }
+    if (!e->opts.shared && strcmp(lk->rec.granted_by, e->granted_by) != 0) {
+        w->state = ELECT_WIN_FOREIGN;
+        return 0;
+    }
+    if (lk->rec.expired || (lk->ran_out && lk->win_until <= now)) {
+        w->state = ELECT_WIN_ENDED;
+        return 0;
+    }
+    if (lk->win_until > now) {
+        w->state = ELECT_WIN_OPEN;
+        w->until = lk->win_until;
+        return 0;
+    }
+    return ERR_NOTFOUND;
+}
+
+void
 elect_call_cancel(struct elect *e, struct elect_call *c)
 {
     (void)e;
@@ -741,6 +860,10 @@ step(struct elect *e, struct elect_lock *lk, struct elect_call *c, uint64_t now)
         if (need_read) {
             elect_seq_refresh(e, lk);
             return;
+        }
+        uint64_t handover = elect_free_at(lk);
+        if (handover > c->deadline) {
+            c->deadline = handover; /* released: the hand-over is a short wait, not "held" */
         }
         if (c->deadline <= now) {
             elect_call_complete(c, ERR_CONFLICT, false);
@@ -878,6 +1001,10 @@ lock_wake(struct elect *e, struct elect_lock *lk, uint64_t now)
     uint64_t rem;
     if (lk->have && elect_lease_live(&lk->obs, now, &rem) && now + rem < at) {
         at = now + rem;
+    }
+    uint64_t handover = elect_free_at(lk);
+    if (handover > now && handover < at) {
+        at = handover;
     }
     return at;
 }

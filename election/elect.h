@@ -85,7 +85,60 @@ struct elect_opts {
                                       see other gateways' changes (default 1000; it is
                                       also bounded by lease_ms / 4, at least 50) */
     uint32_t gc_delay_ms;          /* GC runs this long after a grant (default 1000) */
+    bool shared;                   /* other gateways share this election (DESIGN "Many
+                                      gateways"): windows are capped at shared_window_ms and a
+                                      released lock is handed over only after
+                                      shared_window_ms + commit_margin_ms (default false) */
+    uint32_t shared_window_ms;     /* see shared (default 5000) */
+    uint32_t commit_margin_ms;     /* a renewal is written only with this much window left; the
+                                      release hand-over waits this much longer (default 1000) */
 };
+
+/*
+ * Write windows (DESIGN "Write windows").  For the latest epoch T of a lock
+ * the election keeps `until`, an instant on this process's monotonic clock
+ * before which no gateway can grant T+1:
+ *   - own grant or renewal of T, request sent at s:  s + lease_ms;
+ *   - a read of T's file sent at s, T not released:  s + lease_ms - age - slack,
+ *     age = the response's Date - the file's Last-Modified (the store's own
+ *     clock), slack 1000 ms when both are whole seconds (HTTP dates);
+ *   - shared: never more than s + shared_window_ms.
+ * Every observation only raises it (each bound stays true); a release or
+ * expiry closes it.  Why it holds: an epoch is created only after the
+ * previous record stayed unchanged for its lease on the granter's clock and
+ * was then rewritten expired:true with If-Match on that very version (so a
+ * renewal and a takeover are one compare-and-swap on one object: whichever
+ * lands first makes the other fail), or after a release plus, when shared,
+ * shared_window_ms + commit_margin_ms.
+ */
+enum elect_window_state {
+    ELECT_WIN_OPEN = 0,    /* no gateway can grant epoch+1 before `until` */
+    ELECT_WIN_ENDED,       /* the epoch's lease ended: released, expired or run out */
+    ELECT_WIN_SUPERSEDED,  /* a newer epoch exists (latest) */
+    ELECT_WIN_NOT_GRANTED, /* no such epoch was ever granted */
+    ELECT_WIN_FOREIGN,     /* not shared, yet the file was written by another gateway id */
+};
+
+struct elect_window {
+    enum elect_window_state state;
+    uint64_t until;  /* OPEN: monotonic ms (clock_mono_ms) */
+    uint64_t latest; /* the latest epoch known */
+};
+
+/*
+ * elect_window_fn - an elect_window_read finished.
+ * [in] err  0 (w filled), or ERR_UPSTREAM / ERR_TIMEOUT / ERR_IO / ERR_INVAL /
+ *           ERR_VERSION / ERR_NOMEM: unknown (refuse the write with 503)
+ * [in] w    borrowed for the call
+ */
+typedef void elect_window_fn(void *arg, int err, const struct elect_window *w);
+
+/*
+ * elect_learn_fn - the election learned that epoch exists for lock (its own
+ * grant, or a file it read); called once per rise of the lock's latest epoch,
+ * on the loop, possibly from inside another elect call.
+ */
+typedef void elect_learn_fn(void *arg, const char *lock, uint64_t epoch);
 
 /* What a call learned about a lock's latest epoch. */
 struct elect_info {
@@ -246,6 +299,32 @@ MUST_USE int elect_peek(struct elect *e, const char *lock, struct elect_info *in
  */
 MUST_USE int elect_epoch_check(struct elect *e, const char *lock, uint64_t epoch,
                                elect_check_fn *cb, void *arg);
+
+/*
+ * elect_set_learn - install the observer told of every new latest epoch (the
+ * fence advances on it: DESIGN "the fence learns every epoch the election
+ * learns").  NULL to remove.
+ */
+void elect_set_learn(struct elect *e, elect_learn_fn *fn, void *arg);
+
+/*
+ * elect_window_peek - what memory alone says of epoch's window at now.
+ * [out] w  filled on 0
+ * Returns 0 (decided: OPEN with until > now, SUPERSEDED, ENDED or FOREIGN),
+ * ERR_NOTFOUND (read the file: elect_window_read), ERR_INVAL (bad lock or epoch).
+ */
+MUST_USE int elect_window_peek(struct elect *e, const char *lock, uint64_t epoch, uint64_t now,
+                               struct elect_window *w);
+
+/*
+ * elect_window_read - read epoch's file (one GET; a LIST when it is missing)
+ * and answer its window.  What it learns is kept (elect_window_peek sees it)
+ * and a newer epoch is told to the learn observer.
+ * Returns 0 (cb runs once, later, unless elect_free), ERR_INVAL, ERR_NOMEM, or
+ * a backend error starting the read (cb never runs).
+ */
+MUST_USE int elect_window_read(struct elect *e, const char *lock, uint64_t epoch,
+                               elect_window_fn *cb, void *arg);
 
 /*
  * elect_call_cancel - the caller lost interest (client hang-up): cb will not

@@ -45,6 +45,7 @@ enum call_step {
     STEP_W_PUT,      /* renew/release: replace-if-match */
     STEP_W_CHECK,    /* renew/release: GET after an ambiguous replace */
     STEP_STORE,      /* acquire: waiting for store_elect_advance */
+    STEP_EXPIRE,     /* acquire: rewrite of a run-out latest epoch with expired:true */
 };
 
 struct elect_lock;
@@ -69,6 +70,9 @@ struct elect_call {
     char lease_id[ELECT_LEASE_ID_HEX + 1]; /* renew/release: presented; acquire: generated */
     char grant_id[ELECT_GRANT_ID_HEX + 1]; /* acquire: of the create in flight */
     int attempts;                          /* creates / rewrites started */
+    uint64_t sent;                 /* mono ms the first create / the rewrite was sent */
+    uint64_t read_sent;            /* mono ms the last GET of this call was sent */
+    bool read_fresh;               /* renew: the record was read by this call */
     bool superseded;               /* renew/release: a newer epoch exists; answer after a refresh */
     struct elect_lockfile rec;     /* renew/release: the epoch's record as read; acquire: written */
     char etag[ELECT_ETAG_MAX + 1]; /* renew/release: its etag */
@@ -92,6 +96,11 @@ struct elect_lock {
     struct elect_lockfile rec;
     char etag[ELECT_ETAG_MAX + 1];
     struct elect_obs obs;           /* lease judgement inputs for rec */
+    uint64_t win_until;             /* mono ms before which no gateway can grant latest+1
+                                       (elect.h "Write windows"); 0 = none */
+    bool ran_out;                   /* a window read found rec's lease run out */
+    bool expired_by_us;             /* rec is expired:true by our own takeover (no hand-over
+                                       wait: its lease had run out already) */
     uint64_t valid_from;            /* mono ms: the state reflects the store at or after this */
     bool just_listed;               /* a refresh just completed and nothing happened since */
     bool busy;                      /* a backend sequence is in flight */
@@ -100,6 +109,7 @@ struct elect_lock {
     uint64_t refresh_seq;           /* calls with seq <= this were queued before it started */
     uint64_t refresh_from;          /* epoch the refresh's LIST started after */
     uint64_t refresh_newest;        /* newest epoch its LIST has found so far */
+    uint64_t refresh_get_sent;      /* mono ms its GET was sent */
     bool poll_due;                  /* waiting calls need a re-read */
     uint64_t last_read;             /* mono ms of the last refresh start */
     bool pumping;                   /* elect_pump is running for this lock */
@@ -119,14 +129,16 @@ struct elect_ticket {
     void *check_arg;
 };
 
-/* A G4 lookup reading an epoch file. */
+/* A G4 lookup or a window read of an epoch file. */
 struct elect_check {
     LIST_ENTRY(elect_check) link;
     struct elect *e;
     char lock[ELECT_LOCK_MAX + 1];
     uint64_t epoch;
-    elect_check_fn *cb;
+    elect_check_fn *cb;     /* G4 lookup, or NULL */
+    elect_window_fn *wcb;   /* window read, or NULL */
     void *arg;
+    uint64_t sent;          /* mono ms the GET was sent */
 };
 
 /* Self-test states. */
@@ -147,6 +159,9 @@ struct elect {
     struct elect_opts opts;   /* copy; its strings point at the owned copies above */
     struct elect_timer *timer;
     uint64_t call_seq; /* last call sequence number handed out */
+    uint64_t started;  /* mono ms of elect_new */
+    elect_learn_fn *learn; /* told of every new latest epoch, or NULL */
+    void *learn_arg;
     uint64_t timer_at; /* mono ms the timer is armed for (0 = disarmed) */
     struct elect_lock *table[ELECT_NBUCKETS];
     LIST_HEAD(elect_gc_list, elect_lock) gc_list;
@@ -178,7 +193,9 @@ void elect_call_finish(struct elect_call *c);
 void elect_info_fill(struct elect *e, struct elect_lock *lk, uint64_t now, struct elect_info *info);
 void elect_reschedule(struct elect *e);
 void elect_observe(struct elect_lock *lk, const struct elect_lockfile *rec, const char *etag,
-                   const struct elect_obj_meta *meta, uint64_t now);
+                   const struct elect_obj_meta *meta, uint64_t sent, uint64_t now);
+void elect_latest_raise(struct elect_lock *lk, uint64_t epoch);
+uint64_t elect_free_at(const struct elect_lock *lk);
 void elect_cache_note(struct elect *e, struct elect_lock *lk, uint64_t epoch);
 MUST_USE int elect_cache_advance(struct elect *e, struct elect_lock *lk, uint64_t epoch,
                                  struct elect_call *call, elect_check_fn *check_cb,

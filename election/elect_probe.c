@@ -381,10 +381,9 @@ on_check_get(void *arg, int err, const char *body, size_t len, const struct elec
         return;
     }
     if (rec.epoch > lk->latest) {
-        lk->latest = rec.epoch;
-        lk->have = false; /* the record we hold (if any) is no longer the latest */
-        lk->known = false;
+        lk->known = false; /* a refresh is due before the election decides on it */
     }
+    elect_observe(lk, &rec, meta->etag, meta, k->sent, clock_mono_ms());
     free(k);
     if (e->store == NULL || rec.epoch <= lk->cached) {
         cb(cbarg, 0, true);
@@ -429,7 +428,140 @@ elect_epoch_check(struct elect *e, const char *lock, uint64_t epoch, elect_check
     char key[ELECT_KEY_MAX + 1];
     int err = elect_lockfile_key(e->prefix, lock, epoch, key, sizeof(key));
     if (err == 0) {
+        k->sent = clock_mono_ms();
         err = elect_backend_get(e->be, key, on_check_get, k);
+    }
+    if (err != 0) {
+        free(k);
+        return err;
+    }
+    LIST_INSERT_HEAD(&e->checks, k, link);
+    return 0;
+}
+
+/* ---- window reads (elect_window_read) ---- */
+
+static void
+window_answer(struct elect_check *k, int err, enum elect_window_state state, uint64_t until,
+              uint64_t latest)
+{
+    elect_window_fn *cb = k->wcb;
+    void *arg = k->arg;
+    struct elect_window w = {state, until, latest};
+    free(k);
+    cb(arg, err, &w);
+}
+
+/* elect_be_list_fn, registered by on_window_get: is there an epoch after k->epoch? */
+static void
+on_window_list(void *arg, int err, const char *const *keys, size_t n, bool truncated)
+{
+    struct elect_check *k = arg;
+    struct elect *e = k->e;
+    (void)truncated;
+    LIST_REMOVE(k, link);
+    if (err != 0) {
+        window_answer(k, err, ELECT_WIN_ENDED, 0, 0);
+        return;
+    }
+    struct elect_lock *lk = elect_lock_find(e, k->lock, true);
+    if (lk == NULL) {
+        window_answer(k, ERR_NOMEM, ELECT_WIN_ENDED, 0, 0);
+        return;
+    }
+    uint64_t ep;
+    if (n > 0 && elect_lockfile_key_epoch(e->prefix, k->lock, keys[0], &ep) == 0 &&
+        ep > k->epoch) {
+        lk->known = false;
+        elect_latest_raise(lk, ep);
+        elect_cache_note(e, lk, ep);
+        window_answer(k, 0, ELECT_WIN_SUPERSEDED, 0, lk->latest);
+        return;
+    }
+    window_answer(k, 0, ELECT_WIN_NOT_GRANTED, 0, lk->latest);
+}
+
+/* elect_be_get_fn, registered by elect_window_read */
+static void
+on_window_get(void *arg, int err, const char *body, size_t len, const struct elect_obj_meta *meta)
+{
+    struct elect_check *k = arg;
+    struct elect *e = k->e;
+    uint64_t now = clock_mono_ms();
+    struct elect_lock *lk = elect_lock_find(e, k->lock, true);
+    if (lk == NULL) {
+        LIST_REMOVE(k, link);
+        window_answer(k, ERR_NOMEM, ELECT_WIN_ENDED, 0, 0);
+        return;
+    }
+    if (err == ERR_NOTFOUND && lk->latest <= k->epoch) {
+        /* Never granted, or collected because a newer epoch exists (GC never
+         * deletes the latest): one LIST tells which. */
+        char dir[ELECT_KEY_MAX + 1];
+        char after[ELECT_KEY_MAX + 1];
+        err = elect_lockfile_dir(e->prefix, k->lock, dir, sizeof(dir));
+        if (err == 0) {
+            err = elect_lockfile_key(e->prefix, k->lock, k->epoch, after, sizeof(after));
+        }
+        if (err == 0) {
+            err = elect_backend_list(e->be, dir, after, 1, on_window_list, k);
+        }
+        if (err == 0) {
+            return; /* k stays listed */
+        }
+    }
+    LIST_REMOVE(k, link);
+    struct elect_lockfile rec;
+    if (err == 0) {
+        err = elect_lockfile_decode(body, len, &rec);
+        if (err == 0 && (strcmp(rec.lock, k->lock) != 0 || rec.epoch != k->epoch)) {
+            err = ERR_INVAL;
+        }
+    }
+    if (err != 0 && !(err == ERR_NOTFOUND && lk->latest > k->epoch)) {
+        log_warn("lock %s: reading epoch %llu for a write window: %s", k->lock,
+                 (unsigned long long)k->epoch, err_str(err));
+        window_answer(k, err, ELECT_WIN_ENDED, 0, lk->latest);
+        return;
+    }
+    if (err == 0) {
+        if (rec.epoch > lk->latest) {
+            lk->known = false;
+        }
+        elect_observe(lk, &rec, meta->etag, meta, k->sent, now);
+        elect_cache_note(e, lk, lk->latest);
+    }
+    struct elect_window w;
+    if (elect_window_peek(e, k->lock, k->epoch, now, &w) == 0) {
+        window_answer(k, 0, w.state, w.until, w.latest);
+        return;
+    }
+    /* Live by the record, but its lease has run out by the store's clock. */
+    lk->ran_out = true;
+    window_answer(k, 0, ELECT_WIN_ENDED, 0, lk->latest);
+}
+
+int
+elect_window_read(struct elect *e, const char *lock, uint64_t epoch, elect_window_fn *cb,
+                  void *arg)
+{
+    if (!elect_lock_valid(lock) || epoch == 0 || epoch > (uint64_t)ELECT_EPOCH_MAX || cb == NULL) {
+        return ERR_INVAL;
+    }
+    struct elect_check *k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        return ERR_NOMEM;
+    }
+    k->e = e;
+    (void)snprintf(k->lock, sizeof(k->lock), "%s", lock);
+    k->epoch = epoch;
+    k->wcb = cb;
+    k->arg = arg;
+    char key[ELECT_KEY_MAX + 1];
+    int err = elect_lockfile_key(e->prefix, lock, epoch, key, sizeof(key));
+    if (err == 0) {
+        k->sent = clock_mono_ms();
+        err = elect_backend_get(e->be, key, on_window_get, k);
     }
     if (err != 0) {
         free(k);

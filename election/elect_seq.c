@@ -87,9 +87,7 @@ on_refresh_get(void *arg, int err, const char *body, size_t len, const struct el
         /* The newest file is gone (deleted by hand): nothing to judge, and
          * the next grant is newest+1 all the same. */
         lk->have = false;
-        if (newest > lk->latest) {
-            lk->latest = newest;
-        }
+        elect_latest_raise(lk, newest);
         refresh_done(lk, 0);
         return;
     }
@@ -103,7 +101,7 @@ on_refresh_get(void *arg, int err, const char *body, size_t len, const struct el
         refresh_done(lk, err);
         return;
     }
-    elect_observe(lk, &rec, meta->etag, meta, now);
+    elect_observe(lk, &rec, meta->etag, meta, lk->refresh_get_sent, now);
     refresh_done(lk, 0);
 }
 
@@ -113,6 +111,7 @@ refresh_get(struct elect_lock *lk)
     char key[ELECT_KEY_MAX + 1];
     int err = elect_lockfile_key(lk->e->prefix, lk->name, lk->refresh_newest, key, sizeof(key));
     if (err == 0) {
+        lk->refresh_get_sent = clock_mono_ms();
         err = elect_backend_get(lk->e->be, key, on_refresh_get, lk);
     }
     if (err != 0) {
@@ -201,6 +200,7 @@ elect_seq_end(struct elect_call *c, int err, bool answer)
 /* ---- create: acquire's create-if-absent of epoch latest+1 ---- */
 
 static void do_create(struct elect_call *c);
+static void do_expire(struct elect_call *c);
 
 /* The state changed under us (a newer epoch, a lost race): forget the
  * freshness so the call at the head re-reads and decides again. */
@@ -246,6 +246,10 @@ elect_seq_create(struct elect_call *c)
         elect_seq_end(c, err, true);
         return;
     }
+    if (lk->have && lk->rec.epoch == lk->latest && !lk->rec.expired) {
+        do_expire(c); /* a lease that ran out: take it over by compare-and-swap first */
+        return;
+    }
     if (lk->just_listed) {
         do_create(c); /* the LIST that found `latest` just completed */
         return;
@@ -261,6 +265,65 @@ elect_seq_create(struct elect_call *c)
     }
     if (err == 0) {
         err = elect_backend_list(e->be, dir, lk->latest > 0 ? after : NULL, 1, on_guard_list, c);
+    }
+    if (err != 0) {
+        elect_seq_end(c, err, true);
+    }
+}
+
+/* elect_be_write_fn, registered by do_expire */
+static void
+on_expire(void *arg, int err, const struct elect_obj_meta *meta)
+{
+    struct elect_call *c = arg;
+    struct elect_lock *lk = c->lk;
+    if (err == 0) {
+        uint64_t now = clock_mono_ms();
+        elect_observe(lk, &c->rec, meta->etag, NULL, c->sent, now);
+        lk->expired_by_us = true;
+        log_info("lock %s: epoch %llu expired (its lease ran out) before granting the next",
+                 lk->name, (unsigned long long)c->rec.epoch);
+        /* It was the latest and unexpired until our If-Match landed, so no newer epoch
+         * exists: every creator expires (or finds released) the previous one first. */
+        do_create(c);
+        return;
+    }
+    if (err == ERR_CONFLICT || err == ERR_NOTFOUND || ambiguous(err)) {
+        /* renewed or released meanwhile, or unknown: read again and decide again */
+        invalidate(lk);
+        elect_seq_end(c, 0, false);
+        return;
+    }
+    elect_seq_end(c, err, true);
+}
+
+/*
+ * The latest epoch's lease ran out (its record unchanged for lease_ms on our
+ * clock, or by the store's own clock): rewrite it expired:true with If-Match
+ * on the version we judged.  A renewal that landed first makes this fail (and
+ * we wait again); one that comes later fails on its If-Match.  So a renewal
+ * answered 200 always means no newer epoch exists (DESIGN rule 4).
+ */
+static void
+do_expire(struct elect_call *c)
+{
+    struct elect *e = c->e;
+    struct elect_lock *lk = c->lk;
+    c->rec = lk->rec;
+    c->rec.expired = true;
+    c->rec.renewals++;
+    int64_t wall = clock_wall_ms();
+    c->rec.renewed_at_ms = wall > c->rec.renewed_at_ms ? wall : c->rec.renewed_at_ms;
+    char key[ELECT_KEY_MAX + 1];
+    int err = elect_lockfile_encode(&c->rec, c->body, sizeof(c->body), &c->body_len);
+    if (err == 0) {
+        err = elect_lockfile_key(e->prefix, lk->name, lk->rec.epoch, key, sizeof(key));
+    }
+    if (err == 0) {
+        c->step = STEP_EXPIRE;
+        c->sent = clock_mono_ms();
+        err = elect_backend_replace(e->be, key, lk->etag, e->form, c->body, c->body_len, on_expire,
+                                    c);
     }
     if (err != 0) {
         elect_seq_end(c, err, true);
@@ -298,6 +361,9 @@ do_create(struct elect_call *c)
         err = elect_lockfile_key(e->prefix, lk->name, c->token, key, sizeof(key));
     }
     if (err == 0) {
+        if (c->attempts == 0) {
+            c->sent = clock_mono_ms(); /* the earliest attempt: the window counts from it */
+        }
         c->attempts++;
         c->step = STEP_CREATE;
         err = elect_backend_create(e->be, key, c->body, c->body_len, on_create, c);
@@ -314,6 +380,7 @@ read_back(struct elect_call *c)
     int err = elect_lockfile_key(c->e->prefix, c->lk->name, c->token, key, sizeof(key));
     if (err == 0) {
         c->step = STEP_READBACK;
+        c->read_sent = clock_mono_ms();
         err = elect_backend_get(c->e->be, key, on_readback, c);
     }
     if (err != 0) {
@@ -346,7 +413,7 @@ elect_grant_done(struct elect_call *c, int err)
     struct elect *e = c->e;
     uint64_t now = clock_mono_ms();
     /* The grant exists in the backend either way: record what we wrote. */
-    elect_observe(lk, &c->rec, c->etag, NULL, now);
+    elect_observe(lk, &c->rec, c->etag, NULL, c->sent, now);
     lk->known = true;
     lk->valid_from = now;
     if (err != 0) {
@@ -414,7 +481,7 @@ on_readback(void *arg, int err, const char *body, size_t len, const struct elect
     /* Another contender has this epoch: it is the state now.  The call
      * stays at the head and is decided again (held, wait, or next epoch). */
     uint64_t now = clock_mono_ms();
-    elect_observe(lk, &rec, meta->etag, meta, now);
+    elect_observe(lk, &rec, meta->etag, meta, c->read_sent, now);
     lk->known = true;
     lk->valid_from = now;
     elect_cache_note(c->e, lk, rec.epoch);
@@ -458,8 +525,9 @@ on_w_get(void *arg, int err, const char *body, size_t len, const struct elect_ob
     }
     (void)snprintf(c->etag, sizeof(c->etag), "%s", meta->etag);
     if (c->token >= lk->latest) {
-        elect_observe(lk, &c->rec, meta->etag, meta, clock_mono_ms());
+        elect_observe(lk, &c->rec, meta->etag, meta, c->read_sent, clock_mono_ms());
     }
+    c->read_fresh = true;
     w_check(c);
 }
 
@@ -470,6 +538,7 @@ w_get(struct elect_call *c)
     int err = elect_lockfile_key(c->e->prefix, c->lk->name, c->token, key, sizeof(key));
     if (err == 0) {
         c->step = STEP_W_GET;
+        c->read_sent = clock_mono_ms();
         err = elect_backend_get(c->e->be, key, on_w_get, c);
     }
     if (err != 0) {
@@ -483,6 +552,7 @@ elect_seq_rewrite(struct elect_call *c)
     struct elect_lock *lk = c->lk;
     lk->busy = true;
     c->attempts = 0;
+    c->read_fresh = false;
     if (lk->have && lk->rec.epoch == c->token && lk->etag[0] != '\0') {
         c->rec = lk->rec;
         (void)snprintf(c->etag, sizeof(c->etag), "%s", lk->etag);
@@ -493,6 +563,17 @@ elect_seq_rewrite(struct elect_call *c)
 }
 
 static void on_w_list(void *arg, int err, const char *const *keys, size_t n, bool truncated);
+
+/* Whether the renewal of c->token may be written now (window_left >= commit margin). */
+static bool
+window_left(const struct elect_call *c)
+{
+    const struct elect_lock *lk = c->lk;
+    if (!lk->have || lk->rec.epoch != c->token) {
+        return false;
+    }
+    return lk->win_until >= clock_mono_ms() + c->e->opts.commit_margin_ms;
+}
 
 /* The record of epoch c->token is in c->rec: check the holder, then look for a newer epoch. */
 static void
@@ -508,14 +589,21 @@ w_check(struct elect_call *c)
         elect_seq_end(c, ERR_DENIED, true); /* G5: only the holder */
         return;
     }
-    if (c->rec.expired) {
-        /* Released already: releasing again is done; renewing is too late. */
-        elect_seq_end(c, c->kind == CALL_RELEASE ? 0 : ERR_CONFLICT, true);
-        return;
-    }
     if (lk->latest > c->token) {
         c->superseded = true;
         elect_seq_end(c, 0, false);
+        return;
+    }
+    if (!c->rec.expired && c->kind == CALL_RENEW && !window_left(c)) {
+        if (!c->read_fresh) {
+            w_get(c); /* the window we know is short: the file may say more */
+            return;
+        }
+        /* DESIGN rule 3: a renewal is written only inside the window, so it never
+         * revives a lease other gateways already judge ended. */
+        log_info("lock %s: renewal of epoch %llu refused: its lease has run out", lk->name,
+                 (unsigned long long)c->token);
+        elect_seq_end(c, ERR_CONFLICT, true);
         return;
     }
     char dir[ELECT_KEY_MAX + 1];
@@ -551,12 +639,16 @@ on_w_list(void *arg, int err, const char *const *keys, size_t n, bool truncated)
     if (n > 0 && elect_lockfile_key_epoch(e->prefix, lk->name, keys[0], &ep) == 0 &&
         ep > c->token) {
         /* Superseded: answer 409 with the current holder after a refresh. */
-        if (ep > lk->latest) {
-            lk->latest = ep;
-        }
+        elect_latest_raise(lk, ep);
         invalidate(lk);
         c->superseded = true;
         elect_seq_end(c, 0, false);
+        return;
+    }
+    if (c->rec.expired) {
+        /* Released (or expired by a takeover whose create has not landed yet):
+         * releasing again is done; renewing is too late. */
+        elect_seq_end(c, c->kind == CALL_RELEASE ? 0 : ERR_CONFLICT, true);
         return;
     }
     struct elect_lockfile next = c->rec;
@@ -577,6 +669,7 @@ on_w_list(void *arg, int err, const char *const *keys, size_t n, bool truncated)
         c->rec = next;
         c->attempts++;
         c->step = STEP_W_PUT;
+        c->sent = clock_mono_ms();
         err =
             elect_backend_replace(e->be, key, c->etag, e->form, c->body, c->body_len, on_w_put, c);
     }
@@ -591,7 +684,7 @@ w_wrote(struct elect_call *c, const char *etag)
     struct elect_lock *lk = c->lk;
     uint64_t now = clock_mono_ms();
     if (c->token >= lk->latest) {
-        elect_observe(lk, &c->rec, etag, NULL, now);
+        elect_observe(lk, &c->rec, etag, NULL, c->sent, now);
         lk->known = true;
         lk->valid_from = now;
     }

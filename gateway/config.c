@@ -433,6 +433,23 @@ static const struct gw_jt_choice backend_choices[] = {
     {NULL, 0},
 };
 
+/* GW_JT_CUSTOM for "election.shared": its default depends on the backend,
+ * so absence is kept (-1) and resolved by check_windows. */
+static int
+on_shared(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
+{
+    int *opt = dst;
+    if (v == NULL) {
+        *opt = -1;
+        return 0;
+    }
+    if (!json_is_boolean(v)) {
+        return gw_jt_err(c, path, "expected true or false");
+    }
+    *opt = json_is_true(v) ? 1 : 0;
+    return 0;
+}
+
 #define EL(m)     offsetof(struct gw_config, election.m)
 #define LEASE_MAX 86400000u /* one day */
 static const struct gw_jt_field election_fields[] = {
@@ -441,9 +458,11 @@ static const struct gw_jt_field election_fields[] = {
     FSTR("prefix", EL(prefix), 0, 0, 512, "fencegate/", V_NONE),
     FSTR("path", EL(path), 0, 1, 0, NULL, V_NONE),
     FU32("default_lease_ms", EL(default_lease_ms), 10, LEASE_MAX, 15000),
-    FU32("min_lease_ms", EL(min_lease_ms), 10, LEASE_MAX, 1000),
+    FU32("min_lease_ms", EL(min_lease_ms), 10, LEASE_MAX, 3000),
     FU32("max_lease_ms", EL(max_lease_ms), 10, LEASE_MAX, 300000),
     FU32("keep_epochs", EL(keep_epochs), 1, 1000000, 5),
+    FCUSTOM("shared", EL(shared_opt), on_shared),
+    FU32("shared_window_ms", EL(shared_window_ms), 100, LEASE_MAX, 5000),
 };
 #undef EL
 
@@ -533,6 +552,8 @@ static const struct gw_jt_field fencing_fields[] = {
     FBOOL("record_epoch_metadata", FE(record_epoch_metadata), true),
     FBOOL("abort_stale_uploads", FE(abort_stale_uploads), true),
     FBOOL("allow_bucket_writes", FE(allow_bucket_writes), false),
+    FU32("commit_margin_ms", FE(commit_margin_ms), 1, 600000, 1000),
+    FU32("complete_margin_ms", FE(complete_margin_ms), 1, 600000, 3000),
 };
 #undef FE
 
@@ -633,6 +654,46 @@ check_anonymous(struct gw_jt_ctx *c, const struct gw_config *cfg)
     return 0;
 }
 
+uint32_t
+gw_config_min_lease_for_windows(const struct gw_config *cfg)
+{
+    uint64_t resolution = cfg->election.backend == GW_ELECT_S3 ? 1000u : 0u;
+    uint64_t need = (3u * ((uint64_t)cfg->fencing.commit_margin_ms + resolution) + 1u) / 2u;
+    return need > UINT32_MAX ? UINT32_MAX : (uint32_t)need;
+}
+
+/* check_windows - DESIGN.md "Write windows": leases long enough to keep a
+ * window open, a shared window longer than every margin. */
+static int
+check_windows(struct gw_jt_ctx *c, struct gw_config *cfg)
+{
+    if (cfg->election.shared_opt < 0) {
+        cfg->election.shared = cfg->election.backend == GW_ELECT_S3;
+    } else {
+        cfg->election.shared = cfg->election.shared_opt == 1;
+    }
+    if (cfg->election.backend == GW_ELECT_NONE) {
+        return 0;
+    }
+    uint32_t need = gw_config_min_lease_for_windows(cfg);
+    if (cfg->election.min_lease_ms < need) {
+        return gw_jt_err(c, "election.min_lease_ms",
+                         "%u is too short for fencing.commit_margin_ms %u: a holder renewing at a "
+                         "third of its lease needs at least %u ms to keep its write window open",
+                         cfg->election.min_lease_ms, cfg->fencing.commit_margin_ms, need);
+    }
+    uint32_t margin = cfg->fencing.commit_margin_ms > cfg->fencing.complete_margin_ms
+                          ? cfg->fencing.commit_margin_ms
+                          : cfg->fencing.complete_margin_ms;
+    if (cfg->election.shared && cfg->election.shared_window_ms <= margin) {
+        return gw_jt_err(c, "election.shared_window_ms",
+                         "%u must be longer than the commit margins (%u ms), or no write could "
+                         "ever be forwarded",
+                         cfg->election.shared_window_ms, margin);
+    }
+    return 0;
+}
+
 /* load_json - parse text; path (or NULL) is recorded in the config. */
 static int
 load_json(const char *text, size_t len, const char *path, struct gw_config **out,
@@ -667,6 +728,9 @@ load_json(const char *text, size_t len, const char *path, struct gw_config **out
         }
     }
     rc = check_anonymous(c, cfg);
+    if (rc == 0) {
+        rc = check_windows(c, cfg);
+    }
     if (rc != 0) {
         goto fail;
     }

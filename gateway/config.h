@@ -98,9 +98,12 @@ struct gw_config {
         char *prefix;              /* owned; key prefix, default "fencegate/" */
         char *path;                /* owned; dir backend directory */
         uint32_t default_lease_ms; /* default 15000 */
-        uint32_t min_lease_ms;     /* default 1000 */
+        uint32_t min_lease_ms;     /* default 3000 (gw_config_min_lease_for_windows) */
         uint32_t max_lease_ms;     /* default 300000 */
         uint32_t keep_epochs;      /* epoch files kept per lock by GC; default 5 */
+        int shared_opt;            /* "shared" as given: -1 absent, 0 false, 1 true */
+        bool shared; /* several gateways share the election (default: true on s3, false on dir) */
+        uint32_t shared_window_ms; /* shared: a write window lasts at most this; default 5000 */
     } election;
 
     struct gw_fence_rule *fences; /* owned array of nfences, first match wins */
@@ -111,6 +114,9 @@ struct gw_config {
         bool record_epoch_metadata; /* add x-amz-meta-fencing-epoch to fenced PUTs; default true */
         bool abort_stale_uploads;   /* abort multipart uploads of superseded epochs; default true */
         bool allow_bucket_writes;   /* bucket-level writes (CreateBucket, ...); default false */
+        uint32_t commit_margin_ms;  /* the store commits a write within this of its last byte
+                                       leaving the gateway (DESIGN "Write windows"); default 1000 */
+        uint32_t complete_margin_ms; /* the same for CompleteMultipartUpload; default 3000 */
     } fencing;
 
     struct {
@@ -142,6 +148,15 @@ MUST_USE int gw_config_load(const char *path, struct gw_config **out, char *errb
 /* gw_config_load_string - as gw_config_load, from a NUL-terminated JSON text (tests, fuzzing). */
 MUST_USE int gw_config_load_string(const char *json, struct gw_config **out, char *errbuf,
                                    size_t errlen);
+
+/*
+ * gw_config_min_lease_for_windows - the shortest lease with which a holder
+ * renewing at a third of its lease keeps a write window open on a gateway
+ * that learns of its renewals only by reading the epoch file: two thirds of
+ * the lease must cover the commit margin plus the 1 s resolution of the
+ * store's HTTP dates (s3 backend; the dir backend has one fine clock).
+ */
+uint32_t gw_config_min_lease_for_windows(const struct gw_config *cfg);
 
 /* gw_config_free - free cfg and wipe its secrets.  NULL-safe. */
 void gw_config_free(struct gw_config *cfg);

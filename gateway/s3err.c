@@ -25,6 +25,7 @@ gw_status_from_err(int err)
     case ERR_NOTFOUND:
         return 404;
     case ERR_FENCED:
+    case ERR_EXPIRED:
     case ERR_CONFLICT:
     case ERR_EXISTS:
         return 409;
@@ -57,6 +58,8 @@ gw_s3err_code_from_err(int err)
         return "NotFound";
     case ERR_FENCED:
         return "StaleFencingToken";
+    case ERR_EXPIRED:
+        return "FencingLeaseExpired";
     case ERR_CONFLICT:
         return "OperationAborted";
     case ERR_EXISTS:

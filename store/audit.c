@@ -29,6 +29,7 @@ static const char *const kind_names[STORE_AUDIT_KIND_MAX + 1] = {
     [STORE_AUDIT_MISSING_TOKEN] = "missing_token",
     [STORE_AUDIT_LOCK_MISMATCH] = "lock_mismatch",
     [STORE_AUDIT_INVALID_TOKEN] = "invalid_token",
+    [STORE_AUDIT_LEASE_EXPIRED] = "lease_expired",
 };
 
 const char *

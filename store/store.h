@@ -130,8 +130,9 @@ enum store_audit_kind {
     STORE_AUDIT_MISSING_TOKEN = 4, /* "missing_token": fenced write without a token */
     STORE_AUDIT_LOCK_MISMATCH = 5, /* "lock_mismatch": lock header contradicts the rule */
     STORE_AUDIT_INVALID_TOKEN = 6, /* "invalid_token": malformed token or lock name */
+    STORE_AUDIT_LEASE_EXPIRED = 7, /* "lease_expired": the epoch's lease ended, no write window */
 };
-#define STORE_AUDIT_KIND_MAX 6
+#define STORE_AUDIT_KIND_MAX 7
 
 /*
  * One audit record.  On append every string is borrowed until the call
