@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "gateway/config.h"
@@ -17,7 +18,8 @@
 #include "gateway/upload.h"
 #include "store/store.h"
 
-#define FENCE_BUCKETS 256 /* hash buckets of the in-memory lock table */
+#define FENCE_BUCKETS  256 /* hash buckets of the in-memory lock table */
+#define FENCE_RETRY_MS 250 /* a live lease with too short a window: read it again after this */
 
 enum tstate {
     T_LOOKUP,    /* waiting for the G4 lookup hook */
@@ -34,8 +36,12 @@ struct gw_fence_ticket {
     enum tstate state;                       /* where it is */
     bool sent;                               /* the request was completely handed upstream */
     bool cancelled;                          /* released while a store/lookup callback is pending */
+    bool holding;                            /* admitted, its last byte held for a window */
+    bool parked;                             /* skipped in this judge pass (waits for a read) */
+    uint32_t margin;                         /* commit margin for its last byte (ms) */
     gw_fence_admit_fn *admitted;             /* verdict callback */
-    gw_fence_cut_fn *cut;                    /* barrier callback */
+    gw_fence_cut_fn *cut;                    /* barrier / window callback */
+    gw_fence_resume_fn *resume;              /* the held last byte may go */
     void *arg;                               /* their argument */
     char reqid[STORE_REQID_MAX + 1];         /* recorded with an advance */
     char principal[STORE_PRINCIPAL_MAX + 1]; /* likewise */
@@ -50,8 +56,16 @@ struct flock {
     char name[GW_FENCE_LOCK_MAX + 1]; /* lock name */
     uint64_t highest;                 /* highest durably accepted token; 0 = none */
     struct ticket_list tickets;       /* every live ticket, in arrival order */
-    unsigned pending;                 /* store/lookup callbacks outstanding */
+    unsigned pending;                 /* store/lookup/window/timer callbacks outstanding */
     bool judging;                     /* inside judge(): no re-entry */
+    uint64_t abort_upto;              /* abort uploads of epochs below this once no older write
+                                         is in flight here (0: none due) */
+    bool reading;                     /* a window read is in flight */
+    bool timer_armed;                 /* a delayed judge is scheduled */
+    bool rd_fresh;                    /* rd_* hold a read that completed for this judge pass */
+    uint64_t rd_epoch;                /* the epoch read */
+    int rd_err;                       /* its error (0: rd_w valid) */
+    struct elect_window rd_w;         /* its answer */
     LIST_ENTRY(flock) link;           /* in f->table[] */
 };
 
@@ -63,6 +77,9 @@ struct gw_fence {
     gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
     void *lookup_arg;                       /* its argument */
     struct gw_upload *uploads;              /* borrowed; multipart bookkeeping, or NULL */
+    struct gw_fence_windows win;            /* write windows (win.peek NULL: none) */
+    uint64_t gate_until;                    /* mono ms: no fenced write admitted before */
+    uint64_t created;                       /* mono ms of gw_fence_new */
     struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight */
 };
 
@@ -85,6 +102,7 @@ gw_fence_new(struct event_base *base, struct store *st)
     }
     f->base = base;
     f->st = st;
+    f->created = clock_mono_ms();
     for (size_t i = 0; i < FENCE_BUCKETS; i++) {
         LIST_INIT(&f->table[i]);
     }
@@ -102,6 +120,22 @@ void
 gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u)
 {
     f->uploads = u;
+}
+
+void
+gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w)
+{
+    if (w == NULL || w->peek == NULL || w->read == NULL) {
+        memset(&f->win, 0, sizeof(f->win));
+        f->gate_until = 0;
+        return;
+    }
+    f->win = *w;
+    uint32_t m = w->commit_margin_ms > w->complete_margin_ms ? w->commit_margin_ms
+                                                             : w->complete_margin_ms;
+    /* An earlier life's completely sent writes commit within m of leaving (DESIGN
+     * "Write windows": a restarted gateway treats its earlier life as another). */
+    f->gate_until = f->created + m;
 }
 
 struct gw_upload *
@@ -189,7 +223,7 @@ flock_get(struct gw_fence *f, const char *lock, struct flock **out)
 static void
 flock_maybe_free(struct flock *lk)
 {
-    if (TAILQ_EMPTY(&lk->tickets) && lk->pending == 0 && !lk->judging) {
+    if (TAILQ_EMPTY(&lk->tickets) && lk->pending == 0 && !lk->judging && lk->abort_upto == 0) {
         LIST_REMOVE(lk, link);
         free(lk);
     }
@@ -239,8 +273,10 @@ raise_highest(struct flock *lk, uint64_t h)
     log_info("lock %s: highest token %llu -> %llu", lk->name, (unsigned long long)lk->highest,
              (unsigned long long)h);
     lk->highest = h;
-    /* uploads of older epochs can no longer complete: abort them upstream (background) */
-    gw_upload_on_advance(lk->f->uploads, lk->name, h);
+    /* Uploads of older epochs can no longer complete: abort them upstream, once
+     * this gateway's in-flight requests of those epochs have ended (an abort that
+     * overtakes an already sent part or Complete would fail it). */
+    lk->abort_upto = h;
     struct gw_fence_ticket *t, *next;
     for (t = TAILQ_FIRST(&lk->tickets); t != NULL; t = next) {
         next = TAILQ_NEXT(t, link);
@@ -248,15 +284,17 @@ raise_highest(struct flock *lk, uint64_t h)
             gw_fence_cut_fn *cut = t->cut;
             void *arg = t->arg;
             ticket_drop(t);
-            cut(arg, h);
+            cut(arg, ERR_FENCED, h);
         }
     }
 }
 
 static void start_advance(struct gw_fence_ticket *t);
 static void judge(struct flock *lk);
+static void advance(struct gw_fence_ticket *t);
+static void on_admit_judge(evutil_socket_t fd, short what, void *arg);
 
-/* event_base_once from gw_fence_admit: the first judgement of a new ticket. */
+/* event_base_once from gw_fence_admit and others: judge the lock from the loop. */
 static void
 on_deferred_judge(evutil_socket_t fd, short what, void *arg)
 {
@@ -264,7 +302,24 @@ on_deferred_judge(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     lk->pending--;
+    lk->timer_armed = false;
     judge(lk);
+}
+
+/* Judges lk from the loop after delay_ms (one at a time). */
+static void
+judge_later(struct flock *lk, uint64_t delay_ms)
+{
+    if (lk->timer_armed) {
+        return;
+    }
+    struct timeval tv = {(time_t)(delay_ms / 1000), (suseconds_t)(delay_ms % 1000) * 1000};
+    if (event_base_once(lk->f->base, -1, EV_TIMEOUT, on_deferred_judge, lk, &tv) != 0) {
+        log_error("lock %s: cannot schedule the fence's next look", lk->name);
+        return;
+    }
+    lk->timer_armed = true;
+    lk->pending++;
 }
 
 /* True while an admitted write of an older epoch than e is still running. */
@@ -280,7 +335,140 @@ older_in_flight(struct flock *lk, uint64_t e)
     return false;
 }
 
-/* The first waiting ticket that can be decided now, or NULL. */
+/* ---- write windows ---- */
+
+enum wv {
+    WV_YES,  /* the window covers now + margin */
+    WV_WAIT, /* not yet: a read or a timer will judge again */
+    WV_NO,   /* a final verdict: *err (and *current) */
+};
+
+/* elect_window_fn, registered by start_read */
+static void
+on_window(void *arg, int err, const struct elect_window *w)
+{
+    struct flock *lk = arg;
+    lk->reading = false;
+    lk->rd_fresh = true;
+    lk->rd_err = err;
+    if (err == 0) {
+        lk->rd_w = *w;
+    }
+    if (err == 0 && w->state == ELECT_WIN_SUPERSEDED && w->latest > lk->highest) {
+        gw_fence_learn(lk->f, lk->name, w->latest);
+    }
+    judge(lk); /* the pending count keeps lk alive through it */
+    lk->rd_fresh = false;
+    lk->pending--;
+    flock_maybe_free(lk);
+}
+
+static void
+start_read(struct flock *lk, uint64_t epoch)
+{
+    if (lk->reading) {
+        return;
+    }
+    struct gw_fence *f = lk->f;
+    lk->reading = true;
+    lk->rd_epoch = epoch;
+    lk->pending++;
+    int rc = f->win.read(f->win.arg, lk->name, epoch, on_window, lk);
+    if (rc != 0) {
+        lk->pending--;
+        lk->reading = false;
+        lk->rd_fresh = true;
+        lk->rd_epoch = epoch;
+        lk->rd_err = rc;
+    }
+}
+
+/* A window answer as a verdict for a write of epoch needing margin ms. */
+static enum wv
+verdict_of(struct flock *lk, const struct elect_window *w, uint32_t margin, uint64_t now, int *err,
+           uint64_t *current)
+{
+    *current = lk->highest > w->latest ? lk->highest : w->latest;
+    switch (w->state) {
+    case ELECT_WIN_OPEN:
+        if (w->until >= now + margin) {
+            return WV_YES;
+        }
+        return WV_WAIT; /* live, too short: the holder's next renewal may extend it */
+    case ELECT_WIN_SUPERSEDED:
+        *err = ERR_FENCED;
+        return WV_NO;
+    case ELECT_WIN_ENDED:
+        *err = ERR_EXPIRED;
+        return WV_NO;
+    case ELECT_WIN_NOT_GRANTED:
+        *err = ERR_DENIED;
+        return WV_NO;
+    case ELECT_WIN_FOREIGN:
+    default:
+        log_error("lock %s: its epoch file was granted by another gateway, but "
+                  "election.shared is false: refusing its writes (set election.shared)",
+                  lk->name);
+        *err = ERR_AGAIN;
+        return WV_NO;
+    }
+}
+
+/*
+ * Does a window cover a write of epoch with margin now?  Without windows
+ * configured: yes.  Starts a read or arms a timer when it cannot say yet.
+ */
+static enum wv
+window_verdict(struct flock *lk, uint64_t epoch, uint32_t margin, int *err, uint64_t *current)
+{
+    struct gw_fence *f = lk->f;
+    *err = 0;
+    *current = lk->highest;
+    if (f->win.peek == NULL) {
+        return WV_YES;
+    }
+    uint64_t now = clock_mono_ms();
+    if (now < f->gate_until) {
+        judge_later(lk, f->gate_until - now);
+        return WV_WAIT;
+    }
+    struct elect_window w;
+    int rc = f->win.peek(f->win.arg, lk->name, epoch, now, &w);
+    enum wv v = WV_WAIT;
+    if (rc == 0) {
+        v = verdict_of(lk, &w, margin, now, err, current);
+        if (v != WV_WAIT) {
+            return v;
+        }
+    } else if (rc != ERR_NOTFOUND) {
+        *err = rc;
+        return WV_NO;
+    }
+    if (lk->rd_fresh && lk->rd_epoch == epoch) {
+        /* a read just answered and memory alone still cannot decide */
+        if (lk->rd_err != 0) {
+            *err = lk->rd_err == ERR_INVAL ? ERR_DENIED : ERR_IO;
+            return WV_NO;
+        }
+        v = verdict_of(lk, &lk->rd_w, margin, now, err, current);
+        if (v == WV_WAIT) {
+            judge_later(lk, FENCE_RETRY_MS); /* live but short: look again soon */
+        }
+        return v;
+    }
+    if (lk->reading && lk->rd_epoch != epoch) {
+        judge_later(lk, FENCE_RETRY_MS); /* another epoch's read first */
+        return WV_WAIT;
+    }
+    start_read(lk, epoch);
+    if (lk->rd_fresh && lk->rd_epoch == epoch && lk->rd_err != 0) {
+        *err = ERR_IO; /* the read could not even start */
+        return WV_NO;
+    }
+    return WV_WAIT;
+}
+
+/* The first ticket that can be decided now, or NULL. */
 static struct gw_fence_ticket *
 next_decidable(struct flock *lk)
 {
@@ -288,7 +476,13 @@ next_decidable(struct flock *lk)
     TAILQ_FOREACH (t, &lk->tickets, link) {
         /* clang-analyzer 14 cannot follow TAILQ_REMOVE updating the head through
          * tqe_prev, and takes a dropped ticket for the first one still listed */
-        if (t->state != T_WAITING || t->cancelled) { /* NOLINT(clang-analyzer-unix.Malloc) */
+        if (t->parked || t->cancelled) { /* NOLINT(clang-analyzer-unix.Malloc) */
+            continue;
+        }
+        if (t->state == T_ADMITTED && t->holding) {
+            return t;
+        }
+        if (t->state != T_WAITING) {
             continue;
         }
         if (t->epoch == lk->highest && older_in_flight(lk, t->epoch)) {
@@ -299,9 +493,65 @@ next_decidable(struct flock *lk)
     return NULL;
 }
 
-/* Judges every waiting ticket of the lock against its highest and the barrier.
- * Each verdict may change the list (callbacks release tickets), so the next
- * ticket is looked up afresh every time. */
+static void
+cut_ticket(struct gw_fence_ticket *t, int err, uint64_t current)
+{
+    gw_fence_cut_fn *cut = t->cut;
+    void *arg = t->arg;
+    ticket_drop(t);
+    gw_metrics.fence_rejections++;
+    cut(arg, err, current);
+}
+
+/* One verdict for t; it leaves the decidable set (verdict, parked or dropped). */
+static void
+judge_one(struct flock *lk, struct gw_fence_ticket *t)
+{
+    int err;
+    uint64_t current;
+    if (t->state == T_ADMITTED) { /* holding its last byte */
+        if (t->epoch < lk->highest) {
+            cut_ticket(t, ERR_FENCED, lk->highest);
+            return;
+        }
+        enum wv v = window_verdict(lk, t->epoch, t->margin, &err, &current);
+        if (v == WV_YES) {
+            t->holding = false;
+            t->resume(t->arg);
+        } else if (v == WV_NO) {
+            cut_ticket(t, err, current);
+        } else {
+            t->parked = true;
+        }
+        return;
+    }
+    if (t->epoch < lk->highest) {
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_FENCED, lk->highest);
+        return;
+    }
+    enum wv v = window_verdict(lk, t->epoch, t->margin, &err, &current);
+    if (v == WV_WAIT) {
+        t->parked = true;
+    } else if (v == WV_NO) {
+        if (err == ERR_FENCED || err == ERR_EXPIRED || err == ERR_DENIED) {
+            gw_metrics.fence_rejections++;
+        }
+        if (err == ERR_FENCED && current > lk->highest) {
+            gw_fence_learn(lk->f, lk->name, current);
+        }
+        reject(t, err, current);
+    } else if (t->epoch > lk->highest) {
+        start_advance(t);
+    } else {
+        t->state = T_ADMITTED;
+        t->admitted(t->arg, 0, t->epoch);
+    }
+}
+
+/* Judges every waiting ticket (and every held last byte) of the lock against its
+ * highest, its window and the barrier.  Each verdict may change the list
+ * (callbacks release tickets), so the next ticket is looked up afresh every time. */
 static void
 judge(struct flock *lk)
 {
@@ -309,16 +559,17 @@ judge(struct flock *lk)
         return;
     }
     lk->judging = true;
-    for (struct gw_fence_ticket *t = next_decidable(lk); t != NULL; t = next_decidable(lk)) {
-        if (t->epoch < lk->highest) {
-            gw_metrics.fence_rejections++;
-            reject(t, ERR_FENCED, lk->highest);
-        } else if (t->epoch > lk->highest) {
-            start_advance(t);
-        } else {
-            t->state = T_ADMITTED;
-            t->admitted(t->arg, 0, t->epoch);
-        }
+    struct gw_fence_ticket *t;
+    TAILQ_FOREACH (t, &lk->tickets, link) {
+        t->parked = false;
+    }
+    for (t = next_decidable(lk); t != NULL; t = next_decidable(lk)) {
+        judge_one(lk, t);
+    }
+    if (lk->abort_upto != 0 && !older_in_flight(lk, lk->abort_upto)) {
+        uint64_t upto = lk->abort_upto;
+        lk->abort_upto = 0;
+        gw_upload_on_advance(lk->f->uploads, lk->name, upto);
     }
     lk->judging = false;
     flock_maybe_free(lk);
@@ -356,7 +607,12 @@ advance(struct gw_fence_ticket *t)
     if (rc != 0) {
         log_error("lock %s: cannot queue the advance to %llu: %s", lk->name,
                   (unsigned long long)t->epoch, err_str(rc));
-        reject(t, rc, lk->highest);
+        if (t->cancelled) {
+            ticket_drop(t); /* a gw_fence_learn: nobody waits for it */
+            flock_maybe_free(lk);
+        } else {
+            reject(t, rc, lk->highest);
+        }
         return;
     }
     lk->pending++;
@@ -389,6 +645,10 @@ static void
 start_advance(struct gw_fence_ticket *t)
 {
     struct flock *lk = t->lk;
+    if (lk->f->win.peek != NULL) {
+        advance(t); /* an open window of this epoch proves it was granted (G4) */
+        return;
+    }
     struct store_elect se;
     int rc = store_elect_get(lk->f->st, lk->name, &se);
     if (rc == 0 && se.epoch >= t->epoch) {
@@ -442,6 +702,7 @@ gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const cha
     t->lk = lk;
     t->epoch = claim->token;
     t->state = T_WAITING;
+    t->margin = claim->complete ? f->win.complete_margin_ms : f->win.commit_margin_ms;
     t->admitted = admitted;
     t->cut = cut;
     t->arg = arg;
@@ -452,7 +713,7 @@ gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const cha
     /* The verdict must never arrive before this returns: judge from the loop.
      * The pending count keeps the lock entry alive until then. */
     static const struct timeval now = {0, 0};
-    if (event_base_once(f->base, -1, EV_TIMEOUT, on_deferred_judge, lk, &now) != 0) {
+    if (event_base_once(f->base, -1, EV_TIMEOUT, on_admit_judge, lk, &now) != 0) {
         ticket_drop(t);
         flock_maybe_free(lk);
         *out = NULL;
@@ -460,6 +721,70 @@ gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const cha
     }
     lk->pending++;
     return 0;
+}
+
+/* event_base_once from gw_fence_admit / gw_fence_ticket_may_finish: judge from the loop. */
+static void
+on_admit_judge(evutil_socket_t fd, short what, void *arg)
+{
+    struct flock *lk = arg;
+    (void)fd;
+    (void)what;
+    lk->pending--;
+    judge(lk);
+}
+
+bool
+gw_fence_ticket_may_finish(struct gw_fence_ticket *t)
+{
+    struct flock *lk = t->lk;
+    struct gw_fence *f = lk->f;
+    if (f->win.peek == NULL) {
+        return true;
+    }
+    if (!t->holding) {
+        uint64_t now = clock_mono_ms();
+        struct elect_window w;
+        if (now >= f->gate_until && t->epoch >= lk->highest &&
+            f->win.peek(f->win.arg, lk->name, t->epoch, now, &w) == 0 &&
+            w.state == ELECT_WIN_OPEN && w.until >= now + t->margin) {
+            return true;
+        }
+    }
+    /* Held: judged from the loop (a read if need be), then resume or cut. */
+    t->holding = true;
+    static const struct timeval soon = {0, 0};
+    if (event_base_once(f->base, -1, EV_TIMEOUT, on_admit_judge, lk, &soon) == 0) {
+        lk->pending++;
+    } else {
+        judge_later(lk, FENCE_RETRY_MS);
+    }
+    return false;
+}
+
+void
+gw_fence_learn(struct gw_fence *f, const char *lock, uint64_t epoch)
+{
+    struct flock *lk;
+    if (f == NULL || flock_get(f, lock, &lk) != 0) {
+        return;
+    }
+    if (epoch <= lk->highest) {
+        flock_maybe_free(lk);
+        return;
+    }
+    struct gw_fence_ticket *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        flock_maybe_free(lk);
+        return;
+    }
+    /* A ticket of no one: advanced like a write's, then dropped (cancelled). */
+    t->lk = lk;
+    t->epoch = epoch;
+    t->cancelled = true;
+    (void)snprintf(t->principal, sizeof(t->principal), "%s", "election");
+    TAILQ_INSERT_TAIL(&lk->tickets, t, link);
+    advance(t);
 }
 
 void
@@ -574,8 +899,11 @@ gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct g
     if (!s3->object_write) {
         return 0; /* reads are never fenced */
     }
-    return resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), claim, fail,
-                        kind);
+    claim->complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
+    int rc = resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), claim, fail,
+                          kind);
+    claim->complete = claim->complete && claim->fenced;
+    return rc;
 }
 
 int
@@ -633,9 +961,11 @@ gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3
 }
 
 void
-gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, void *arg)
+gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, gw_fence_resume_fn *resume,
+                       void *arg)
 {
     t->cut = cut;
+    t->resume = resume;
     t->arg = arg;
 }
 

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "election/elect.h"
 #include "gateway/auth.h"
 
 struct event_base;
@@ -57,6 +58,7 @@ struct gw_fence_claim {
     bool fenced;                      /* the write is under a lock and carries a token */
     char lock[GW_FENCE_LOCK_MAX + 1]; /* the lock ("" when not fenced) */
     uint64_t token;                   /* the token presented (>= 1 when fenced) */
+    bool complete;                    /* CompleteMultipartUpload: fencing.complete_margin_ms */
 };
 
 /*
@@ -115,12 +117,37 @@ typedef int gw_fence_granted_fn(void *arg, const char *lock, uint64_t epoch,
 typedef void gw_fence_admit_fn(void *arg, int err, uint64_t current);
 
 /*
- * gw_fence_cut_fn - the barrier cut this admitted write (a newer epoch was
- * accepted while its body was not completely sent).  The ticket is already
- * freed; the writer must cancel its upstream transfer now and answer 409
- * StaleFencingToken (current: the new highest).
+ * gw_fence_cut_fn - this admitted write must not complete: the barrier cut it
+ * (a newer epoch was accepted while its body was not completely sent:
+ * err ERR_FENCED), or its last byte was due and no write window could be
+ * had (ERR_FENCED: superseded; ERR_EXPIRED: the lease ended; ERR_IO /
+ * ERR_AGAIN: the window could not be checked).  The ticket is already
+ * freed; the writer must cancel its upstream transfer now, before its last
+ * byte, and answer (409 StaleFencingToken / FencingLeaseExpired, or 503;
+ * current: the lock's highest).
  */
-typedef void gw_fence_cut_fn(void *arg, uint64_t current);
+typedef void gw_fence_cut_fn(void *arg, int err, uint64_t current);
+
+/*
+ * gw_fence_resume_fn - a write whose last byte gw_fence_ticket_may_finish
+ * held may now send it (the window is open again).  Runs from the loop,
+ * never from inside gw_fence_ticket_may_finish.
+ */
+typedef void gw_fence_resume_fn(void *arg);
+
+/*
+ * Write windows (DESIGN "Write windows"): the election's answers for a
+ * lock's epoch, as hooks so tests can drive the fence without an election.
+ * peek answers from memory (0, or ERR_NOTFOUND: read); read reads the epoch
+ * file and answers later (elect_window_peek / elect_window_read).
+ */
+struct gw_fence_windows {
+    int (*peek)(void *arg, const char *lock, uint64_t epoch, uint64_t now, struct elect_window *w);
+    int (*read)(void *arg, const char *lock, uint64_t epoch, elect_window_fn *cb, void *cb_arg);
+    void *arg;
+    uint32_t commit_margin_ms;   /* fencing.commit_margin_ms */
+    uint32_t complete_margin_ms; /* fencing.complete_margin_ms */
+};
 
 /*
  * gw_fence_new - the fencing state over an open store.
@@ -131,6 +158,25 @@ struct gw_fence *gw_fence_new(struct event_base *base, struct store *st);
 
 /* gw_fence_set_lookup - install the G4 lookup hook (NULL: only the election cache counts). */
 void gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg);
+
+/*
+ * gw_fence_set_windows - enforce write windows (copied; NULL: none, the G4
+ * lookup alone decides).  With windows a fenced write of token T is admitted,
+ * and its last byte handed upstream, only while now + margin is before T's
+ * window end; a window the election does not have is read (one GET per lock
+ * at a time); an ended lease is ERR_EXPIRED, a newer epoch ERR_FENCED, an
+ * epoch never granted ERR_DENIED.  No fenced write is admitted before the
+ * larger margin has passed since gw_fence_new: what an earlier life of this
+ * gateway had completely sent has committed by then.
+ */
+void gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w);
+
+/*
+ * gw_fence_learn - the election learned that epoch exists for lock: advance
+ * the lock's highest durably (the barrier then cuts this gateway's unsent
+ * older writes), as a write with that token would.  Fire and forget.
+ */
+void gw_fence_learn(struct gw_fence *f, const char *lock, uint64_t epoch);
 
 /*
  * gw_fence_set_uploads - the multipart-upload bookkeeping (gateway/upload.h;
@@ -158,8 +204,17 @@ MUST_USE int gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *cla
                             const char *reqid, const char *principal, gw_fence_admit_fn *admitted,
                             gw_fence_cut_fn *cut, void *arg, struct gw_fence_ticket **out);
 
-/* gw_fence_ticket_rebind - send a later cut to cut(arg) instead (the proxy takes over). */
-void gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, void *arg);
+/* gw_fence_ticket_rebind - send a later cut or resume to cut(arg) / resume(arg) instead
+ * (the proxy takes over; resume may be NULL when the writer never holds its last byte). */
+void gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut,
+                            gw_fence_resume_fn *resume, void *arg);
+
+/*
+ * gw_fence_ticket_may_finish - may the write's last byte (for a body-less
+ * request: its head) go upstream now?  true: yes, now.  false: hold it; the
+ * fence re-reads the window and later calls resume (then ask again) or cut.
+ */
+MUST_USE bool gw_fence_ticket_may_finish(struct gw_fence_ticket *t);
 
 /*
  * gw_fence_send_error - answer a refused fenced write with S3's error shape

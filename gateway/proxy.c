@@ -63,6 +63,13 @@ struct preq {
     char principal[64];               /* fenced write: for the audit */
     struct gw_s3xml *tap; /* owned; fenced Create/Complete: the answer parsed on its way */
     int status;           /* the upstream's status */
+    bool held;            /* fenced: the body's last byte is held for a write window */
+    char held_byte;       /* ... that byte */
+    bool start_pending;   /* fenced, body-less: the head waits for a write window */
+    struct gw_s3msg msg;  /* the signed upstream request until its transfer starts */
+    const char *method;   /* the client's method (borrowed from req) */
+    int64_t up_length;    /* the upstream body length, -1 for none */
+    bool is_write;        /* for the metrics */
 };
 
 /* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
@@ -193,6 +200,7 @@ preq_free(struct preq *p)
     }
     gw_xfer_cancel(p->x);
     gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
+    gw_s3msg_cleanup(&p->msg);
     free(p->s3);
     free(p->mem);
     gw_s3xml_free(p->tap);
@@ -237,7 +245,18 @@ on_read_body(void *arg, char *dst, size_t len)
 {
     struct preq *p = arg;
     ssize_t n;
-    if (p->body == NULL) {
+    bool last_cleared = false;
+    if (p->held) {
+        /* DESIGN "Write windows" rule 2: the last byte only inside the window */
+        if (!gw_fence_ticket_may_finish(p->ticket)) {
+            p->body_waiting = true;
+            return ERR_AGAIN;
+        }
+        dst[0] = p->held_byte;
+        p->held = false;
+        last_cleared = true;
+        n = 1;
+    } else if (p->body == NULL) {
         size_t left = p->mem_len - p->mem_off;
         size_t k = left < len ? left : len;
         if (k > 0) {
@@ -251,6 +270,17 @@ on_read_body(void *arg, char *dst, size_t len)
     if (n == ERR_AGAIN) {
         p->body_waiting = true;
         return ERR_AGAIN;
+    }
+    if (n > 0 && p->ticket != NULL && !last_cleared && p->body_passed + (uint64_t)n == p->body_length &&
+        !gw_fence_ticket_may_finish(p->ticket)) {
+        /* hold the last byte until the fence says the window covers it (resume), or cut */
+        p->held_byte = dst[n - 1];
+        p->held = true;
+        n--;
+        if (n == 0) {
+            p->body_waiting = true;
+            return ERR_AGAIN;
+        }
     }
     if (n > 0) {
         gw_metrics.bytes_in += (uint64_t)n;
@@ -386,31 +416,89 @@ on_abort(struct gw_req *req, int err, void *arg)
     preq_free(p); /* cancels the transfer before its last byte: nothing is committed */
 }
 
+static const struct gw_xfer_cbs xfer_cbs;
+
+/* Starts the upstream transfer of a signed request (p->msg). */
+static int
+start_transfer(struct preq *p)
+{
+    p->start_pending = false;
+    struct gw_xfer_req xr;
+    gw_s3msg_xfer_req(&p->msg, p->method, p->up_length, &xr);
+    if (p->ticket != NULL && p->up_length <= 0) {
+        /* no body, or an empty one: the head is the whole request (G3) */
+        gw_fence_ticket_sent(p->ticket);
+    }
+    int rc = gw_xfer_start(p->px->up, &xr, &xfer_cbs, p, &p->x);
+    gw_s3msg_cleanup(&p->msg); /* the transfer copied what it needs */
+    if (rc != 0) {
+        return rc;
+    }
+    gw_metrics.proxied++;
+    if (p->is_write) {
+        gw_metrics.writes++;
+    }
+    return 0;
+}
+
 /* gw_fence_cut_fn: a newer epoch was accepted while this write's request was
  * not completely sent (G3).  Closing the transfer before its last byte means
  * S3 never commits it. */
 static void
-on_cut(void *arg, uint64_t current)
+on_cut(void *arg, int err, uint64_t current)
 {
     struct preq *p = arg;
     struct gw_req *req = p->req;
     p->ticket = NULL; /* freed by the fence */
     gw_xfer_cancel(p->x);
     p->x = NULL;
-    log_info("req %s: cut by the epoch barrier: token %llu, lock %s now at %llu", gw_req_id(req),
-             (unsigned long long)p->token, p->lock, (unsigned long long)current);
-    gw_metrics.fence_rejections++;
-    gw_fence_audit(p->fence, req, p->s3, p->principal, STORE_AUDIT_CUT, p->lock, p->token, current);
+    log_info("req %s: cut before its last byte (%s): token %llu, lock %s at %llu", gw_req_id(req),
+             err_str(err), (unsigned long long)p->token, p->lock, (unsigned long long)current);
+    if (err == ERR_FENCED || err == ERR_EXPIRED) {
+        gw_fence_audit(p->fence, req, p->s3, p->principal,
+                       err == ERR_FENCED ? STORE_AUDIT_CUT : STORE_AUDIT_LEASE_EXPIRED, p->lock,
+                       p->token, current);
+    }
     if (p->head_sent) {
         gw_resp_abort(req);
-    } else {
+    } else if (err == ERR_FENCED) {
         gw_fence_send_error(req, 409, "StaleFencingToken",
                             "A newer fencing token was accepted for this lock while this write "
                             "was in flight; it was cut off before reaching the store.",
                             p->lock, p->token, current);
+    } else if (err == ERR_EXPIRED) {
+        gw_fence_send_error(req, 409, "FencingLeaseExpired",
+                            "The lease of this fencing token ended while this write was in "
+                            "flight; it was cut off before reaching the store.",
+                            p->lock, p->token, current);
+    } else {
+        gw_metrics_count_status(503);
+        gw_s3err_send(req, 503, "ServiceUnavailable",
+                      "The write window of this fencing token could not be checked; the write "
+                      "was cut off before reaching the store. Retry later.");
     }
     p->req = NULL;
     preq_free(p);
+}
+
+/* gw_fence_resume_fn: the window is open again; the held last byte (or the
+ * head of a body-less write) may go. */
+static void
+on_resume(void *arg)
+{
+    struct preq *p = arg;
+    if (p->start_pending) {
+        int rc = start_transfer(p);
+        if (rc != 0) {
+            log_info("req %s: not forwarded: %s", gw_req_id(p->req), err_str(rc));
+            finish_error(p, rc, "The request could not be forwarded.");
+        }
+        return;
+    }
+    if (p->x != NULL) {
+        p->body_waiting = false;
+        gw_xfer_resume_send(p->x);
+    }
 }
 
 static const struct gw_req_ops preq_ops = {
@@ -473,11 +561,9 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     struct preq *p = calloc(1, sizeof(*p));
     size_t nclient = gw_req_header_count(req);
     struct gw_sigv4_header *extra = NULL;
-    struct gw_s3msg msg;
     const char *what = "The request could not be forwarded.";
     int rc = ERR_NOMEM;
 
-    gw_s3msg_init(&msg);
     if (p == NULL) {
         if (fenced != NULL) {
             gw_fence_ticket_release(fenced->ticket);
@@ -486,13 +572,14 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         goto out;
     }
     gw_metrics.requests_active++;
+    gw_s3msg_init(&p->msg);
     p->px = px;
     p->req = req;
     p->is_head = strcmp(gw_req_method(req), "HEAD") == 0;
     gw_req_set_ops(req, &preq_ops, p);
     if (fenced != NULL) {
         p->ticket = fenced->ticket;
-        gw_fence_ticket_rebind(p->ticket, on_cut, p);
+        gw_fence_ticket_rebind(p->ticket, on_cut, on_resume, p);
         p->fence = fenced->fence;
         p->token = fenced->token;
         (void)snprintf(p->lock, sizeof(p->lock), "%s", fenced->lock);
@@ -675,27 +762,25 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         .payload_hash = payload_hash,
         .policy = GW_S3SIGN_SIGN_S3,
     };
-    rc = gw_s3signer_sign(px->signer, &sr, &msg);
+    rc = gw_s3signer_sign(px->signer, &sr, &p->msg);
     if (rc != 0) {
         what = "The request could not be signed for the upstream.";
         goto fail;
     }
-    struct gw_xfer_req xr;
-    gw_s3msg_xfer_req(&msg, method, body_length, &xr);
+    p->method = method;
+    p->up_length = body_length;
+    p->is_write = s3->write;
     if (body_length >= 0 && mem == NULL) {
         gw_req_body_start(req);
-    } else if (body_length >= 0) {
-        /* the buffered body goes up from memory */
-    } else if (p->ticket != NULL) {
-        gw_fence_ticket_sent(p->ticket); /* no body: the head is the whole request */
     }
-    rc = gw_xfer_start(px->up, &xr, &xfer_cbs, p, &p->x);
+    if (p->ticket != NULL && body_length <= 0 && !gw_fence_ticket_may_finish(p->ticket)) {
+        /* body-less: the head is the last byte; it waits for the window (on_resume) */
+        p->start_pending = true;
+        goto out;
+    }
+    rc = start_transfer(p);
     if (rc != 0) {
         goto fail;
-    }
-    gw_metrics.proxied++;
-    if (s3->write) {
-        gw_metrics.writes++;
     }
     goto out;
 
@@ -708,7 +793,6 @@ fail_quiet:
     preq_free(p);
 out:
     free(extra);
-    gw_s3msg_cleanup(&msg); /* the transfer copied what it needs in gw_xfer_start */
 }
 
 void

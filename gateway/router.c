@@ -121,9 +121,10 @@ static const struct gw_req_ops pending_ops = {
 
 /* gw_fence_cut_fn: cannot happen before admission; kept for the contract. */
 static void
-on_pending_cut(void *arg, uint64_t current)
+on_pending_cut(void *arg, int err, uint64_t current)
 {
     (void)arg;
+    (void)err;
     (void)current;
 }
 
@@ -202,6 +203,16 @@ on_admitted(void *arg, int err, uint64_t current)
         gw_fence_send_error(req, 409, "FencingTokenNotGranted",
                             "No epoch with this fencing token was granted for this lock.", c->lock,
                             c->token, current);
+        break;
+    case ERR_EXPIRED:
+        log_info("req %s: token %llu for lock %s: its lease has ended", gw_req_id(req),
+                 (unsigned long long)c->token, c->lock);
+        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_LEASE_EXPIRED,
+                       c->lock, c->token, current);
+        gw_fence_send_error(req, 409, "FencingLeaseExpired",
+                            "The lease of this fencing token has ended (released or run out) and "
+                            "no write window can be opened; this write was not forwarded.",
+                            c->lock, c->token, current);
         break;
     default:
         gw_metrics_count_status(503);

@@ -238,6 +238,30 @@ fence_lookup(void *arg, const char *lock, uint64_t epoch, gw_fence_granted_done_
     return rc;
 }
 
+/* gw_fence_windows.peek */
+static int
+window_peek(void *arg, const char *lock, uint64_t epoch, uint64_t now, struct elect_window *w)
+{
+    struct serve *s = arg;
+    return elect_window_peek(s->elect, lock, epoch, now, w);
+}
+
+/* gw_fence_windows.read */
+static int
+window_read(void *arg, const char *lock, uint64_t epoch, elect_window_fn *cb, void *cb_arg)
+{
+    struct serve *s = arg;
+    return elect_window_read(s->elect, lock, epoch, cb, cb_arg);
+}
+
+/* elect_learn_fn: the fence learns every epoch the election learns. */
+static void
+on_epoch_learned(void *arg, const char *lock, uint64_t epoch)
+{
+    struct serve *s = arg;
+    gw_fence_learn(s->fence, lock, epoch);
+}
+
 static int
 open_election(struct serve *s, char *errbuf, size_t errlen)
 {
@@ -269,6 +293,9 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
     o.min_lease_ms = cfg->election.min_lease_ms;
     o.max_lease_ms = cfg->election.max_lease_ms;
     o.keep_epochs = cfg->election.keep_epochs;
+    o.shared = cfg->election.shared;
+    o.shared_window_ms = cfg->election.shared_window_ms;
+    o.commit_margin_ms = cfg->fencing.commit_margin_ms;
     int rc = elect_new(&o, &s->elect); /* owns be from here on, even on failure */
     if (rc != 0) {
         (void)snprintf(errbuf, errlen, "election: %s", err_str(rc));
@@ -279,8 +306,19 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
         log_warn("election self-test could not start yet (%s); it will be retried", err_str(rc));
     }
     gw_fence_set_lookup(s->fence, fence_lookup, s);
-    log_info("election on %s",
-             cfg->election.backend == GW_ELECT_DIR ? cfg->election.path : cfg->election.bucket);
+    const struct gw_fence_windows win = {
+        .peek = window_peek,
+        .read = window_read,
+        .arg = s,
+        .commit_margin_ms = cfg->fencing.commit_margin_ms,
+        .complete_margin_ms = cfg->fencing.complete_margin_ms,
+    };
+    gw_fence_set_windows(s->fence, &win);
+    elect_set_learn(s->elect, on_epoch_learned, s);
+    log_info("election on %s (%s; write windows: commit margin %u ms, complete margin %u ms%s)",
+             cfg->election.backend == GW_ELECT_DIR ? cfg->election.path : cfg->election.bucket,
+             cfg->election.shared ? "shared" : "this gateway only", cfg->fencing.commit_margin_ms,
+             cfg->fencing.complete_margin_ms, cfg->election.shared ? ", shared window capped" : "");
     return 0;
 }
 

@@ -206,6 +206,28 @@ test_design_sample(void **state)
     (void)unsetenv("WORKER_SECRET");
 }
 
+/* election.shared follows the backend unless given; the dir backend needs no
+ * second of slack for HTTP dates. */
+static void
+test_window_defaults(void **state)
+{
+    (void)state;
+    struct gw_config *cfg =
+        load_ok(MIN_PREFIX ",\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\"}}");
+    assert_true(cfg->election.shared);
+    assert_int_equal(gw_config_min_lease_for_windows(cfg), 3000);
+    gw_config_free(cfg);
+    cfg = load_ok(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\","
+                             "\"min_lease_ms\":1500,\"default_lease_ms\":1500}}");
+    assert_false(cfg->election.shared);
+    assert_int_equal(gw_config_min_lease_for_windows(cfg), 1500);
+    gw_config_free(cfg);
+    cfg = load_ok(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\","
+                             "\"shared\":true},\"fencing\":{\"commit_margin_ms\":200}}");
+    assert_true(cfg->election.shared);
+    gw_config_free(cfg);
+}
+
 static void
 test_defaults(void **state)
 {
@@ -237,8 +259,12 @@ test_defaults(void **state)
     assert_int_equal(cfg->election.backend, GW_ELECT_NONE);
     assert_string_equal(cfg->election.prefix, "fencegate/");
     assert_int_equal(cfg->election.default_lease_ms, 15000);
-    assert_int_equal(cfg->election.min_lease_ms, 1000);
+    assert_int_equal(cfg->election.min_lease_ms, 3000);
     assert_int_equal(cfg->election.max_lease_ms, 300000);
+    assert_false(cfg->election.shared); /* no election */
+    assert_int_equal(cfg->election.shared_window_ms, 5000);
+    assert_int_equal(cfg->fencing.commit_margin_ms, 1000);
+    assert_int_equal(cfg->fencing.complete_margin_ms, 3000);
     assert_int_equal(cfg->election.keep_epochs, 5);
     assert_int_equal(cfg->nfences, 0);
     assert_true(cfg->fencing.allow_unfenced_writes);
@@ -272,10 +298,12 @@ test_all_keys(void **state)
         "\"ca_file\":\"/etc/ca.pem\",\"tls_verify\":false,\"connect_timeout_ms\":100,"
         "\"timeout_ms\":86400000,\"max_connections\":1},"
         "\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\",\"prefix\":\"\","
-        "\"default_lease_ms\":20,\"min_lease_ms\":10,\"max_lease_ms\":30,\"keep_epochs\":1},"
+        "\"default_lease_ms\":2000,\"min_lease_ms\":1650,\"max_lease_ms\":3000,\"keep_epochs\":1,"
+        "\"shared\":false,\"shared_window_ms\":300},"
         "\"fences\":[{\"bucket\":\"b\",\"lock\":\"l\",\"require_token\":false}],"
         "\"fencing\":{\"allow_unfenced_writes\":false,\"record_epoch_metadata\":false,"
-        "\"abort_stale_uploads\":false,\"allow_bucket_writes\":true},"
+        "\"abort_stale_uploads\":false,\"allow_bucket_writes\":true,\"commit_margin_ms\":100,"
+        "\"complete_margin_ms\":200},"
         "\"limits\":{\"max_header_bytes\":1024,\"max_headers\":8,\"max_url_bytes\":256,"
         "\"header_timeout_ms\":100,\"body_timeout_ms\":200,\"idle_timeout_ms\":300,"
         "\"write_timeout_ms\":400,\"max_connections\":1,\"buffer_bytes\":4096},"
@@ -303,8 +331,13 @@ test_all_keys(void **state)
     assert_int_equal(cfg->upstream.max_connections, 1);
     assert_int_equal(cfg->election.backend, GW_ELECT_S3);
     assert_string_equal(cfg->election.prefix, "");
-    assert_int_equal(cfg->election.default_lease_ms, 20);
+    assert_int_equal(cfg->election.default_lease_ms, 2000);
+    assert_int_equal(cfg->election.min_lease_ms, 1650);
     assert_int_equal(cfg->election.keep_epochs, 1);
+    assert_false(cfg->election.shared); /* given, though the backend is s3 */
+    assert_int_equal(cfg->election.shared_window_ms, 300);
+    assert_int_equal(cfg->fencing.commit_margin_ms, 100);
+    assert_int_equal(cfg->fencing.complete_margin_ms, 200);
     assert_string_equal(cfg->fences[0].prefix, "");
     assert_false(cfg->fences[0].require_token);
     assert_false(cfg->fencing.allow_unfenced_writes);
@@ -402,8 +435,22 @@ test_ranges(void **state)
                "election.min_lease_ms: larger than max_lease_ms");
     expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\","
                           "\"default_lease_ms\":500}}",
-               "election.default_lease_ms: must lie between min_lease_ms (1000) and "
+               "election.default_lease_ms: must lie between min_lease_ms (3000) and "
                "max_lease_ms (300000)");
+    /* write windows: a lease too short to keep a window open, a shared window no
+     * write could fit in (DESIGN "Write windows") */
+    expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\","
+                          "\"min_lease_ms\":2999}}",
+               "election.min_lease_ms: 2999 is too short for fencing.commit_margin_ms 1000: a holder "
+               "renewing at a third of its lease needs at least 3000 ms to keep its write window "
+               "open");
+    expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\","
+                          "\"shared_window_ms\":3000}}",
+               "election.shared_window_ms: 3000 must be longer than the commit margins (3000 ms), "
+               "or no write could ever be forwarded");
+    expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\","
+                          "\"shared\":1}}",
+               "election.shared: expected true or false");
     expect_err(MIN_PREFIX ",\"log_level\":\"verbose\"}",
                "log_level: must be \"debug\", \"info\", \"warn\" or \"error\"");
     expect_err_prefix(MIN_PREFIX ",\"upstream\":null}", "line 1 column 144: duplicate object key");
@@ -895,6 +942,7 @@ main(void)
         cmocka_unit_test_setup(test_example_json, clean_env),
         cmocka_unit_test_setup(test_design_sample, clean_env),
         cmocka_unit_test_setup(test_defaults, clean_env),
+        cmocka_unit_test_setup(test_window_defaults, clean_env),
         cmocka_unit_test_setup(test_all_keys, clean_env),
         cmocka_unit_test_setup(test_unknown_keys, clean_env),
         cmocka_unit_test_setup(test_wrong_types, clean_env),

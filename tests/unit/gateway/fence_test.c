@@ -105,9 +105,10 @@ on_verdict(void *arg, int err, uint64_t current)
 }
 
 static void
-on_cut(void *arg, uint64_t current)
+on_cut(void *arg, int err, uint64_t current)
 {
     struct w *w = arg;
+    (void)err;
     w->cuts++;
     w->cut_current = current;
     w->t = NULL;
