@@ -70,9 +70,9 @@ struct elect_call {
     char lease_id[ELECT_LEASE_ID_HEX + 1]; /* renew/release: presented; acquire: generated */
     char grant_id[ELECT_GRANT_ID_HEX + 1]; /* acquire: of the create in flight */
     int attempts;                          /* creates / rewrites started */
-    uint64_t sent;                 /* mono ms the first create / the rewrite was sent */
-    uint64_t read_sent;            /* mono ms the last GET of this call was sent */
-    bool read_fresh;               /* renew: the record was read by this call */
+    uint64_t sent;                         /* mono ms the first create / the rewrite was sent */
+    uint64_t read_sent;                    /* mono ms the last GET of this call was sent */
+    bool read_fresh;                       /* renew: the record was read by this call */
     bool superseded;               /* renew/release: a newer epoch exists; answer after a refresh */
     struct elect_lockfile rec;     /* renew/release: the epoch's record as read; acquire: written */
     char etag[ELECT_ETAG_MAX + 1]; /* renew/release: its etag */
@@ -135,10 +135,10 @@ struct elect_check {
     struct elect *e;
     char lock[ELECT_LOCK_MAX + 1];
     uint64_t epoch;
-    elect_check_fn *cb;     /* G4 lookup, or NULL */
-    elect_window_fn *wcb;   /* window read, or NULL */
+    elect_check_fn *cb;   /* G4 lookup, or NULL */
+    elect_window_fn *wcb; /* window read, or NULL */
     void *arg;
-    uint64_t sent;          /* mono ms the GET was sent */
+    uint64_t sent; /* mono ms the GET was sent */
 };
 
 /* Self-test states. */
@@ -158,8 +158,8 @@ struct elect {
     char *granted_by;         /* owned */
     struct elect_opts opts;   /* copy; its strings point at the owned copies above */
     struct elect_timer *timer;
-    uint64_t call_seq; /* last call sequence number handed out */
-    uint64_t started;  /* mono ms of elect_new */
+    uint64_t call_seq;     /* last call sequence number handed out */
+    uint64_t started;      /* mono ms of elect_new */
     elect_learn_fn *learn; /* told of every new latest epoch, or NULL */
     void *learn_arg;
     uint64_t timer_at; /* mono ms the timer is armed for (0 = disarmed) */

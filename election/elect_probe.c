@@ -470,8 +470,7 @@ on_window_list(void *arg, int err, const char *const *keys, size_t n, bool trunc
         return;
     }
     uint64_t ep;
-    if (n > 0 && elect_lockfile_key_epoch(e->prefix, k->lock, keys[0], &ep) == 0 &&
-        ep > k->epoch) {
+    if (n > 0 && elect_lockfile_key_epoch(e->prefix, k->lock, keys[0], &ep) == 0 && ep > k->epoch) {
         lk->known = false;
         elect_latest_raise(lk, ep);
         elect_cache_note(e, lk, ep);
@@ -542,8 +541,7 @@ on_window_get(void *arg, int err, const char *body, size_t len, const struct ele
 }
 
 int
-elect_window_read(struct elect *e, const char *lock, uint64_t epoch, elect_window_fn *cb,
-                  void *arg)
+elect_window_read(struct elect *e, const char *lock, uint64_t epoch, elect_window_fn *cb, void *arg)
 {
     if (!elect_lock_valid(lock) || epoch == 0 || epoch > (uint64_t)ELECT_EPOCH_MAX || cb == NULL) {
         return ERR_INVAL;

@@ -458,7 +458,7 @@ static const struct gw_jt_field election_fields[] = {
     FSTR("prefix", EL(prefix), 0, 0, 512, "fencegate/", V_NONE),
     FSTR("path", EL(path), 0, 1, 0, NULL, V_NONE),
     FU32("default_lease_ms", EL(default_lease_ms), 10, LEASE_MAX, 15000),
-    FU32("min_lease_ms", EL(min_lease_ms), 10, LEASE_MAX, 3000),
+    FU32("min_lease_ms", EL(min_lease_ms), 10, LEASE_MAX, 4500),
     FU32("max_lease_ms", EL(max_lease_ms), 10, LEASE_MAX, 300000),
     FU32("keep_epochs", EL(keep_epochs), 1, 1000000, 5),
     FCUSTOM("shared", EL(shared_opt), on_shared),
@@ -657,7 +657,10 @@ check_anonymous(struct gw_jt_ctx *c, const struct gw_config *cfg)
 uint32_t
 gw_config_min_lease_for_windows(const struct gw_config *cfg)
 {
-    uint64_t resolution = cfg->election.backend == GW_ELECT_S3 ? 1000u : 0u;
+    /* Date and Last-Modified are both truncated to whole seconds: a read's age is
+     * off by up to 1 s either way, and 1 s of slack covers the side that matters,
+     * so a window from a read can be up to 2 s shorter than the lease left. */
+    uint64_t resolution = cfg->election.backend == GW_ELECT_S3 ? 2000u : 0u;
     uint64_t need = (3u * ((uint64_t)cfg->fencing.commit_margin_ms + resolution) + 1u) / 2u;
     return need > UINT32_MAX ? UINT32_MAX : (uint32_t)need;
 }

@@ -98,7 +98,7 @@ struct gw_config {
         char *prefix;              /* owned; key prefix, default "fencegate/" */
         char *path;                /* owned; dir backend directory */
         uint32_t default_lease_ms; /* default 15000 */
-        uint32_t min_lease_ms;     /* default 3000 (gw_config_min_lease_for_windows) */
+        uint32_t min_lease_ms;     /* default 4500 (gw_config_min_lease_for_windows) */
         uint32_t max_lease_ms;     /* default 300000 */
         uint32_t keep_epochs;      /* epoch files kept per lock by GC; default 5 */
         int shared_opt;            /* "shared" as given: -1 absent, 0 false, 1 true */
@@ -153,8 +153,9 @@ MUST_USE int gw_config_load_string(const char *json, struct gw_config **out, cha
  * gw_config_min_lease_for_windows - the shortest lease with which a holder
  * renewing at a third of its lease keeps a write window open on a gateway
  * that learns of its renewals only by reading the epoch file: two thirds of
- * the lease must cover the commit margin plus the 1 s resolution of the
- * store's HTTP dates (s3 backend; the dir backend has one fine clock).
+ * the lease must cover the commit margin plus 2 s for the whole-second
+ * resolution of the store's Date and Last-Modified (s3 backend; the dir
+ * backend has one fine clock).
  */
 uint32_t gw_config_min_lease_for_windows(const struct gw_config *cfg);
 

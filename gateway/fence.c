@@ -131,8 +131,8 @@ gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w)
         return;
     }
     f->win = *w;
-    uint32_t m = w->commit_margin_ms > w->complete_margin_ms ? w->commit_margin_ms
-                                                             : w->complete_margin_ms;
+    uint32_t m =
+        w->commit_margin_ms > w->complete_margin_ms ? w->commit_margin_ms : w->complete_margin_ms;
     /* An earlier life's completely sent writes commit within m of leaving (DESIGN
      * "Write windows": a restarted gateway treats its earlier life as another). */
     f->gate_until = f->created + m;
@@ -373,6 +373,7 @@ start_read(struct flock *lk, uint64_t epoch)
     lk->reading = true;
     lk->rd_epoch = epoch;
     lk->pending++;
+    gw_metrics.window_reads++;
     int rc = f->win.read(f->win.arg, lk->name, epoch, on_window, lk);
     if (rc != 0) {
         lk->pending--;
@@ -409,7 +410,7 @@ verdict_of(struct flock *lk, const struct elect_window *w, uint32_t margin, uint
         log_error("lock %s: its epoch file was granted by another gateway, but "
                   "election.shared is false: refusing its writes (set election.shared)",
                   lk->name);
-        *err = ERR_AGAIN;
+        *err = ERR_CONFLICT;
         return WV_NO;
     }
 }
@@ -519,6 +520,7 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
             t->holding = false;
             t->resume(t->arg);
         } else if (v == WV_NO) {
+            gw_metrics.window_cuts++;
             cut_ticket(t, err, current);
         } else {
             t->parked = true;
@@ -752,6 +754,9 @@ gw_fence_ticket_may_finish(struct gw_fence_ticket *t)
         }
     }
     /* Held: judged from the loop (a read if need be), then resume or cut. */
+    if (!t->holding) {
+        gw_metrics.window_holds++;
+    }
     t->holding = true;
     static const struct timeval soon = {0, 0};
     if (event_base_once(f->base, -1, EV_TIMEOUT, on_admit_judge, lk, &soon) == 0) {
@@ -900,8 +905,8 @@ gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct g
         return 0; /* reads are never fenced */
     }
     claim->complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
-    int rc = resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), claim, fail,
-                          kind);
+    int rc =
+        resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), claim, fail, kind);
     claim->complete = claim->complete && claim->fenced;
     return rc;
 }

@@ -25,9 +25,15 @@
  *     (gw_fence_ticket_release).  So at S3 every write of an older epoch
  *     completes before any write of a newer one starts.
  *
+ * Write windows (DESIGN "Write windows", gw_fence_set_windows): across
+ * crashes, pauses and several gateways the barrier is not enough, so a write
+ * of token T is admitted, and its last byte handed upstream, only inside T's
+ * window, an instant on this process's clock before which no gateway can
+ * grant T+1 (the election computes it; this module asks).  The fence also
+ * learns every epoch the election learns (gw_fence_learn).
+ *
  * The highest token per lock lives in LMDB (store/); this module keeps the
- * locks with writes in flight in memory, seeded from the store.  One gateway
- * owns the fence table for its locks (DESIGN "Beyond one machine").
+ * locks with writes in flight in memory, seeded from the store.
  * Event-loop thread only; store callbacks arrive through
  * store_dispatch_completions() on the same thread.
  */
@@ -110,9 +116,11 @@ typedef int gw_fence_granted_fn(void *arg, const char *lock, uint64_t epoch,
  * gw_fence_admit_fn - the verdict on a claim.
  * err 0: admitted (current == the claim's token); ERR_FENCED: stale (current
  * is the higher token); ERR_DENIED: never granted (current: the lock's
- * highest); ERR_IO / ERR_NOMEM / ERR_AGAIN: the fence could not be checked or
- * advanced (answer 503, forward nothing).  On a non-zero err the ticket is
- * already freed.
+ * highest); ERR_EXPIRED: the token's lease ended and no write window can be
+ * opened (409 FencingLeaseExpired); ERR_CONFLICT: the election is configured
+ * as this gateway's alone but another gateway granted the epoch (503); ERR_IO /
+ * ERR_NOMEM / ERR_AGAIN: the fence could not be checked or advanced (answer
+ * 503, forward nothing).  On a non-zero err the ticket is already freed.
  */
 typedef void gw_fence_admit_fn(void *arg, int err, uint64_t current);
 
@@ -120,8 +128,9 @@ typedef void gw_fence_admit_fn(void *arg, int err, uint64_t current);
  * gw_fence_cut_fn - this admitted write must not complete: the barrier cut it
  * (a newer epoch was accepted while its body was not completely sent:
  * err ERR_FENCED), or its last byte was due and no write window could be
- * had (ERR_FENCED: superseded; ERR_EXPIRED: the lease ended; ERR_IO /
- * ERR_AGAIN: the window could not be checked).  The ticket is already
+ * had (ERR_FENCED: superseded; ERR_EXPIRED: the lease ended; ERR_CONFLICT:
+ * granted by another gateway though not shared; ERR_IO: the window could not
+ * be checked).  The ticket is already
  * freed; the writer must cancel its upstream transfer now, before its last
  * byte, and answer (409 StaleFencingToken / FencingLeaseExpired, or 503;
  * current: the lock's highest).

@@ -40,6 +40,9 @@ gw_metrics_render(struct buf *out)
         ROW(bytes_in, "counter", "Request body bytes sent upstream."),
         ROW(bytes_out, "counter", "Response body bytes sent to clients."),
         ROW(fence_rejections, "counter", "Writes refused by the fence."),
+        ROW(window_reads, "counter", "Epoch files read to open a write window."),
+        ROW(window_holds, "counter", "Last bytes held until a write window was confirmed."),
+        ROW(window_cuts, "counter", "Writes cut before their last byte: no write window."),
         ROW(checksum_trailers_forwarded, "gauge",
             "1 if client checksum trailers are forwarded upstream, 0 if only verified."),
 #undef ROW

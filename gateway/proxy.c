@@ -271,8 +271,8 @@ on_read_body(void *arg, char *dst, size_t len)
         p->body_waiting = true;
         return ERR_AGAIN;
     }
-    if (n > 0 && p->ticket != NULL && !last_cleared && p->body_passed + (uint64_t)n == p->body_length &&
-        !gw_fence_ticket_may_finish(p->ticket)) {
+    if (n > 0 && p->ticket != NULL && !last_cleared &&
+        p->body_passed + (uint64_t)n == p->body_length && !gw_fence_ticket_may_finish(p->ticket)) {
         /* hold the last byte until the fence says the window covers it (resume), or cut */
         p->held_byte = dst[n - 1];
         p->held = true;

@@ -214,6 +214,14 @@ on_admitted(void *arg, int err, uint64_t current)
                             "no write window can be opened; this write was not forwarded.",
                             c->lock, c->token, current);
         break;
+    case ERR_CONFLICT:
+        /* a non-shared election found an epoch another gateway granted (the log says so) */
+        gw_metrics_count_status(503);
+        gw_s3err_send(req, 503, "ServiceUnavailable",
+                      "This lock's epoch was granted by another gateway, but this gateway is "
+                      "configured as the only one (election.shared is false); its writes are "
+                      "refused until the configuration says the election is shared.");
+        break;
     default:
         gw_metrics_count_status(503);
         gw_s3err_send(req, 503, "ServiceUnavailable",

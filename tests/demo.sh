@@ -43,8 +43,9 @@ cat >"$DEMO/gw.json" <<EOF
  "log_level": "warn",
  "upstream": {"endpoint": "$RGW_ENDPOINT", "access_key_env": "RGW_ACCESS_KEY",
               "secret_key_env": "RGW_SECRET_KEY"},
- "election": {"backend": "s3", "bucket": "locks", "default_lease_ms": 3000,
-              "min_lease_ms": 500},
+ "election": {"backend": "s3", "bucket": "locks", "default_lease_ms": 4000,
+              "min_lease_ms": 3150, "shared_window_ms": 1000},
+ "fencing": {"commit_margin_ms": 100, "complete_margin_ms": 200},
  "fences": [{"bucket": "data", "prefix": "orders/", "lock": "orders", "require_token": true}]}
 EOF
 export RGW_ACCESS_KEY RGW_SECRET_KEY
@@ -78,7 +79,7 @@ EOF
 chmod +x "$DEMO/worker.sh"
 
 say "3. Worker A takes the lock and writes"
-"$BIN" lock run orders --holder worker-a --lease-ms 3000 -- "$DEMO/worker.sh" worker-a &
+"$BIN" lock run orders --holder worker-a --lease-ms 4000 -- "$DEMO/worker.sh" worker-a &
 A=$!
 PIDS+=($A)
 sleep 1.6

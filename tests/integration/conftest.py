@@ -493,6 +493,10 @@ class Gateway:
                 "access_key_env": UPSTREAM_AK_ENV,
                 "secret_key_env": UPSTREAM_SK_ENV,
             },
+            # RGW on loopback commits a request within milliseconds of its last
+            # byte: small commit margins keep the write-window start gate and
+            # short test leases cheap (README "Write windows").
+            "fencing": {"commit_margin_ms": 100, "complete_margin_ms": 200},
         }
         self.config = deep_merge(base, overrides)
         # url/port follow the first listener, data_dir the merged config, so

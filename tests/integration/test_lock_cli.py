@@ -27,7 +27,8 @@ PY = "/usr/bin/python3"
 
 
 def election(tmp_path, **extra):
-    return {"election": {"backend": "dir", "path": str(tmp_path / "locks"), **extra}}
+    return {"election": {"backend": "dir", "path": str(tmp_path / "locks"), "min_lease_ms": 200,
+                         **extra}}
 
 
 def cli_env(gw, extra=None):

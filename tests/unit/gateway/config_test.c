@@ -215,7 +215,7 @@ test_window_defaults(void **state)
     struct gw_config *cfg =
         load_ok(MIN_PREFIX ",\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\"}}");
     assert_true(cfg->election.shared);
-    assert_int_equal(gw_config_min_lease_for_windows(cfg), 3000);
+    assert_int_equal(gw_config_min_lease_for_windows(cfg), 4500);
     gw_config_free(cfg);
     cfg = load_ok(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\","
                              "\"min_lease_ms\":1500,\"default_lease_ms\":1500}}");
@@ -259,7 +259,7 @@ test_defaults(void **state)
     assert_int_equal(cfg->election.backend, GW_ELECT_NONE);
     assert_string_equal(cfg->election.prefix, "fencegate/");
     assert_int_equal(cfg->election.default_lease_ms, 15000);
-    assert_int_equal(cfg->election.min_lease_ms, 3000);
+    assert_int_equal(cfg->election.min_lease_ms, 4500);
     assert_int_equal(cfg->election.max_lease_ms, 300000);
     assert_false(cfg->election.shared); /* no election */
     assert_int_equal(cfg->election.shared_window_ms, 5000);
@@ -298,7 +298,7 @@ test_all_keys(void **state)
         "\"ca_file\":\"/etc/ca.pem\",\"tls_verify\":false,\"connect_timeout_ms\":100,"
         "\"timeout_ms\":86400000,\"max_connections\":1},"
         "\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\",\"prefix\":\"\","
-        "\"default_lease_ms\":2000,\"min_lease_ms\":1650,\"max_lease_ms\":3000,\"keep_epochs\":1,"
+        "\"default_lease_ms\":3500,\"min_lease_ms\":3150,\"max_lease_ms\":4000,\"keep_epochs\":1,"
         "\"shared\":false,\"shared_window_ms\":300},"
         "\"fences\":[{\"bucket\":\"b\",\"lock\":\"l\",\"require_token\":false}],"
         "\"fencing\":{\"allow_unfenced_writes\":false,\"record_epoch_metadata\":false,"
@@ -331,8 +331,8 @@ test_all_keys(void **state)
     assert_int_equal(cfg->upstream.max_connections, 1);
     assert_int_equal(cfg->election.backend, GW_ELECT_S3);
     assert_string_equal(cfg->election.prefix, "");
-    assert_int_equal(cfg->election.default_lease_ms, 2000);
-    assert_int_equal(cfg->election.min_lease_ms, 1650);
+    assert_int_equal(cfg->election.default_lease_ms, 3500);
+    assert_int_equal(cfg->election.min_lease_ms, 3150);
     assert_int_equal(cfg->election.keep_epochs, 1);
     assert_false(cfg->election.shared); /* given, though the backend is s3 */
     assert_int_equal(cfg->election.shared_window_ms, 300);
@@ -435,15 +435,16 @@ test_ranges(void **state)
                "election.min_lease_ms: larger than max_lease_ms");
     expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\","
                           "\"default_lease_ms\":500}}",
-               "election.default_lease_ms: must lie between min_lease_ms (3000) and "
+               "election.default_lease_ms: must lie between min_lease_ms (4500) and "
                "max_lease_ms (300000)");
     /* write windows: a lease too short to keep a window open, a shared window no
      * write could fit in (DESIGN "Write windows") */
-    expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\","
-                          "\"min_lease_ms\":2999}}",
-               "election.min_lease_ms: 2999 is too short for fencing.commit_margin_ms 1000: a holder "
-               "renewing at a third of its lease needs at least 3000 ms to keep its write window "
-               "open");
+    expect_err(
+        MIN_PREFIX ",\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\","
+                   "\"min_lease_ms\":4499}}",
+        "election.min_lease_ms: 4499 is too short for fencing.commit_margin_ms 1000: a holder "
+        "renewing at a third of its lease needs at least 4500 ms to keep its write window "
+        "open");
     expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"s3\",\"bucket\":\"locks\","
                           "\"shared_window_ms\":3000}}",
                "election.shared_window_ms: 3000 must be longer than the commit margins (3000 ms), "
