@@ -573,6 +573,7 @@ judge(struct flock *lk)
         lk->abort_upto = 0;
         gw_upload_on_advance(lk->f->uploads, lk->name, upto);
     }
+    lk->rd_fresh = false; /* a read's answer serves the pass it completed in, no later one */
     lk->judging = false;
     flock_maybe_free(lk);
 }
@@ -610,8 +611,7 @@ advance(struct gw_fence_ticket *t)
         log_error("lock %s: cannot queue the advance to %llu: %s", lk->name,
                   (unsigned long long)t->epoch, err_str(rc));
         if (t->cancelled) {
-            ticket_drop(t); /* a gw_fence_learn: nobody waits for it */
-            flock_maybe_free(lk);
+            ticket_drop(t); /* a gw_fence_learn: nobody waits for it; it frees lk */
         } else {
             reject(t, rc, lk->highest);
         }
@@ -790,6 +790,7 @@ gw_fence_learn(struct gw_fence *f, const char *lock, uint64_t epoch)
     (void)snprintf(t->principal, sizeof(t->principal), "%s", "election");
     TAILQ_INSERT_TAIL(&lk->tickets, t, link);
     advance(t);
+    flock_maybe_free(lk); /* only if the advance could not even be queued */
 }
 
 void
