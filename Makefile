@@ -44,7 +44,7 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 
-.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy deps run demo clean format
+.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows deps run demo clean format
 
 all: $(BIN) $(HELPER_BINS)
 
@@ -90,6 +90,10 @@ integration: $(BIN) $(HELPER_BINS)
 
 bench: $(BENCH_BINS) $(BIN)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
+# Write windows: reads per lock per gateway, hand-over times (boots RGW; about 2 minutes).
+bench-windows: $(BIN)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/windows_bench.py
 
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
 bench-proxy: $(BIN)
