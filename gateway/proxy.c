@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include "common/buf.h"
@@ -32,11 +33,15 @@
 /* Content-Encoding headers rewritten (aws-chunked removed) on one request. */
 #define PROXY_MAX_CE 4
 
+struct preq;
+
 struct gw_proxy {
     const struct gw_config *cfg; /* borrowed; in force for new requests */
     struct gw_upstream *up;      /* borrowed */
     struct gw_s3signer *signer;  /* owned; addressing and SigV4 for the upstream */
     bool trailers;               /* the upstream takes aws-chunked checksum trailers */
+    /* owned; fenced writes running on without their client (on_abort) */
+    TAILQ_HEAD(preq_list, preq) detached;
 };
 
 /* One forwarded request. */
@@ -62,6 +67,8 @@ struct preq {
     uint64_t token;                   /* fenced write: the admitted token */
     char principal[64];               /* fenced write: for the audit */
     struct gw_s3xml *tap; /* owned; fenced Create/Complete: the answer parsed on its way */
+    char *query;          /* owned; fenced Create/Complete/Abort: the raw query, for
+                             gw_upload_response (also once the client is gone) */
     int status;           /* the upstream's status */
     bool held;            /* fenced: the body's last byte is held for a write window */
     char held_byte;       /* ... that byte */
@@ -70,6 +77,11 @@ struct preq {
     const char *method;   /* the client's method (borrowed from req) */
     int64_t up_length;    /* the upstream body length, -1 for none */
     bool is_write;        /* for the metrics */
+    bool detached;        /* the client left after the whole request was sent: the transfer
+                             runs on for the barrier (G3), its answer discarded */
+    char reqid[24];       /* detached: the request id, for the log */
+    /* detached: in px->detached */
+    TAILQ_ENTRY(preq) link;
 };
 
 /* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
@@ -151,6 +163,7 @@ gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, 
         (void)snprintf(errbuf, errlen, "out of memory");
         return NULL;
     }
+    TAILQ_INIT(&px->detached);
     px->cfg = cfg;
     px->up = up;
     px->signer = gw_s3signer_new(cfg, errbuf, errlen);
@@ -182,11 +195,16 @@ gw_proxy_trailers(const struct gw_proxy *px)
     return px->trailers;
 }
 
+static void preq_free(struct preq *p);
+
 void
 gw_proxy_free(struct gw_proxy *px)
 {
     if (px == NULL) {
         return;
+    }
+    while (!TAILQ_EMPTY(&px->detached)) {
+        preq_free(TAILQ_FIRST(&px->detached)); /* shutting down: cancelled, tickets released */
     }
     gw_s3signer_free(px->signer);
     free(px);
@@ -201,6 +219,10 @@ preq_free(struct preq *p)
     gw_xfer_cancel(p->x);
     gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
     gw_s3msg_cleanup(&p->msg);
+    if (p->detached) {
+        TAILQ_REMOVE(&p->px->detached, p, link);
+    }
+    free(p->query);
     free(p->s3);
     free(p->mem);
     gw_s3xml_free(p->tap);
@@ -302,6 +324,9 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     int64_t content_length = -1;
 
     p->status = status;
+    if (p->detached) {
+        return 0; /* the client is gone: only the outcome matters */
+    }
     gw_resp_start(req, status);
     for (size_t i = 0; i < n; i++) {
         const struct gw_header *h = &headers[i];
@@ -347,6 +372,9 @@ on_body(void *arg, const char *data, size_t len)
             p->tap = NULL;
         }
     }
+    if (p->detached) {
+        return 0; /* the client is gone: discarded */
+    }
     int rc = gw_resp_body_write(p->req, data, len);
     if (rc == ERR_AGAIN) {
         p->recv_paused = true;
@@ -355,11 +383,31 @@ on_body(void *arg, const char *data, size_t len)
     return rc;
 }
 
+/* The end of a write whose client left after sending all of it (on_abort):
+ * record what a multipart answer says, as for an attached client, then
+ * release the ticket, which lets newer epochs' writes go (G3). */
+static void
+end_detached(struct preq *p, int err)
+{
+    log_info("req %s: upstream outcome of the write its client left: %s, status %d; epoch "
+             "barrier released",
+             p->reqid, err != 0 ? err_str(err) : "complete", p->status);
+    struct gw_upload *u = gw_fence_uploads(p->fence);
+    if (err == 0 && p->status != 0 && u != NULL && p->query != NULL) {
+        gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
+    }
+    preq_free(p);
+}
+
 static void
 on_done(void *arg, int err)
 {
     struct preq *p = arg;
     p->x = NULL; /* freed by the upstream module after this returns */
+    if (p->detached) {
+        end_detached(p, err);
+        return;
+    }
     if (err != 0) {
         log_info("req %s: upstream transfer failed: %s", gw_req_id(p->req), err_str(err));
         finish_error(p, err,
@@ -373,8 +421,8 @@ on_done(void *arg, int err)
     }
     struct gw_req *req = p->req;
     struct gw_upload *u = p->fence != NULL ? gw_fence_uploads(p->fence) : NULL;
-    if (p->ticket != NULL && u != NULL && gw_upload_tracked(p->s3)) {
-        gw_upload_response(u, p->lock, p->token, p->s3, gw_req_query(req), p->status, p->tap);
+    if (p->ticket != NULL && u != NULL && p->query != NULL) {
+        gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
     }
     p->req = NULL;
     preq_free(p);
@@ -405,13 +453,44 @@ on_output_drained(struct gw_req *req, void *arg)
     }
 }
 
+/*
+ * The client of a fenced write left after its whole request was handed to the
+ * upstream, which may still commit it: the barrier must await that outcome,
+ * whatever the client does (G3).  The transfer runs on without req (freed by
+ * the server after on_abort), its answer discarded, and its end releases the
+ * ticket (end_detached).
+ */
+static void
+detach(struct preq *p, struct gw_req *req)
+{
+    (void)snprintf(p->reqid, sizeof(p->reqid), "%s", gw_req_id(req));
+    gw_body_free(p->body); /* it reads from req; every byte of it was read */
+    p->body = NULL;
+    p->req = NULL;
+    p->detached = true;
+    TAILQ_INSERT_TAIL(&p->px->detached, p, link);
+    if (p->recv_paused) {
+        p->recv_paused = false;
+        gw_xfer_resume_recv(p->x); /* last: it may end the transfer and free p */
+    }
+}
+
 static void
 on_abort(struct gw_req *req, int err, void *arg)
 {
     struct preq *p = arg;
+    gw_metrics.client_aborts++;
+    /* body_passed == body_length: the same "completely sent" as on_read_body's
+     * (and start_transfer's for an empty body), so exactly the writes the barrier awaits */
+    if (p->ticket != NULL && p->x != NULL && p->body_passed == p->body_length) {
+        log_info("req %s: client request aborted (%s) after the whole write was sent; awaiting "
+                 "the upstream outcome",
+                 gw_req_id(req), err_str(err));
+        detach(p, req);
+        return;
+    }
     log_info("req %s: client request aborted (%s); upstream transfer cancelled", gw_req_id(req),
              err_str(err));
-    gw_metrics.client_aborts++;
     p->req = NULL;
     preq_free(p); /* cancels the transfer before its last byte: nothing is committed */
 }
@@ -450,6 +529,12 @@ on_cut(void *arg, int err, uint64_t current)
     struct preq *p = arg;
     struct gw_req *req = p->req;
     p->ticket = NULL; /* freed by the fence */
+    if (p->detached) {
+        /* not expected: the barrier cuts only writes not completely sent */
+        log_warn("req %s: cut after its client left; transfer cancelled", p->reqid);
+        preq_free(p);
+        return;
+    }
     gw_xfer_cancel(p->x);
     p->x = NULL;
     log_info("req %s: cut before its last byte (%s): token %llu, lock %s at %llu", gw_req_id(req),
@@ -590,8 +675,13 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
             goto fail;
         }
         *p->s3 = *s3;
-        if (gw_fence_uploads(p->fence) != NULL && s3->op != GW_S3_OP_ABORT_MULTIPART &&
-            gw_upload_tracked(s3)) {
+        if (gw_fence_uploads(p->fence) != NULL && gw_upload_tracked(s3)) {
+            p->query = strdup(gw_req_query(req)); /* req may be gone when the answer ends */
+            if (p->query == NULL) {
+                goto fail;
+            }
+        }
+        if (p->query != NULL && s3->op != GW_S3_OP_ABORT_MULTIPART) {
             p->tap = gw_s3xml_new(0, GW_UPLOAD_TAP_MAX);
             if (p->tap == NULL) {
                 goto fail;

@@ -51,7 +51,8 @@ void gw_proxy_set_trailers(struct gw_proxy *px, bool on);
 /* gw_proxy_trailers - the current setting. */
 bool gw_proxy_trailers(const struct gw_proxy *px);
 
-/* gw_proxy_free - free the proxy (requests in flight must be gone).  NULL-safe. */
+/* gw_proxy_free - free the proxy (requests in flight must be gone; transfers still running
+ * for clients that left are cancelled and their tickets released).  NULL-safe. */
 void gw_proxy_free(struct gw_proxy *px);
 
 /* An admitted fenced write (see gateway/fence.h). */
@@ -70,7 +71,10 @@ struct gw_proxy_fence {
  * the proxy marks it sent once the whole request is with the upstream,
  * answers 409 StaleFencingToken and cuts the transfer if the barrier cuts it,
  * adds X-Fencing-Current-Token to the response, and releases the ticket when
- * the write ends.
+ * the write ends.  If the client goes away after the whole fenced request was
+ * sent, the transfer runs on without it (its answer discarded, a multipart
+ * answer still recorded) and the ticket is released when the transfer ends
+ * (DESIGN G3); otherwise a client hang-up cancels the transfer.
  * Takes over req: the proxy answers it on every path, including errors.
  */
 void gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,

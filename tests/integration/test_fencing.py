@@ -6,6 +6,7 @@ and remembered across kill -9."""
 
 import os
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -294,5 +295,169 @@ def test_barrier_awaits_completely_sent_older_write(gateway, rgw, bucket):
         events = [e for e, _ in relay.log]
         assert events.index("forwarded-delayed") < events.index("forwarded-put"), events
         assert rgw_body(rgw, bucket, "orders/race") == b"epoch 2"
+    finally:
+        relay.close()
+
+
+def relay_gateway(gateway, rgw, bucket):
+    """A fenced gateway whose upstream is a DelayRelay in front of RGW."""
+    relay = DelayRelay(int(rgw.endpoint.rsplit(":", 1)[1]))
+    gw = gateway({"upstream": {"endpoint": f"http://127.0.0.1:{relay.port}"},
+                  "fences": [{"bucket": bucket, "prefix": "orders/", "lock": LOCK,
+                              "require_token": True}]})
+    return relay, gw
+
+
+def wait_relay(relay, event, timeout=10.0):
+    """Wait until the relay logged event (e.g. "held": it has the complete request)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(e == event for e, _ in relay.log):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def held_older_write_then_newer(gw, relay, send_old, newer_key, newer_body):
+    """Run send_old (an epoch-1 write the relay holds for 2 s) in a thread;
+    once the relay holds it, grant epoch 2 and PUT newer_body to newer_key.
+    Returns (old response, newer response, seconds the newer one took)."""
+    out = {}
+    th = threading.Thread(target=lambda: out.update(r=send_old()))
+    th.start()
+    assert wait_relay(relay, "held"), relay.log
+    grant(gw, 2)
+    t0 = time.monotonic()
+    r2 = requests.put(f"{gw.url}/{newer_key}", data=newer_body,
+                      headers={"X-Fencing-Token": "2"}, timeout=30)
+    waited = time.monotonic() - t0
+    th.join(30)
+    return out.get("r"), r2, waited
+
+
+def test_barrier_awaits_zero_length_older_write(gateway, rgw, bucket):
+    """G3: a fenced PUT with Content-Length: 0 (an empty object, a _SUCCESS
+    marker) is completely sent with its head.  Held upstream while epoch 2
+    writes, it is awaited, not cut: its client gets RGW's 200, and the epoch-2
+    write lands after it."""
+    relay, gw = relay_gateway(gateway, rgw, bucket)
+    try:
+        grant(gw, 1)
+        old, r2, waited = held_older_write_then_newer(
+            gw, relay,
+            lambda: requests.put(f"{gw.url}/{bucket}/orders/_SUCCESS", data=b"",
+                                 headers={"X-Fencing-Token": "1", "x-test-delay-ms": "2000"},
+                                 timeout=30),
+            f"{bucket}/orders/_SUCCESS", b"epoch 2")
+        assert old is not None and old.status_code == 200, getattr(old, "text", None)
+        assert r2.status_code == 200, r2.text
+        assert waited > 1.0, waited  # epoch 2 waited for the empty epoch-1 write
+        events = [e for e, _ in relay.log]
+        assert events.index("forwarded-delayed") < events.index("forwarded-put"), events
+        time.sleep(0.3)
+        assert rgw_body(rgw, bucket, "orders/_SUCCESS") == b"epoch 2"
+    finally:
+        relay.close()
+
+
+def test_barrier_awaits_create_multipart_upload(gateway, rgw, bucket):
+    """CreateMultipartUpload has no body: it is awaited like any completely
+    sent write: its client gets the UploadId, and the upload is recorded under
+    epoch 1, so the advance to epoch 2 reaps it rather than leaving it at RGW
+    untracked."""
+    relay, gw = relay_gateway(gateway, rgw, bucket)
+    try:
+        grant(gw, 1)
+        old, r2, waited = held_older_write_then_newer(
+            gw, relay,
+            lambda: requests.post(f"{gw.url}/{bucket}/orders/mp?uploads",
+                                  headers={"X-Fencing-Token": "1", "x-test-delay-ms": "2000"},
+                                  timeout=30),
+            f"{bucket}/orders/other", b"epoch 2")
+        assert old is not None and old.status_code == 200, getattr(old, "text", None)
+        assert r2.status_code == 200, r2.text
+        assert waited > 1.0, waited
+        upload_id = old.text.split("<UploadId>", 1)[1].split("</UploadId>", 1)[0]
+        # recorded under epoch 1, so the advance to epoch 2 reaps it: no orphan
+        assert wait_uploads_gone(rgw, bucket, "orders/mp"), upload_id
+        assert "aborted upload" in gw.log()
+    finally:
+        relay.close()
+
+
+def wait_uploads_gone(rgw, bucket, key, timeout=5.0):
+    """True once RGW lists no multipart upload of key (the gateway aborted it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = rgw.client().list_multipart_uploads(Bucket=bucket)
+        if not [u for u in r.get("Uploads", []) if u["Key"] == key]:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def put_then_reset(gw, relay, target, body, token=1, method="PUT"):
+    """Send a whole fenced request the relay holds for 2 s over a raw socket,
+    wait until the relay has all of it (so the gateway handed its last byte
+    upstream), then reset the connection (SO_LINGER 0: RST, no FIN)."""
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+    s.sendall((f"{method} /{target} HTTP/1.1\r\nHost: {gw.host}\r\n"
+               f"X-Fencing-Token: {token}\r\nx-test-delay-ms: 2000\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+    assert wait_relay(relay, "held"), relay.log
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    deadline = time.monotonic() + 5
+    while "client request aborted" not in gw.log() and time.monotonic() < deadline:
+        time.sleep(0.02)  # the gateway must have seen the reset before epoch 2 writes
+    assert "client request aborted" in gw.log()
+
+
+def test_barrier_awaits_sent_write_whose_client_reset(gateway, rgw, bucket):
+    """G3: a client that resets its connection after its last byte went
+    upstream does not open the barrier: the epoch-2 write waits for the
+    upstream outcome of the epoch-1 write, and no stale write lands after it."""
+    relay, gw = relay_gateway(gateway, rgw, bucket)
+    try:
+        grant(gw, 1)
+        put_then_reset(gw, relay, f"{bucket}/orders/rst", b"epoch 1 zombie")
+        grant(gw, 2)
+        t0 = time.monotonic()
+        r2 = requests.put(f"{gw.url}/{bucket}/orders/rst", data=b"epoch 2",
+                          headers={"X-Fencing-Token": "2"}, timeout=30)
+        waited = time.monotonic() - t0
+        assert r2.status_code == 200, r2.text
+        # let a stale write the relay still holds land, if the barrier let it
+        assert wait_relay(relay, "forwarded-delayed"), relay.log
+        time.sleep(0.5)
+        assert rgw_body(rgw, bucket, "orders/rst") == b"epoch 2"  # the stale write did not win
+        events = [e for e, _ in relay.log]
+        assert events.index("forwarded-delayed") < events.index("forwarded-put"), events
+        assert waited > 1.0, waited
+    finally:
+        relay.close()
+
+
+def test_reset_create_multipart_upload_still_recorded(gateway, rgw, bucket):
+    """A CreateMultipartUpload whose client reset after sending it still holds
+    the barrier until RGW answered, and its upload id is recorded under its
+    epoch from the answer nobody reads, so the gateway reaps it (no orphan)."""
+    relay, gw = relay_gateway(gateway, rgw, bucket)
+    try:
+        grant(gw, 1)
+        put_then_reset(gw, relay, f"{bucket}/orders/mp-rst?uploads", b"", method="POST")
+        grant(gw, 2)
+        t0 = time.monotonic()
+        r2 = requests.put(f"{gw.url}/{bucket}/orders/next", data=b"epoch 2",
+                          headers={"X-Fencing-Token": "2"}, timeout=30)
+        waited = time.monotonic() - t0
+        assert r2.status_code == 200, r2.text
+        assert wait_relay(relay, "forwarded-delayed"), relay.log
+        time.sleep(0.5)
+        assert waited > 1.0, waited
+        # the answer nobody read was recorded under epoch 1, so the advance to
+        # epoch 2 reaps the upload; untracked, it would stay at RGW for ever
+        assert wait_uploads_gone(rgw, bucket, "orders/mp-rst")
+        assert "aborted upload" in gw.log()
     finally:
         relay.close()
