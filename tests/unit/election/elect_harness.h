@@ -277,4 +277,31 @@ on_check(void *arg, int err, bool granted)
     c->granted = granted;
 }
 
+struct win_res {
+    int calls;
+    int err;
+    struct elect_window w;
+};
+
+/* elect_window_fn */
+static void
+on_win(void *arg, int err, const struct elect_window *w)
+{
+    struct win_res *r = arg;
+    r->calls++;
+    r->err = err;
+    r->w = *w;
+}
+
+/* elect_window_read of lock/epoch on e, run to its answer. */
+static void
+window_read(struct env *v, struct elect *e, const char *lock, uint64_t epoch, struct win_res *r)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(elect_window_read(e, lock, epoch, on_win, r), 0);
+    assert_int_equal(r->calls, 0);
+    run(v);
+    assert_int_equal(r->calls, 1);
+}
+
 #endif

@@ -919,6 +919,40 @@ test_stale_read_after_g4_lookup_ignored(void **state)
     assert_string_equal(info.holder, "B");
 }
 
+static void
+test_stale_read_after_window_list_not_free(void **state)
+{
+    struct env *v = *state;
+    struct elect *x, *y;
+    struct res b, c;
+    two_gateways(v, 1, &x, &y); /* X keeps only the latest epoch file */
+    stale_read_setup(v, x, y, true, &c, &b);
+    advance_until(v, !lockfile_at(v, "S", 1, NULL), 5000); /* X's GC */
+    /* a write carrying epoch 1 reaches Y: the file is gone, the LIST finds epoch 2 */
+    struct win_res r;
+    window_read(v, y, "S", 1, &r);
+    assert_int_equal(r.err, 0);
+    assert_int_equal(r.w.state, ELECT_WIN_SUPERSEDED);
+    assert_int_equal(r.w.latest, 2);
+    stale_read_land(v, &c);
+}
+
+static void
+test_stale_read_gone_after_g4_lookup_not_free(void **state)
+{
+    struct env *v = *state;
+    struct elect *x, *y;
+    struct res b, c;
+    two_gateways(v, 1, &x, &y);
+    stale_read_setup(v, x, y, false, &c, &b); /* Y's GET of epoch 1 reaches the store late */
+    advance_until(v, !lockfile_at(v, "S", 1, NULL), 5000);
+    struct check_res ck = {0};
+    assert_int_equal(elect_epoch_check(y, "S", 2, on_check, &ck), 0);
+    run(v);
+    assert_true(ck.granted);
+    stale_read_land(v, &c); /* its GET finds epoch 1 gone */
+}
+
 int
 main(void)
 {
@@ -960,6 +994,10 @@ main(void)
         cmocka_unit_test_setup_teardown(test_renewal_landing_after_takeover_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stale_read_after_g4_lookup_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_read_after_window_list_not_free, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_stale_read_gone_after_g4_lookup_not_free, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
