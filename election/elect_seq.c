@@ -52,7 +52,10 @@ refresh_done(struct elect_lock *lk, int err)
     if (err == 0) {
         lk->known = true;
         lk->valid_from = lk->refresh_start;
-        lk->just_listed = true;
+        /* A newer epoch learnt while this refresh was in flight (a G4 lookup or a
+         * window read) was not in its LIST: what it listed is not the latest, so it
+         * frees nothing; the next read starts after that epoch (item 7). */
+        lk->just_listed = lk->latest <= lk->refresh_newest;
         elect_cache_note(e, lk, lk->latest);
     } else {
         log_warn("lock %s: reading the latest epoch on %s failed: %s", lk->name,

@@ -308,7 +308,7 @@ new_elect(struct env *v, uint32_t keep)
     o.granted_by = "gw";
     o.keep_epochs = keep;
     o.min_lease_ms = 100;
-    o.commit_margin_ms = 50; /* leases of 1 s in these tests */
+    o.commit_margin_ms = 50; /* leases of 1 s: the default 1000 would refuse every renewal */
     struct elect *e = NULL;
     assert_int_equal(elect_new(&o, &e), 0);
     assert_int_equal(elect_start(e), 0);

@@ -2,210 +2,9 @@
  * Unit tests for election/elect*.c and election/lease.c: the election state
  * machine on a pinned clock (common/clock.h) over an in-memory backend
  * (membackend.h) and a real store (the election cache) in a temp directory.
+ * The harness is elect_harness.h; write windows are in elect_window_test.c.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
-#include <cmocka.h>
-#include <event2/event.h>
-#include <poll.h>
-
-#include "../store/testutil.h"
-#include "common/clock.h"
-#include "election/elect.h"
-#include "election/lease.h"
-#include "election/lockfile.h"
-#include "membackend.h"
-#include "store/store.h"
-
-#define WALL0 INT64_C(1795000000000)
-#define MAXE  8
-
-struct env {
-    char *dir;
-    struct store *store;
-    struct event_base *base;
-    struct mem_store *ms;
-    struct elect *e[MAXE];
-    int ne;
-    uint64_t now;
-};
-
-static void
-set_time(struct env *v, uint64_t mono)
-{
-    v->now = mono;
-    clock_pin(mono, WALL0 + (int64_t)mono);
-}
-
-/* Run backend callbacks and store completions until both are quiet. */
-static void
-run(struct env *v)
-{
-    for (int spins = 0; spins < 100000; spins++) {
-        size_t n = mem_run(v->ms);
-        if (v->store != NULL) {
-            n += store_dispatch_completions(v->store);
-            if (n == 0) {
-                struct store_stats st;
-                store_stats_get(v->store, &st);
-                struct pollfd p = {.fd = store_completion_fd(v->store), .events = POLLIN};
-                int w = poll(&p, 1, st.queue_depth > 0 ? 100 : 1);
-                if (w > 0) {
-                    n += store_dispatch_completions(v->store);
-                }
-            }
-        }
-        if (n == 0) {
-            return;
-        }
-    }
-    fail_msg("run: no quiescence");
-}
-
-/* Move the pinned clock forward in steps, firing the elects' timers. */
-static void
-advance(struct env *v, uint64_t ms, uint64_t step)
-{
-    uint64_t end = v->now + ms;
-    while (v->now < end) {
-        uint64_t next = v->now + step < end ? v->now + step : end;
-        set_time(v, next);
-        for (int i = 0; i < v->ne; i++) {
-            if (v->e[i] != NULL) {
-                elect_on_timer(v->e[i]);
-            }
-        }
-        run(v);
-    }
-}
-
-static struct elect *
-new_elect(struct env *v, uint32_t keep, bool expect_ready)
-{
-    assert_true(v->ne < MAXE);
-    struct elect_opts o;
-    elect_opts_init(&o);
-    o.base = v->base;
-    o.backend = mem_backend_new(v->ms);
-    o.store = v->store;
-    o.prefix = "fg/";
-    char gb[16];
-    (void)snprintf(gb, sizeof(gb), "gw-%d", v->ne);
-    o.granted_by = gb;
-    o.keep_epochs = keep;
-    o.min_lease_ms = 100;
-    o.commit_margin_ms = 50; /* leases of 1 s in these tests */
-    struct elect *e = NULL;
-    assert_int_equal(elect_new(&o, &e), 0);
-    assert_int_equal(elect_start(e), 0);
-    run(v);
-    const char *why = NULL;
-    assert_int_equal(elect_ready(e, &why), expect_ready);
-    v->e[v->ne++] = e;
-    return e;
-}
-
-static int
-setup(void **state)
-{
-    struct env *v = calloc(1, sizeof(*v));
-    set_time(v, 1000);
-    v->dir = tu_dir_new();
-    v->store = tu_open(v->dir, false);
-    v->base = event_base_new();
-    v->ms = mem_store_new();
-    *state = v;
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    struct env *v = *state;
-    for (int i = 0; i < v->ne; i++) {
-        elect_free(v->e[i]);
-    }
-    store_close(v->store);
-    mem_store_free(v->ms);
-    event_base_free(v->base);
-    tu_dir_free(v->dir);
-    clock_unpin();
-    free(v);
-    return 0;
-}
-
-struct res {
-    int calls;
-    int err;
-    struct elect_info info;
-    uint64_t at;          /* mono ms of the answer */
-    uint64_t cache_epoch; /* election cache when the answer came (R7) */
-    struct store *store;
-};
-
-static void
-on_done(void *arg, int err, const struct elect_info *info)
-{
-    struct res *r = arg;
-    r->calls++;
-    r->err = err;
-    r->info = *info;
-    r->at = clock_mono_ms();
-    r->cache_epoch = 0;
-    if (r->store != NULL) {
-        struct store_elect se;
-        if (store_elect_get(r->store, info->lock, &se) == 0) {
-            r->cache_epoch = se.epoch;
-        }
-    }
-}
-
-static void
-acquire(struct env *v, struct elect *e, const char *lock, const char *holder, uint32_t lease,
-        uint32_t wait, struct res *r)
-{
-    memset(r, 0, sizeof(*r));
-    r->store = v->store;
-    assert_int_equal(elect_acquire(e, lock, holder, lease, wait, on_done, r, NULL), 0);
-    assert_int_equal(r->calls, 0); /* never before the call returns */
-}
-
-static void
-acquire_ok(struct env *v, struct elect *e, const char *lock, const char *holder, uint32_t lease,
-           struct res *r)
-{
-    acquire(v, e, lock, holder, lease, 0, r);
-    run(v);
-    assert_int_equal(r->calls, 1);
-    assert_int_equal(r->err, 0);
-    assert_int_equal(strlen(r->info.lease_id), ELECT_LEASE_ID_HEX);
-}
-
-static int
-renew(struct env *v, struct elect *e, const char *lock, uint64_t token, const char *id,
-      struct res *r)
-{
-    memset(r, 0, sizeof(*r));
-    assert_int_equal(elect_renew(e, lock, token, id, on_done, r, NULL), 0);
-    run(v);
-    assert_int_equal(r->calls, 1);
-    return r->err;
-}
-
-static int
-release(struct env *v, struct elect *e, const char *lock, uint64_t token, const char *id,
-        struct res *r)
-{
-    memset(r, 0, sizeof(*r));
-    assert_int_equal(elect_release(e, lock, token, id, on_done, r, NULL), 0);
-    run(v);
-    assert_int_equal(r->calls, 1);
-    return r->err;
-}
+#include "elect_harness.h"
 
 /* ---- lease judgement (pure) ---- */
 
@@ -710,21 +509,6 @@ test_gc_keeps_latest_never_lowers_fence(void **state)
     assert_int_equal(a.info.token, 12);
 }
 
-struct check_res {
-    int calls;
-    int err;
-    bool granted;
-};
-
-static void
-on_check(void *arg, int err, bool granted)
-{
-    struct check_res *c = arg;
-    c->calls++;
-    c->err = err;
-    c->granted = granted;
-}
-
 static void
 test_epoch_check_g4(void **state)
 {
@@ -928,6 +712,247 @@ test_unreadable_lock_file_refused(void **state)
     assert_int_equal(q.err, ERR_VERSION); /* nothing is granted over it */
 }
 
+/* ---- takeover by compare-and-swap (issue item 8) ---- */
+
+#define KEY1 "T/epoch-00000000000000000001"
+
+/* g1 grants A epoch 1 (lease 1 s); g2 has B waiting for it.  Returns A's grant time. */
+static uint64_t
+takeover_setup(struct env *v, struct elect **g1, struct elect **g2, struct res *a, struct res *b)
+{
+    *g1 = new_elect(v, 5, true);
+    *g2 = new_elect(v, 5, true);
+    acquire_ok(v, *g1, "T", "A", 1000, a);
+    uint64_t t0 = v->now;
+    acquire(v, *g2, "T", "B", 1000, 10000, b);
+    run(v);
+    assert_int_equal(b->calls, 0);
+    return t0;
+}
+
+static void
+test_takeover_expires_before_create(void **state)
+{
+    struct env *v = *state;
+    struct elect *g1, *g2;
+    struct res a, b, q;
+    (void)takeover_setup(v, &g1, &g2, &a, &b);
+    /* A stops renewing; B's expiry of epoch 1 is held on its way to the store */
+    mem_hold(v->ms, MEM_OP_REPLACE, KEY1, 1, false);
+    advance_until(v, v->ms->nheld == 1, 3000);
+    struct elect_lockfile lf;
+    assert_true(lockfile_at(v, "T", 1, &lf));
+    assert_false(lf.expired);
+    /* nothing is created before the expiry has landed */
+    advance(v, 500, 10);
+    assert_false(lockfile_at(v, "T", 2, NULL));
+    assert_int_equal(b.calls, 0);
+    mem_land(v->ms, 0);
+    run(v);
+    assert_int_equal(b.calls, 1);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(b.info.token, 2);
+    /* epoch 1 was rewritten expired:true (a new version), then epoch 2 created */
+    assert_true(lockfile_at(v, "T", 1, &lf));
+    assert_true(lf.expired);
+    assert_int_equal(lf.renewals, 1);
+    assert_string_equal(lf.holder, "A");
+    assert_true(lockfile_at(v, "T", 2, &lf));
+    assert_string_equal(lf.holder, "B");
+    assert_int_equal(renew(v, g1, "T", 1, a.info.lease_id, &q), ERR_CONFLICT);
+}
+
+static void
+test_takeover_loses_to_renewal_landing_first(void **state)
+{
+    struct env *v = *state;
+    struct elect *g1, *g2;
+    struct res a, b, q;
+    uint64_t t0 = takeover_setup(v, &g1, &g2, &a, &b);
+    /* A renews at t0 + 900, inside its window; the write is slow to reach the store */
+    advance(v, 900, 10);
+    mem_hold(v->ms, MEM_OP_REPLACE, KEY1, 1, false);
+    memset(&q, 0, sizeof(q));
+    assert_int_equal(elect_renew(g1, "T", 1, a.info.lease_id, on_done, &q, NULL), 0);
+    run(v);
+    assert_int_equal(v->ms->nheld, 1);
+    assert_int_equal(q.calls, 0);
+    /* B sees epoch 1 unchanged for its lease, judges it run out and sends its expiry */
+    mem_hold(v->ms, MEM_OP_REPLACE, KEY1, 1, false);
+    advance_until(v, v->ms->nheld == 2, 3000);
+    assert_true(v->now >= t0 + 1000);
+    /* A's renewal lands between B's judgement and B's expiry */
+    mem_land(v->ms, 0);
+    mem_land(v->ms, 0);
+    uint64_t landed = v->now;
+    run(v);
+    assert_int_equal(q.calls, 1);
+    assert_int_equal(q.err, 0); /* renewed ... */
+    struct elect_lockfile lf;
+    assert_true(lockfile_at(v, "T", 1, &lf));
+    assert_false(lf.expired); /* ... B's expiry failed on its If-Match ... */
+    assert_int_equal(lf.renewals, 1);
+    assert_false(lockfile_at(v, "T", 2, NULL)); /* ... and B created nothing: it waits again */
+    assert_int_equal(b.calls, 0);
+    advance(v, 500, 10);
+    assert_false(lockfile_at(v, "T", 2, NULL));
+    assert_int_equal(b.calls, 0);
+    /* A stops: B takes over once the renewed lease has run out on its clock */
+    advance(v, 3000, 10);
+    assert_int_equal(b.calls, 1);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(b.info.token, 2);
+    assert_true(b.at >= landed + 1000);
+}
+
+static void
+test_renewal_landing_after_takeover_refused(void **state)
+{
+    struct env *v = *state;
+    struct elect *g1, *g2;
+    struct res a, b, q;
+    (void)takeover_setup(v, &g1, &g2, &a, &b);
+    advance(v, 900, 10);
+    mem_hold(v->ms, MEM_OP_REPLACE, KEY1, 1, false);
+    memset(&q, 0, sizeof(q));
+    assert_int_equal(elect_renew(g1, "T", 1, a.info.lease_id, on_done, &q, NULL), 0);
+    run(v);
+    assert_int_equal(v->ms->nheld, 1);
+    /* B's expiry lands first and B creates epoch 2 */
+    advance_until(v, b.calls == 1, 3000);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(b.info.token, 2);
+    /* A's renewal, sent inside its window, reaches the store only now: refused */
+    mem_land(v->ms, 0);
+    run(v);
+    assert_int_equal(q.calls, 1);
+    assert_int_equal(q.err, ERR_CONFLICT);
+    assert_int_equal(q.info.token, 2);
+    assert_string_equal(q.info.holder, "B");
+    struct elect_lockfile lf;
+    assert_true(lockfile_at(v, "T", 1, &lf));
+    assert_true(lf.expired); /* not revived */
+}
+
+/* ---- decisions only on the latest record (issue item 7) ---- */
+
+/* X (store, shared) and Y (no store of its own here, shared): two gateways. */
+static void
+two_gateways(struct env *v, uint32_t keep_x, struct elect **x, struct elect **y)
+{
+    struct elect_opts o;
+    char gb[16];
+    env_opts(v, &o, gb, sizeof(gb));
+    o.keep_epochs = keep_x;
+    o.shared = true;
+    *x = new_elect_o(v, &o, true);
+    env_opts(v, &o, gb, sizeof(gb));
+    o.store = NULL; /* its own election cache would not know X's grants either */
+    o.shared = true;
+    *y = new_elect_o(v, &o, true);
+}
+
+/*
+ * X grants epoch 1 and releases it; Y's acquire reads epoch 1 (released) and
+ * the answer (answer_late) or the request itself is held; X grants epoch 2.
+ * Returns with Y's read still held.
+ */
+static void
+stale_read_setup(struct env *v, struct elect *x, struct elect *y, bool answer_late, struct res *c,
+                 struct res *b)
+{
+    struct res a, q;
+    acquire_ok(v, x, "S", "A", 60000, &a);
+    assert_int_equal(release(v, x, "S", 1, a.info.lease_id, &q), 0);
+    mem_hold(v->ms, MEM_OP_GET, "S/epoch-00000000000000000001", 1, answer_late);
+    acquire(v, y, "S", "C", 60000, 0, c);
+    run(v);
+    assert_int_equal(v->ms->nheld, 1);
+    assert_int_equal(c->calls, 0);
+    acquire(v, x, "S", "B", 60000, 10000, b);
+    advance_until(v, b->calls == 1, 10000); /* the shared hand-over wait */
+    assert_int_equal(b->err, 0);
+    assert_int_equal(b->info.token, 2);
+}
+
+/* Y's stale read finally returns: Y must not create epoch 3 over B's live lease. */
+static void
+stale_read_land(struct env *v, struct res *c)
+{
+    mem_land(v->ms, 0);
+    run(v);
+    assert_int_equal(c->calls, 1);
+    assert_int_equal(c->err, ERR_CONFLICT);
+    assert_int_equal(c->info.token, 2);
+    assert_string_equal(c->info.holder, "B");
+    assert_false(lockfile_at(v, "S", 3, NULL));
+}
+
+static void
+test_stale_read_after_g4_lookup_ignored(void **state)
+{
+    struct env *v = *state;
+    struct elect *x, *y;
+    struct res b, c;
+    two_gateways(v, 5, &x, &y);
+    stale_read_setup(v, x, y, true, &c, &b);
+    /* a write carrying epoch 2 reaches Y: its G4 lookup reads epoch 2 */
+    struct check_res ck = {0};
+    assert_int_equal(elect_epoch_check(y, "S", 2, on_check, &ck), 0);
+    run(v);
+    assert_true(ck.granted);
+    struct elect_window w;
+    assert_int_equal(elect_window_peek(y, "S", 2, v->now, &w), 0);
+    assert_int_equal(w.state, ELECT_WIN_OPEN);
+    uint64_t until = w.until;
+    advance(v, 100, 10); /* a re-read now would give a later window */
+    unsigned long gets = v->ms->n_get;
+    stale_read_land(v, &c);
+    assert_int_equal(v->ms->n_get, gets); /* no re-read was needed */
+    /* the older record was ignored: epoch 2's record and window are intact */
+    assert_int_equal(elect_window_peek(y, "S", 2, v->now, &w), 0);
+    assert_int_equal(w.state, ELECT_WIN_OPEN);
+    assert_int_equal(w.until, until);
+    struct elect_info info;
+    assert_int_equal(elect_peek(y, "S", &info), 0);
+    assert_int_equal(info.token, 2);
+    assert_string_equal(info.holder, "B");
+}
+
+static void
+test_stale_read_after_window_list_not_free(void **state)
+{
+    struct env *v = *state;
+    struct elect *x, *y;
+    struct res b, c;
+    two_gateways(v, 1, &x, &y); /* X keeps only the latest epoch file */
+    stale_read_setup(v, x, y, true, &c, &b);
+    advance_until(v, !lockfile_at(v, "S", 1, NULL), 5000); /* X's GC */
+    /* a write carrying epoch 1 reaches Y: the file is gone, the LIST finds epoch 2 */
+    struct win_res r;
+    window_read(v, y, "S", 1, &r);
+    assert_int_equal(r.err, 0);
+    assert_int_equal(r.w.state, ELECT_WIN_SUPERSEDED);
+    assert_int_equal(r.w.latest, 2);
+    stale_read_land(v, &c);
+}
+
+static void
+test_stale_read_gone_after_g4_lookup_not_free(void **state)
+{
+    struct env *v = *state;
+    struct elect *x, *y;
+    struct res b, c;
+    two_gateways(v, 1, &x, &y);
+    stale_read_setup(v, x, y, false, &c, &b); /* Y's GET of epoch 1 reaches the store late */
+    advance_until(v, !lockfile_at(v, "S", 1, NULL), 5000);
+    struct check_res ck = {0};
+    assert_int_equal(elect_epoch_check(y, "S", 2, on_check, &ck), 0);
+    run(v);
+    assert_true(ck.granted);
+    stale_read_land(v, &c); /* its GET finds epoch 1 gone */
+}
+
 int
 main(void)
 {
@@ -963,6 +988,16 @@ main(void)
         cmocka_unit_test_setup_teardown(test_reentrant_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_lock_file_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_takeover_expires_before_create, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_takeover_loses_to_renewal_landing_first, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_renewal_landing_after_takeover_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_stale_read_after_g4_lookup_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_read_after_window_list_not_free, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_stale_read_gone_after_g4_lookup_not_free, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

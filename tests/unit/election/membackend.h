@@ -7,6 +7,11 @@
  * operation takes effect when it is called (it linearises there) and its
  * callback is queued; mem_run() runs queued callbacks in order until none
  * are left, so no callback ever runs before its call returns.
+ *
+ * Reordering (mem_hold): the next operations of chosen kinds on keys
+ * containing a given text can be held, either before they take effect (a
+ * request still on its way to the store: it linearises when landed) or
+ * after (an answer still on its way back).  mem_land() lets one go on.
  */
 #ifndef TESTS_UNIT_ELECTION_MEMBACKEND_H
 #define TESTS_UNIT_ELECTION_MEMBACKEND_H
@@ -21,6 +26,13 @@
 
 #define MEM_MAX_OBJS 4096
 #define MEM_MAX_OPS  65536
+#define MEM_MAX_HELD 8
+
+/* Operation kinds for mem_hold (a mask). */
+#define MEM_OP_CREATE  1u
+#define MEM_OP_REPLACE 2u
+#define MEM_OP_GET     4u
+#define MEM_OP_LIST    8u
 
 enum mem_create_fault {
     MEM_FAULT_NONE = 0,
@@ -38,6 +50,23 @@ struct mem_obj {
 };
 
 struct mem_backend;
+struct mem_op;
+
+/* An operation held by mem_hold. */
+struct mem_held {
+    struct mem_backend *be;
+    unsigned kind;     /* one MEM_OP_* */
+    struct mem_op *op; /* took effect already: only its answer is held */
+    char *key;         /* not yet: the request, to be made by mem_land */
+    char *etag;        /* replace */
+    int form;          /* replace */
+    char *body;        /* create, replace */
+    size_t len;
+    char *start_after; /* list */
+    uint32_t max;      /* list */
+    void *cb;
+    void *arg;
+};
 
 struct mem_op {
     struct mem_backend *be;
@@ -66,7 +95,14 @@ struct mem_store {
     bool times;                  /* report Last-Modified / Date from clock_wall_ms() */
     enum mem_create_fault fault; /* applied to the next `fault_n` epoch creates */
     int fault_n;
-    int probe_fail_n; /* the next probe creates fail with ERR_UPSTREAM (not landed) */
+    int probe_fail_n;    /* the next probe creates fail with ERR_UPSTREAM (not landed) */
+    unsigned hold_kinds; /* MEM_OP_* mask of the operations mem_hold holds */
+    char hold_key[256];  /* ... on keys (list: prefixes) containing this text */
+    int hold_n;          /* ... this many more */
+    bool hold_answer;    /* ... after they took effect (else before) */
+    bool landing;        /* mem_land is making a held request: do not hold it again */
+    struct mem_held held[MEM_MAX_HELD];
+    size_t nheld;
     /* counters */
     unsigned long n_create, n_replace, n_get, n_list, n_del;
 };
@@ -143,12 +179,105 @@ is_epoch_key(const char *key)
     return strstr(key, "/epoch-") != NULL;
 }
 
+static char *
+mem_dup(const char *s, size_t len)
+{
+    char *d = malloc(len + 1);
+    memcpy(d, s, len);
+    d[len] = '\0';
+    return d;
+}
+
+/* Whether the operation (kind, key) is to be held now (and one fewer after it). */
+static bool
+mem_hold_match(struct mem_store *st, unsigned kind, const char *key, bool answer)
+{
+    if (st->landing || st->hold_n <= 0 || (st->hold_kinds & kind) == 0 ||
+        st->hold_answer != answer || strstr(key, st->hold_key) == NULL) {
+        return false;
+    }
+    if (st->nheld == MEM_MAX_HELD) {
+        abort();
+    }
+    st->hold_n--;
+    return true;
+}
+
+/* Hold a request before it takes effect; returns false when it is not to be held. */
+static bool
+mem_hold_request(struct mem_backend *b, unsigned kind, const char *key, const char *etag, int form,
+                 const char *body, size_t len, const char *start_after, uint32_t max, void *cb,
+                 void *arg)
+{
+    struct mem_store *st = b->st;
+    if (!mem_hold_match(st, kind, key, false)) {
+        return false;
+    }
+    struct mem_held *h = &st->held[st->nheld++];
+    memset(h, 0, sizeof(*h));
+    h->be = b;
+    h->kind = kind;
+    h->key = strdup(key);
+    h->etag = etag != NULL ? strdup(etag) : NULL;
+    h->form = form;
+    h->body = body != NULL ? mem_dup(body, len) : NULL;
+    h->len = len;
+    h->start_after = start_after != NULL ? strdup(start_after) : NULL;
+    h->max = max;
+    h->cb = cb;
+    h->arg = arg;
+    return true;
+}
+
+/* Queue op's answer, or hold it (it took effect already). */
+static int
+mem_finish(struct mem_op *op, unsigned kind, const char *key)
+{
+    struct mem_store *st = op->be->st;
+    if (!mem_hold_match(st, kind, key, true)) {
+        return mem_queue(op);
+    }
+    struct mem_held *h = &st->held[st->nheld++];
+    memset(h, 0, sizeof(*h));
+    h->be = op->be;
+    h->kind = kind;
+    h->op = op;
+    return 0;
+}
+
+/*
+ * mem_hold - hold the next n operations of kinds (MEM_OP_* mask) whose key
+ * (for a list: prefix) contains key: before they take effect, or, with
+ * answer, after (only the answer is late).  They wait in st->held, oldest
+ * first, until mem_land.
+ */
+static void
+mem_hold(struct mem_store *st, unsigned kinds, const char *key, int n, bool answer)
+{
+    st->hold_kinds = kinds;
+    (void)snprintf(st->hold_key, sizeof(st->hold_key), "%s", key);
+    st->hold_n = n;
+    st->hold_answer = answer;
+}
+
+static void
+mem_held_clear(struct mem_held *h)
+{
+    free(h->key);
+    free(h->etag);
+    free(h->body);
+    free(h->start_after);
+}
+
 static int
 mem_create(struct elect_backend *be, const char *key, const char *body, size_t len,
            elect_be_write_fn *cb, void *arg)
 {
     struct mem_backend *b = (struct mem_backend *)be;
     struct mem_store *st = b->st;
+    if (mem_hold_request(b, MEM_OP_CREATE, key, NULL, 0, body, len, NULL, 0, (void *)cb, arg)) {
+        return 0;
+    }
     st->n_create++;
     struct mem_op *op = mem_op_new(b, 0, (void *)cb, arg);
     struct mem_obj *o = mem_find(st, key);
@@ -160,7 +289,7 @@ mem_create(struct elect_backend *be, const char *key, const char *body, size_t l
     if (!is_epoch_key(key) && st->probe_fail_n > 0) {
         st->probe_fail_n--;
         op->err = ERR_UPSTREAM;
-        return mem_queue(op);
+        return mem_finish(op, MEM_OP_CREATE, key);
     }
     if (fault == MEM_FAULT_LOST_TIMEOUT) {
         op->err = ERR_TIMEOUT;
@@ -172,7 +301,7 @@ mem_create(struct elect_backend *be, const char *key, const char *body, size_t l
         mem_meta(st, o, &op->meta);
         op->err = fault == MEM_FAULT_LAND_THEN_500 ? ERR_UPSTREAM : 0;
     }
-    return mem_queue(op);
+    return mem_finish(op, MEM_OP_CREATE, key);
 }
 
 static int
@@ -181,6 +310,10 @@ mem_replace(struct elect_backend *be, const char *key, const char *etag, enum el
 {
     struct mem_backend *b = (struct mem_backend *)be;
     struct mem_store *st = b->st;
+    if (mem_hold_request(b, MEM_OP_REPLACE, key, etag, (int)form, body, len, NULL, 0, (void *)cb,
+                         arg)) {
+        return 0;
+    }
     st->n_replace++;
     struct mem_op *op = mem_op_new(b, 0, (void *)cb, arg);
     struct mem_obj *o = mem_find(st, key);
@@ -193,7 +326,7 @@ mem_replace(struct elect_backend *be, const char *key, const char *etag, enum el
         mem_put(st, o, key, body, len);
         mem_meta(st, o, &op->meta);
     }
-    return mem_queue(op);
+    return mem_finish(op, MEM_OP_REPLACE, key);
 }
 
 static int
@@ -201,6 +334,9 @@ mem_get(struct elect_backend *be, const char *key, elect_be_get_fn *cb, void *ar
 {
     struct mem_backend *b = (struct mem_backend *)be;
     struct mem_store *st = b->st;
+    if (mem_hold_request(b, MEM_OP_GET, key, NULL, 0, NULL, 0, NULL, 0, (void *)cb, arg)) {
+        return 0;
+    }
     st->n_get++;
     struct mem_op *op = mem_op_new(b, 1, (void *)cb, arg);
     struct mem_obj *o = mem_find(st, key);
@@ -212,7 +348,7 @@ mem_get(struct elect_backend *be, const char *key, elect_be_get_fn *cb, void *ar
         op->len = o->len;
         mem_meta(st, o, &op->meta);
     }
-    return mem_queue(op);
+    return mem_finish(op, MEM_OP_GET, key);
 }
 
 static int
@@ -227,6 +363,10 @@ mem_list(struct elect_backend *be, const char *prefix, const char *start_after, 
 {
     struct mem_backend *b = (struct mem_backend *)be;
     struct mem_store *st = b->st;
+    if (mem_hold_request(b, MEM_OP_LIST, prefix, NULL, 0, NULL, 0, start_after, max, (void *)cb,
+                         arg)) {
+        return 0;
+    }
     st->n_list++;
     struct mem_op *op = mem_op_new(b, 2, (void *)cb, arg);
     char **all = calloc(st->nobjs + 1, sizeof(*all));
@@ -246,7 +386,7 @@ mem_list(struct elect_backend *be, const char *prefix, const char *start_after, 
     op->keys = all;
     op->nkeys = take;
     op->truncated = take < n;
-    return mem_queue(op);
+    return mem_finish(op, MEM_OP_LIST, prefix);
 }
 
 static int
@@ -289,6 +429,19 @@ mem_free(struct elect_backend *be)
             st->ops[i % MEM_MAX_OPS] = NULL;
         }
     }
+    /* and its held operations */
+    size_t k = 0;
+    for (size_t i = 0; i < st->nheld; i++) {
+        if (st->held[i].be == b) {
+            if (st->held[i].op != NULL) {
+                mem_op_free(st->held[i].op);
+            }
+            mem_held_clear(&st->held[i]);
+        } else {
+            st->held[k++] = st->held[i];
+        }
+    }
+    st->nheld = k;
     free(b);
 }
 
@@ -332,7 +485,55 @@ mem_store_free(struct mem_store *st)
             mem_op_free(st->ops[i % MEM_MAX_OPS]);
         }
     }
+    for (size_t i = 0; i < st->nheld; i++) {
+        if (st->held[i].op != NULL) {
+            mem_op_free(st->held[i].op);
+        }
+        mem_held_clear(&st->held[i]);
+    }
     free(st);
+}
+
+/*
+ * mem_land - let held operation i (0 = the oldest) go on: a held request
+ * takes effect now, a held answer is queued.  Callbacks run at the next mem_run.
+ */
+static void
+mem_land(struct mem_store *st, size_t i)
+{
+    if (i >= st->nheld) {
+        abort();
+    }
+    struct mem_held h = st->held[i];
+    memmove(&st->held[i], &st->held[i + 1], (st->nheld - i - 1) * sizeof(h));
+    st->nheld--;
+    if (h.op != NULL) {
+        (void)mem_queue(h.op);
+        return;
+    }
+    struct elect_backend *be = &h.be->base;
+    int err = 0;
+    st->landing = true;
+    switch (h.kind) {
+    case MEM_OP_CREATE:
+        err = mem_create(be, h.key, h.body, h.len, (elect_be_write_fn *)h.cb, h.arg);
+        break;
+    case MEM_OP_REPLACE:
+        err = mem_replace(be, h.key, h.etag, (enum elect_etag_form)h.form, h.body, h.len,
+                          (elect_be_write_fn *)h.cb, h.arg);
+        break;
+    case MEM_OP_GET:
+        err = mem_get(be, h.key, (elect_be_get_fn *)h.cb, h.arg);
+        break;
+    default:
+        err = mem_list(be, h.key, h.start_after, h.max, (elect_be_list_fn *)h.cb, h.arg);
+        break;
+    }
+    st->landing = false;
+    mem_held_clear(&h);
+    if (err != 0) {
+        abort();
+    }
 }
 
 /* Run queued callbacks (and those they queue) until none are left.  Returns how many ran. */
