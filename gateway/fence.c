@@ -448,7 +448,7 @@ window_verdict(struct flock *lk, uint64_t epoch, uint32_t margin, int *err, uint
     if (lk->rd_fresh && lk->rd_epoch == epoch) {
         /* a read just answered and memory alone still cannot decide */
         if (lk->rd_err != 0) {
-            *err = lk->rd_err == ERR_INVAL ? ERR_DENIED : ERR_IO;
+            *err = ERR_IO; /* unknown, never a final verdict (elect_window_fn) */
             return WV_NO;
         }
         v = verdict_of(lk, &lk->rd_w, margin, now, err, current);
