@@ -105,7 +105,7 @@ static struct store_audit_cursor
 resume_at(const struct gw_audit_merge_cursor *c, size_t i)
 {
     struct store_audit_cursor a = {.set = false};
-    if (c == NULL || !c->set) {
+    if (!c->set) {
         return a;
     }
     if (i == c->source) {
@@ -163,11 +163,16 @@ gw_audit_merge_query(struct store *const *stores, size_t n, const struct store_a
                      const struct gw_audit_merge_cursor *after, gw_audit_merge_each_fn *fn,
                      void *arg, struct gw_audit_merge_cursor *next)
 {
+    /* after may be next (the usual way to page on): read it before clearing next */
+    struct gw_audit_merge_cursor from = {.set = false};
+    if (after != NULL) {
+        from = *after;
+    }
     if (next != NULL) {
         memset(next, 0, sizeof(*next));
     }
     if (n < 1 || n > GW_AUDIT_MERGE_MAX || q->limit < 1 || q->limit > STORE_AUDIT_LIMIT_MAX ||
-        fn == NULL || (after != NULL && after->set && after->source >= n)) {
+        fn == NULL || (from.set && from.source >= n)) {
         return ERR_INVAL;
     }
     uint32_t page = q->limit < PAGE ? q->limit : PAGE;
@@ -176,7 +181,7 @@ gw_audit_merge_query(struct store *const *stores, size_t n, const struct store_a
     int err = 0;
     for (size_t i = 0; i < n; i++) {
         srcs[i].s = stores[i];
-        srcs[i].after = resume_at(after, i);
+        srcs[i].after = resume_at(&from, i);
         srcs[i].more = true; /* unknown until the first page */
         srcs[i].page = calloc(page, sizeof(struct mrec));
         if (srcs[i].page == NULL) {

@@ -53,8 +53,9 @@ typedef int gw_audit_merge_each_fn(void *arg, size_t source, const struct store_
  * [in]  q       the filters; q->limit (1..STORE_AUDIT_LIMIT_MAX) bounds the
  *               merged listing, not each store; q->after is ignored
  * [in]  after   where the previous page ended; NULL or zeroed = the start
- * [out] next    may be NULL; set (next->set) when more records follow: pass it
- *               as after for the next page; else cleared
+ * [out] next    may be NULL, and may be after itself; set (next->set) when
+ *               more records follow: pass it as after for the next page; else
+ *               cleared
  * Returns 0, fn's negative return, ERR_INVAL (bad n, query or cursor source),
  * ERR_NOMEM, or store_audit_query's errors.
  */
