@@ -396,6 +396,20 @@ test_merged_limit(void **state)
         cursor[strcspn(cursor, "\n")] = '\0';
     }
     assert_string_equal(all, "w-a1 w-b1 w-a2 w-b2 w-b3 w-a3 w-b4 w-a4");
+    /* a page that ends in the second store, at a millisecond the first shares */
+    const char *b[] = {"--data-dir",        t->a, "--data-dir", t->b, "--after",
+                       "1795256131000.1.2", NULL};
+    run_cmd(r, b);
+    assert_int_equal(r->status, 0);
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-b3 w-a3 w-b4 w-a4");
+    /* and one that ends in the first: the second's record of that ms follows */
+    const char *c[] = {"--data-dir",        t->a, "--data-dir", t->b, "--after",
+                       "1795256131000.2.1", NULL};
+    run_cmd(r, c);
+    assert_int_equal(r->status, 0);
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-b2 w-b3 w-a3 w-b4 w-a4");
     /* exactly at the end: no cursor */
     const char *e[] = {"--data-dir", t->a, "--data-dir", t->b, "--limit", "8", NULL};
     run_cmd(r, e);
@@ -501,6 +515,7 @@ test_merged_errors(void **state)
 struct seen {
     size_t n;           /* records seen */
     int64_t time[300];  /* their times */
+    uint64_t seq[300];  /* seqs */
     size_t source[300]; /* and sources */
 };
 
@@ -511,13 +526,14 @@ on_seen(void *arg, size_t source, const struct store_audit_rec *r)
     struct seen *s = arg;
     assert_true(s->n < 300);
     s->time[s->n] = r->time_ms;
+    s->seq[s->n] = r->seq;
     s->source[s->n] = source;
     s->n++;
     return 0;
 }
 
-/* More records than one page of the merge: store 0 holds the even
- * milliseconds, store 1 the odd ones, 100 each. */
+/* More records than one page of the merge, two per millisecond: store 0
+ * holds the even milliseconds, store 1 the odd ones, 100 records each. */
 static void
 test_merge_pages(void **state)
 {
@@ -527,23 +543,28 @@ test_merge_pages(void **state)
     for (int i = 0; i < 2; i++) {
         st[i] = tu_open(dirs[i], false);
         for (int k = 0; k < 100; k++) {
-            struct store_audit_rec rec = {.time_ms = T0 + 2 * k + i, .kind = STORE_AUDIT_CUT};
+            struct store_audit_rec rec = {.time_ms = T0 + 2 * (k / 2) + i, .kind = STORE_AUDIT_CUT};
             assert_int_equal(store_audit_append_sync(st[i], &rec, NULL), 0);
         }
     }
     struct seen *s = calloc(1, sizeof(*s));
-    struct store_audit_query q = {.limit = 150};
+    /* 149 ends the first page between two records of one millisecond */
+    struct store_audit_query q = {.limit = 149};
     struct gw_audit_merge_cursor next;
     assert_int_equal(gw_audit_merge_query(st, 2, &q, NULL, on_seen, s, &next), 0);
-    assert_int_equal(s->n, 150);
+    assert_int_equal(s->n, 149);
     assert_true(next.set);
     q.limit = 1000;
     assert_int_equal(gw_audit_merge_query(st, 2, &q, &next, on_seen, s, &next), 0);
     assert_int_equal(s->n, 200);
     assert_false(next.set);
     for (size_t i = 0; i < s->n; i++) {
-        assert_int_equal(s->time[i], T0 + (int64_t)i);
-        assert_int_equal(s->source[i], i % 2);
+        size_t g = i / 4;         /* two ms: a pair from store 0, then one from store 1 */
+        size_t src = (i % 4) / 2; /* which store */
+        size_t k = 2 * g + i % 2; /* the record's index in its store */
+        assert_int_equal(s->time[i], T0 + (int64_t)(2 * g + src));
+        assert_int_equal(s->source[i], src);
+        assert_int_equal(s->seq[i], k + 1);
     }
     /* bad arguments */
     assert_int_equal(gw_audit_merge_query(st, 0, &q, NULL, on_seen, s, NULL), ERR_INVAL);
