@@ -4,44 +4,58 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/num.h"
+#include "gateway/cmd_audit_merge.h"
 #include "gateway/json_audit.h"
 #include "store/store.h"
 
 #define DEFAULT_LIMIT 100
 #define OUT_CAP       ((size_t)64 << 20)
 
+#define SOURCE_WIDTH_MAX 40
+
 /* Parsed command line. */
 struct audit_args {
-    const char *data_dir;            /* --data-dir, required */
-    const char *lock;                /* --lock or NULL */
-    int64_t since_ms;                /* --since (0 = start) */
-    int64_t until_ms;                /* --until (0 = none) */
-    uint32_t limit;                  /* --limit */
-    struct store_audit_cursor after; /* --after */
-    bool json;                       /* --json */
+    const char *data_dirs[GW_AUDIT_MERGE_MAX]; /* --data-dir, at least one; borrowed from argv */
+    size_t ndirs;                              /* how many */
+    const char *lock;                          /* --lock or NULL */
+    int64_t since_ms;                          /* --since (0 = start) */
+    int64_t until_ms;                          /* --until (0 = none) */
+    uint32_t limit;                            /* --limit */
+    const char *after_arg;                     /* --after as given, or NULL */
+    struct store_audit_cursor after;           /* --after, one data dir */
+    struct gw_audit_merge_cursor mafter;       /* --after, several data dirs */
+    bool json;                                 /* --json */
 };
 
 /* Output state while records stream in. */
 struct audit_out {
-    bool json;      /* JSON or table */
-    size_t n;       /* records printed */
-    struct buf buf; /* JSON document being built */
+    bool json;                  /* JSON or table */
+    size_t n;                   /* records printed */
+    struct buf buf;             /* JSON document being built */
+    const char *const *sources; /* several data dirs: each record's source, by store
+                                   index (borrowed); NULL: one, no source column */
+    int source_width;           /* width of the SOURCE column */
+    struct buf rec;             /* one record's JSON, before its source is put in front */
 };
 
 static void
 usage(FILE *f)
 {
     (void)fprintf(f,
-                  "usage: fencegate audit --data-dir DIR [--lock LOCK] [--since T] [--until T]\n"
-                  "                       [--limit N] [--after CURSOR] [--json]\n"
+                  "usage: fencegate audit --data-dir DIR [--data-dir DIR ...] [--lock LOCK]\n"
+                  "                       [--since T] [--until T] [--limit N] [--after CURSOR]\n"
+                  "                       [--json]\n"
                   "  Lists rejected writes from the audit log, oldest first (read-only; safe\n"
                   "  while a gateway runs).  T: RFC 3339 UTC (2026-11-21T10:00:00Z) or Unix ms.\n"
-                  "  --limit: 1..%d (default %d).  --after: the cursor a previous page printed.\n",
-                  STORE_AUDIT_LIMIT_MAX, DEFAULT_LIMIT);
+                  "  --limit: 1..%d (default %d).  --after: the cursor a previous page printed.\n"
+                  "  Several --data-dir (up to %d): one listing merged in time order, each\n"
+                  "  record naming the data dir it came from (SOURCE; \"source\" in JSON).\n",
+                  STORE_AUDIT_LIMIT_MAX, DEFAULT_LIMIT, GW_AUDIT_MERGE_MAX);
 }
 
 /* The value of option name: "--name=value" or "--name value". */
@@ -67,6 +81,27 @@ opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
     }
     (*i)++;
     return argv[*i];
+}
+
+/* Refuse a data dir given twice (also through another path): its records would
+ * be listed twice, and LMDB wants one environment handle per process. */
+static int
+same_dirs(const struct audit_args *a)
+{
+    struct stat st[GW_AUDIT_MERGE_MAX];
+    bool ok[GW_AUDIT_MERGE_MAX];
+    for (size_t i = 0; i < a->ndirs; i++) {
+        /* a dir that cannot be stat'ed is reported by store_open, naming it */
+        ok[i] = stat(a->data_dirs[i], &st[i]) == 0;
+        for (size_t j = 0; ok[i] && j < i; j++) {
+            if (ok[j] && st[j].st_dev == st[i].st_dev && st[j].st_ino == st[i].st_ino) {
+                (void)fprintf(stderr, "fencegate audit: --data-dir '%s' and '%s' are the same\n",
+                              a->data_dirs[j], a->data_dirs[i]);
+                return -1;
+            }
+        }
+    }
+    return 0;
 }
 
 static int
@@ -106,7 +141,12 @@ parse_args(int argc, char **argv, struct audit_args *a)
         uint64_t u = 0;
         switch (which) {
         case 0:
-            a->data_dir = v;
+            if (a->ndirs == GW_AUDIT_MERGE_MAX) {
+                (void)fprintf(stderr, "fencegate audit: at most %d --data-dir\n",
+                              GW_AUDIT_MERGE_MAX);
+                return -1;
+            }
+            a->data_dirs[a->ndirs++] = v;
             break;
         case 1:
             a->lock = v;
@@ -123,7 +163,7 @@ parse_args(int argc, char **argv, struct audit_args *a)
             a->limit = (uint32_t)u;
             break;
         default:
-            err = store_audit_cursor_parse(v, &a->after);
+            a->after_arg = v; /* its form depends on how many data dirs */
             break;
         }
         if (err != 0) {
@@ -131,11 +171,19 @@ parse_args(int argc, char **argv, struct audit_args *a)
             return -1;
         }
     }
-    if (a->data_dir == NULL) {
+    if (a->ndirs == 0) {
         (void)fprintf(stderr, "fencegate audit: --data-dir is required\n");
         return -1;
     }
-    return 0;
+    if (a->after_arg != NULL) {
+        int err = a->ndirs == 1 ? store_audit_cursor_parse(a->after_arg, &a->after)
+                                : gw_audit_merge_cursor_parse(a->after_arg, a->ndirs, &a->mafter);
+        if (err != 0) {
+            (void)fprintf(stderr, "fencegate audit: bad value for --after: '%s'\n", a->after_arg);
+            return -1;
+        }
+    }
+    return same_dirs(a);
 }
 
 /* Print s for a terminal: control bytes become '?', so a hostile key or
@@ -167,22 +215,41 @@ num_cell(uint64_t v, int width)
     }
 }
 
-/* store_audit_each_fn */
+/* Print one record; source names its data dir when several are listed. */
 static int
-on_record(void *arg, const struct store_audit_rec *r)
+print_rec(struct audit_out *o, const char *source, const struct store_audit_rec *r)
 {
-    struct audit_out *o = arg;
     o->n++;
     if (o->json) {
         int err = o->n > 1 ? buf_append(&o->buf, ",", 1) : 0;
+        if (err == 0 && source == NULL) {
+            return gw_json_audit_rec_append(&o->buf, r);
+        }
+        /* {"source":"...", then the record's own fields */
+        buf_reset(&o->rec);
         if (err == 0) {
-            err = gw_json_audit_rec_append(&o->buf, r);
+            err = gw_json_audit_rec_append(&o->rec, r);
+        }
+        if (err == 0) {
+            err = buf_append_str(&o->buf, "{\"source\":");
+        }
+        if (err == 0) {
+            err = gw_json_audit_str_append(&o->buf, source);
+        }
+        if (err == 0) {
+            err = buf_append(&o->buf, ",", 1);
+        }
+        if (err == 0) {
+            err = buf_append_str(&o->buf, buf_cstr(&o->rec) + 1); /* past its '{' */
         }
         return err;
     }
     char t[GW_AUDIT_TIME_LEN];
     gw_json_audit_time_format(r->time_ms, t);
     cell(t, 24);
+    if (source != NULL) {
+        cell(source, o->source_width);
+    }
     cell(store_audit_kind_name(r->kind), 13);
     cell(r->lock, 12);
     num_cell(r->token, 7);
@@ -199,6 +266,89 @@ on_record(void *arg, const struct store_audit_rec *r)
     return 0;
 }
 
+/* store_audit_each_fn: one data dir */
+static int
+on_record(void *arg, const struct store_audit_rec *r)
+{
+    return print_rec(arg, NULL, r);
+}
+
+/* gw_audit_merge_each_fn: several data dirs */
+static int
+on_merged_record(void *arg, size_t source, const struct store_audit_rec *r)
+{
+    struct audit_out *o = arg;
+    return print_rec(o, o->sources[source], r);
+}
+
+/* Open dir read-only, printing the reason on failure (naming the dir). */
+static int
+open_store(const char *dir, struct store **out)
+{
+    /* The store logs its own errors; the CLI prints one clear line instead. */
+    enum log_level saved = log_threshold;
+    log_threshold = LOG_NONE;
+    struct store_opts so;
+    store_opts_init(&so);
+    so.data_dir = dir;
+    so.read_only = true;
+    char errbuf[512] = "";
+    int err = store_open(&so, out, errbuf, sizeof(errbuf));
+    log_threshold = saved;
+    if (err == 0) {
+        return 0;
+    }
+    const char *why = errbuf[0] != '\0' ? errbuf : err_str(err);
+    if (strstr(why, dir) != NULL) {
+        (void)fprintf(stderr, "fencegate audit: %s\n", why);
+    } else {
+        (void)fprintf(stderr, "fencegate audit: %s: %s\n", dir, why);
+    }
+    return err;
+}
+
+static void
+print_header(const struct audit_out *o)
+{
+    if (o->sources == NULL) {
+        (void)printf("%-24s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %s\n", "TIME",
+                     "KIND", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL", "CLIENT", "METHOD",
+                     "OPERATION", "REQUEST-ID", "BUCKET/KEY");
+        return;
+    }
+    (void)printf("%-24s %-*s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %s\n", "TIME",
+                 o->source_width, "SOURCE", "KIND", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL",
+                 "CLIENT", "METHOD", "OPERATION", "REQUEST-ID", "BUCKET/KEY");
+}
+
+/* List the records of the n stores: one directly, several merged.  On success
+ * cur holds the --after cursor of the next page, or "" at the end. */
+static int
+list(struct store *const *stores, const struct audit_args *a, struct audit_out *o, char *cur,
+     size_t curlen)
+{
+    struct store_audit_query q = {.lock = a->lock,
+                                  .since_ms = a->since_ms,
+                                  .until_ms = a->until_ms,
+                                  .limit = a->limit,
+                                  .after = a->after};
+    cur[0] = '\0';
+    if (a->ndirs == 1) {
+        struct store_audit_cursor next;
+        int err = store_audit_query(stores[0], &q, on_record, o, &next);
+        if (err == 0 && next.set) {
+            err = store_audit_cursor_format(&next, cur, curlen);
+        }
+        return err;
+    }
+    struct gw_audit_merge_cursor next;
+    int err = gw_audit_merge_query(stores, a->ndirs, &q, &a->mafter, on_merged_record, o, &next);
+    if (err == 0 && next.set) {
+        err = gw_audit_merge_cursor_format(&next, cur, curlen);
+    }
+    return err;
+}
+
 int
 gw_cmd_audit(int argc, char **argv)
 {
@@ -211,42 +361,37 @@ gw_cmd_audit(int argc, char **argv)
         }
         return 0;
     }
-    /* The store logs its own errors; the CLI prints one clear line instead. */
-    enum log_level saved = log_threshold;
-    log_threshold = LOG_NONE;
-    struct store_opts so;
-    store_opts_init(&so);
-    so.data_dir = a.data_dir;
-    so.read_only = true;
-    struct store *s = NULL;
-    char errbuf[512] = "";
-    int err = store_open(&so, &s, errbuf, sizeof(errbuf));
-    log_threshold = saved;
-    if (err != 0) {
-        (void)fprintf(stderr, "fencegate audit: %s\n", errbuf[0] != '\0' ? errbuf : err_str(err));
-        return 1;
+    struct store *stores[GW_AUDIT_MERGE_MAX] = {NULL};
+    for (size_t i = 0; i < a.ndirs; i++) {
+        if (open_store(a.data_dirs[i], &stores[i]) != 0) {
+            for (size_t j = 0; j < i; j++) {
+                store_close(stores[j]);
+            }
+            return 1;
+        }
     }
-    struct store_audit_query q = {.lock = a.lock,
-                                  .since_ms = a.since_ms,
-                                  .until_ms = a.until_ms,
-                                  .limit = a.limit,
-                                  .after = a.after};
     struct audit_out o = {.json = a.json};
     buf_init(&o.buf, OUT_CAP);
+    buf_init(&o.rec, OUT_CAP);
+    if (a.ndirs > 1) {
+        o.sources = a.data_dirs;
+        o.source_width = (int)strlen("SOURCE");
+        for (size_t i = 0; i < a.ndirs; i++) {
+            size_t w = strlen(a.data_dirs[i]);
+            if (w > (size_t)o.source_width) {
+                o.source_width = w < SOURCE_WIDTH_MAX ? (int)w : SOURCE_WIDTH_MAX;
+            }
+        }
+    }
+    int err = 0;
     if (o.json) {
         err = buf_append_str(&o.buf, "{\"records\":[");
     } else {
-        (void)printf("%-24s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %s\n", "TIME",
-                     "KIND", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL", "CLIENT", "METHOD",
-                     "OPERATION", "REQUEST-ID", "BUCKET/KEY");
+        print_header(&o);
     }
-    struct store_audit_cursor next;
+    char cur[GW_AUDIT_MERGE_CURSOR_LEN] = "";
     if (err == 0) {
-        err = store_audit_query(s, &q, on_record, &o, &next);
-    }
-    char cur[48] = "";
-    if (err == 0 && next.set) {
-        err = store_audit_cursor_format(&next, cur, sizeof(cur));
+        err = list(stores, &a, &o, cur, sizeof(cur));
     }
     if (err == 0 && o.json) {
         err = buf_append_str(&o.buf, "],\"next\":");
@@ -264,8 +409,11 @@ gw_cmd_audit(int argc, char **argv)
             (void)printf("# no matching records\n");
         }
     }
+    buf_cleanup(&o.rec);
     buf_cleanup(&o.buf);
-    store_close(s);
+    for (size_t i = 0; i < a.ndirs; i++) {
+        store_close(stores[i]);
+    }
     if (fflush(stdout) != 0) {
         err = ERR_IO;
     }

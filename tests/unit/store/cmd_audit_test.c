@@ -1,6 +1,6 @@
 /* tests/unit/store/cmd_audit_test.c: gateway/cmd_audit.c and
  * gateway/json_audit.c (`fencegate audit`), kept beside the store tests it
- * depends on. */
+ * depends on; the merge itself also has cmd_audit_merge_test.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 #include <fcntl.h>
 
 #include "gateway/cmd_audit.h"
+#include "gateway/cmd_audit_merge.h"
 #include "gateway/json_audit.h"
 #include "testutil.h"
 
@@ -244,6 +245,272 @@ test_json_escape(void **state)
     buf_cleanup(&b);
 }
 
+/* ---- several data dirs ---- */
+
+#define T0 1795256130000 /* 2026-11-21T10:15:30.000Z */
+
+/* Two stores of two gateways side by side. */
+struct two {
+    char *a; /* data dir of gateway A */
+    char *b; /* data dir of gateway B */
+};
+
+/* One record of the interleaved fixture; the principal names it. */
+struct fix {
+    int64_t dt;            /* ms after T0 */
+    const char *lock;      /* its lock */
+    const char *principal; /* "w-<store><n>": '-' never occurs in a mkdtemp name */
+};
+
+static void
+append_all(const char *dir, const struct fix *f, size_t n)
+{
+    struct store *s = tu_open(dir, false);
+    for (size_t i = 0; i < n; i++) {
+        struct store_audit_rec r = {.time_ms = T0 + f[i].dt,
+                                    .kind = STORE_AUDIT_STALE,
+                                    .token = i + 1,
+                                    .current = 9,
+                                    .lock = f[i].lock,
+                                    .principal = f[i].principal,
+                                    .method = "PUT",
+                                    .bucket = "data",
+                                    .key = "k",
+                                    .operation = "PutObject"};
+        assert_int_equal(store_audit_append_sync(s, &r, NULL), 0);
+    }
+    store_close(s);
+}
+
+/* Merged order: w-a1 w-b1 w-a2 w-b2 w-b3 w-a3 w-b4 w-a4.  w-a2 and w-b2 share a
+ * millisecond, and w-b2 is appended first, so its seq (1) is lower than w-a2's
+ * (2): the data dir order, not the seq, must put w-a2 first. */
+static int
+setup_two(void **state)
+{
+    struct two *t = calloc(1, sizeof(*t));
+    t->a = tu_dir_new();
+    t->b = tu_dir_new();
+    const struct fix a[] = {{0, "orders", "w-a1"},
+                            {1000, "billing", "w-a2"},
+                            {2000, "orders", "w-a3"},
+                            {3000, "billing", "w-a4"}};
+    const struct fix b[] = {{1000, "orders", "w-b2"},
+                            {500, "billing", "w-b1"},
+                            {1500, "billing", "w-b3"},
+                            {2500, "orders", "w-b4"}};
+    append_all(t->a, a, 4);
+    append_all(t->b, b, 4);
+    *state = t;
+    return 0;
+}
+
+static int
+teardown_two(void **state)
+{
+    struct two *t = *state;
+    tu_dir_free(t->a);
+    tu_dir_free(t->b);
+    free(t);
+    return 0;
+}
+
+/* The principals named in out, in order of appearance, space-separated. */
+static void
+principals(const char *out, char *dst, size_t cap)
+{
+    size_t n = 0;
+    dst[0] = '\0';
+    for (const char *p = strstr(out, "w-"); p != NULL; p = strstr(p + 2, "w-")) {
+        int w = snprintf(dst + n, cap - n, "%s%.4s", n > 0 ? " " : "", p);
+        assert_true(w > 0 && (size_t)w < cap - n);
+        n += (size_t)w;
+    }
+}
+
+static void
+test_merged_table(void **state)
+{
+    struct two *t = *state;
+    struct run *r = calloc(1, sizeof(*r));
+    const char *a[] = {"--data-dir", t->a, "--data-dir", t->b, NULL};
+    run_cmd(r, a);
+    assert_int_equal(r->status, 0);
+    assert_true(strncmp(r->out, "TIME                     SOURCE ", 32) == 0);
+    char got[256];
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-a1 w-b1 w-a2 w-b2 w-b3 w-a3 w-b4 w-a4");
+    /* the source column names each record's data dir */
+    char line[256];
+    (void)snprintf(line, sizeof(line), "\n2026-11-21T10:15:31.000Z %s stale ", t->a);
+    char *at = strstr(r->out, line);
+    assert_non_null(at);
+    assert_non_null(strstr(at + 1, "\n2026-11-21T10:15:31.000Z "));
+    (void)snprintf(line, sizeof(line), "\n2026-11-21T10:15:31.000Z %s stale ", t->b);
+    assert_non_null(strstr(at + 1, line)); /* after A's record of the same ms */
+    (void)snprintf(line, sizeof(line), "\n2026-11-21T10:15:30.500Z %s stale ", t->b);
+    assert_non_null(strstr(r->out, line));
+    assert_null(strstr(r->out, "# more"));
+
+    /* the given order of data dirs decides ties */
+    const char *b[] = {"--data-dir", t->b, "--data-dir", t->a, NULL};
+    run_cmd(r, b);
+    assert_int_equal(r->status, 0);
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-a1 w-b1 w-b2 w-a2 w-b3 w-a3 w-b4 w-a4");
+    free(r);
+}
+
+static void
+test_merged_limit(void **state)
+{
+    struct two *t = *state;
+    struct run *r = calloc(1, sizeof(*r));
+    /* the limit bounds the merged listing, not each store */
+    const char *a[] = {"--data-dir", t->a, "--data-dir", t->b, "--limit", "3", NULL};
+    run_cmd(r, a);
+    assert_int_equal(r->status, 0);
+    char got[256];
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-a1 w-b1 w-a2");
+    /* page on with the cursors it prints: every record once, in order */
+    char all[512] = "";
+    char cursor[GW_AUDIT_MERGE_CURSOR_LEN] = "";
+    for (int page = 0; page < 10; page++) {
+        const char *p[] = {"--data-dir", t->a,      "--data-dir", t->b,
+                           "--limit=3",  "--after", cursor,       NULL};
+        if (page == 0) {
+            p[5] = NULL;
+        }
+        run_cmd(r, p);
+        assert_int_equal(r->status, 0);
+        principals(r->out, got, sizeof(got));
+        size_t n = strlen(all);
+        int w = snprintf(all + n, sizeof(all) - n, "%s%s", n > 0 ? " " : "", got);
+        assert_true(w >= 0 && (size_t)w < sizeof(all) - n);
+        char *more = strstr(r->out, "# more records: --after ");
+        if (more == NULL) {
+            break;
+        }
+        (void)snprintf(cursor, sizeof(cursor), "%s", more + strlen("# more records: --after "));
+        cursor[strcspn(cursor, "\n")] = '\0';
+    }
+    assert_string_equal(all, "w-a1 w-b1 w-a2 w-b2 w-b3 w-a3 w-b4 w-a4");
+    /* a page that ends in the second store, at a millisecond the first shares */
+    const char *b[] = {"--data-dir",        t->a, "--data-dir", t->b, "--after",
+                       "1795256131000.1.2", NULL};
+    run_cmd(r, b);
+    assert_int_equal(r->status, 0);
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-b3 w-a3 w-b4 w-a4");
+    /* and one that ends in the first: the second's record of that ms follows */
+    const char *c[] = {"--data-dir",        t->a, "--data-dir", t->b, "--after",
+                       "1795256131000.2.1", NULL};
+    run_cmd(r, c);
+    assert_int_equal(r->status, 0);
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-b2 w-b3 w-a3 w-b4 w-a4");
+    /* exactly at the end: no cursor */
+    const char *e[] = {"--data-dir", t->a, "--data-dir", t->b, "--limit", "8", NULL};
+    run_cmd(r, e);
+    assert_null(strstr(r->out, "# more"));
+    const char *f[] = {"--data-dir", t->a, "--data-dir", t->b, "--limit", "7", NULL};
+    run_cmd(r, f);
+    assert_non_null(strstr(r->out, "# more records: --after 1795256132500.4.2\n"));
+    free(r);
+}
+
+static void
+test_merged_filters(void **state)
+{
+    struct two *t = *state;
+    struct run *r = calloc(1, sizeof(*r));
+    const char *a[] = {"--data-dir", t->a,      "--data-dir",    t->b,      "--lock",
+                       "billing",    "--since", "1795256130500", "--until", "2026-11-21T10:15:33Z",
+                       NULL};
+    run_cmd(r, a);
+    assert_int_equal(r->status, 0);
+    char got[256];
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-b1 w-a2 w-b3"); /* w-a4 is at --until (exclusive) */
+    const char *b[] = {"--data-dir", t->a, "--data-dir", t->b, "--lock", "nobody", NULL};
+    run_cmd(r, b);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "# no matching records\n"));
+    free(r);
+}
+
+static void
+test_merged_json(void **state)
+{
+    struct two *t = *state;
+    struct run *r = calloc(1, sizeof(*r));
+    const char *a[] = {"--data-dir", t->a, "--data-dir", t->b, "--json", "--limit", "4", NULL};
+    run_cmd(r, a);
+    assert_int_equal(r->status, 0);
+    char got[256];
+    principals(r->out, got, sizeof(got));
+    assert_string_equal(got, "w-a1 w-b1 w-a2 w-b2");
+    char want[512];
+    (void)snprintf(want, sizeof(want),
+                   "{\"records\":[{\"source\":\"%s\",\"time\":\"2026-11-21T10:15:30.000Z\","
+                   "\"time_ms\":1795256130000,\"seq\":1,",
+                   t->a);
+    assert_true(strncmp(r->out, want, strlen(want)) == 0);
+    (void)snprintf(want, sizeof(want),
+                   "},{\"source\":\"%s\",\"time\":\"2026-11-21T10:15:30.500Z\","
+                   "\"time_ms\":1795256130500,\"seq\":2,",
+                   t->b);
+    assert_non_null(strstr(r->out, want));
+    assert_non_null(strstr(r->out, "],\"next\":\"1795256131000.1.2\"}\n"));
+    /* one "source" per record, in every record */
+    size_t n = 0;
+    for (const char *p = strstr(r->out, "{\"source\":\""); p != NULL;
+         p = strstr(p + 1, "{\"source\":\"")) {
+        n++;
+    }
+    assert_int_equal(n, 4);
+    free(r);
+}
+
+static void
+test_merged_errors(void **state)
+{
+    struct two *t = *state;
+    struct run *r = calloc(1, sizeof(*r));
+    /* a data dir that cannot be opened fails the run, naming it */
+    const char *missing[] = {"--data-dir", t->a, "--data-dir", "/tmp/definitely/not/here", NULL};
+    run_cmd(r, missing);
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "/tmp/definitely/not/here"));
+    assert_non_null(strstr(r->err, "no fencegate store"));
+    assert_string_equal(r->out, ""); /* no partial listing */
+    const char *first[] = {"--data-dir", "/tmp/definitely/not/here", "--data-dir", t->a, NULL};
+    run_cmd(r, first);
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "/tmp/definitely/not/here"));
+    /* the same store twice, by another path */
+    char again[4096];
+    (void)snprintf(again, sizeof(again), "%s/.", t->a);
+    const char *twice[] = {"--data-dir", t->a, "--data-dir", again, NULL};
+    run_cmd(r, twice);
+    assert_int_equal(r->status, 2);
+    assert_non_null(strstr(r->err, "are the same"));
+    /* a one-store cursor means nothing across stores, and the reverse */
+    const char *one[] = {"--data-dir",      t->a, "--data-dir", t->b, "--after",
+                         "1795256131000.2", NULL};
+    run_cmd(r, one);
+    assert_int_equal(r->status, 2);
+    const char *merged[] = {"--data-dir", t->a, "--after", "1795256131000.2.1", NULL};
+    run_cmd(r, merged);
+    assert_int_equal(r->status, 2);
+    const char *range[] = {"--data-dir",        t->a, "--data-dir", t->b, "--after",
+                           "1795256131000.2.3", NULL};
+    run_cmd(r, range);
+    assert_int_equal(r->status, 2);
+    free(r);
+}
+
 int
 main(void)
 {
@@ -254,6 +521,11 @@ main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test(test_time_parse_format),
         cmocka_unit_test(test_json_escape),
+        cmocka_unit_test_setup_teardown(test_merged_table, setup_two, teardown_two),
+        cmocka_unit_test_setup_teardown(test_merged_limit, setup_two, teardown_two),
+        cmocka_unit_test_setup_teardown(test_merged_filters, setup_two, teardown_two),
+        cmocka_unit_test_setup_teardown(test_merged_json, setup_two, teardown_two),
+        cmocka_unit_test_setup_teardown(test_merged_errors, setup_two, teardown_two),
     };
     return cmocka_run_group_tests_name("cmd_audit", tests, NULL, NULL);
 }
