@@ -329,13 +329,16 @@ serve_cleanup(struct serve *s)
     elect_free(s->elect);        /* before the upstream: the s3 backend uses it */
     gw_trprobe_free(s->trprobe); /* after the backend: its requests are cancelled */
     gw_proxy_free(s->proxy);
+    if (s->fence != NULL) {
+        gw_fence_set_uploads(s->fence, NULL); /* the last store callbacks abort nothing */
+    }
     gw_upload_free(s->uploads); /* before the upstream: cancels its aborts */
     gw_upstream_free(s->up);
-    gw_fence_free(s->fence);
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
     }
-    store_close(s->store); /* commits what is queued and runs the last callbacks */
+    store_close(s->store); /* commits what is queued and runs the last callbacks, */
+    gw_fence_free(s->fence); /* ... some of them the fence's (advances in flight) */
     gw_sigv4_keycache_free(s->kc);
     if (s->sig_term != NULL) {
         event_free(s->sig_term);
