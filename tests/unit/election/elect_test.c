@@ -953,6 +953,97 @@ test_stale_read_gone_after_g4_lookup_not_free(void **state)
     stale_read_land(v, &c); /* its GET finds epoch 1 gone */
 }
 
+/* ---- renewals racing takeovers, in random orders ---- */
+
+struct race {
+    struct env *v;
+    char lock[16];
+    int started;
+    int ok;
+    int conflict;
+    uint64_t last_ok; /* mono ms of the last renewal answered 0 (it landed then) */
+};
+
+/* elect_done_fn for the race's renewals: a renewal answered 0 is never superseded */
+static void
+on_race_renewed(void *arg, int err, const struct elect_info *info)
+{
+    struct race *r = arg;
+    (void)info;
+    if (err == 0) {
+        struct elect_lockfile lf;
+        assert_true(lockfile_at(r->v, r->lock, 1, &lf));
+        assert_false(lf.expired);
+        assert_false(lockfile_at(r->v, r->lock, 2, NULL));
+        r->ok++;
+        r->last_ok = clock_mono_ms();
+    } else {
+        assert_int_equal(err, ERR_CONFLICT);
+        r->conflict++;
+    }
+}
+
+static uint32_t
+lcg(uint32_t *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (*s >> 16) & 0x7fff;
+}
+
+static void
+test_renewals_race_takeover_random(void **state)
+{
+    struct env *v = *state;
+    struct elect *g[2] = {new_elect(v, 5, true), new_elect(v, 5, true)};
+    int oks = 0, conflicts = 0;
+    for (uint32_t seed = 1; seed <= 20; seed++) {
+        uint32_t s = seed;
+        struct race r = {.v = v};
+        (void)snprintf(r.lock, sizeof(r.lock), "race%u", seed);
+        char key[ELECT_KEY_MAX + 1];
+        ekey(r.lock, 1, key, sizeof(key));
+        struct res a, b;
+        acquire_ok(v, g[lcg(&s) % 2], r.lock, "A", 1000, &a);
+        acquire(v, g[lcg(&s) % 2], r.lock, "B", 1000, 20000, &b);
+        run(v);
+        uint64_t stop = v->now + 3000; /* A renews until then, B waits */
+        while (b.calls == 0) {
+            assert_true(v->now < stop + 10000);
+            uint32_t dice = lcg(&s) % 100;
+            if (v->now < stop && r.started == r.ok + r.conflict && dice < 12) {
+                if (lcg(&s) % 2 == 0) {
+                    /* the next one or two writes of epoch 1 (renewals, B's expiry) are slow */
+                    mem_hold(v->ms, MEM_OP_REPLACE, key, 1 + (int)(lcg(&s) % 2), false);
+                }
+                r.started++;
+                assert_int_equal(elect_renew(g[lcg(&s) % 2], r.lock, 1, a.info.lease_id,
+                                             on_race_renewed, &r, NULL),
+                                 0);
+            } else if (v->ms->nheld > 0 && dice < 30) {
+                mem_land(v->ms, lcg(&s) % v->ms->nheld);
+            }
+            run(v);
+            advance(v, 5 + lcg(&s) % 120, 10);
+        }
+        v->ms->hold_n = 0;
+        while (v->ms->nheld > 0) {
+            mem_land(v->ms, 0);
+            run(v);
+        }
+        advance(v, 100, 10);
+        assert_int_equal(r.started, r.ok + r.conflict);
+        assert_int_equal(b.err, 0);
+        assert_int_equal(b.info.token, 2);
+        struct elect_lockfile lf;
+        assert_true(lockfile_at(v, r.lock, 1, &lf));
+        assert_true(lf.expired);                            /* taken over by compare-and-swap */
+        assert_true(r.ok == 0 || b.at >= r.last_ok + 1000); /* never inside a renewed lease */
+        oks += r.ok;
+        conflicts += r.conflict;
+    }
+    assert_true(oks > 0 && conflicts > 0); /* both outcomes were seen */
+}
+
 int
 main(void)
 {
@@ -998,6 +1089,7 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stale_read_gone_after_g4_lookup_not_free, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_renewals_race_takeover_random, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

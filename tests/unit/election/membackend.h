@@ -97,10 +97,10 @@ struct mem_store {
     int fault_n;
     int probe_fail_n;    /* the next probe creates fail with ERR_UPSTREAM (not landed) */
     unsigned hold_kinds; /* MEM_OP_* mask of the operations mem_hold holds */
-    char hold_key[256];  /* ... on keys (list: prefixes) containing this text */
-    int hold_n;          /* ... this many more */
-    bool hold_answer;    /* ... after they took effect (else before) */
-    bool landing;        /* mem_land is making a held request: do not hold it again */
+    char hold_key[ELECT_KEY_MAX + 1]; /* ... on keys (list: prefixes) containing this text */
+    int hold_n;                       /* ... this many more */
+    bool hold_answer;                 /* ... after they took effect (else before) */
+    bool landing;                     /* mem_land is making a held request: do not hold it again */
     struct mem_held held[MEM_MAX_HELD];
     size_t nheld;
     /* counters */
