@@ -72,6 +72,7 @@ struct elect_call {
     int attempts;                          /* creates / rewrites started */
     uint64_t sent;                         /* mono ms the first create / the rewrite was sent */
     uint64_t read_sent;                    /* mono ms the last GET of this call was sent */
+    int expire_attempts;                   /* acquire: takeover rewrites refused so far (bounded) */
     bool read_fresh;                       /* renew: the record was read by this call */
     bool superseded;               /* renew/release: a newer epoch exists; answer after a refresh */
     struct elect_lockfile rec;     /* renew/release: the epoch's record as read; acquire: written */

@@ -535,6 +535,14 @@ on_window_get(void *arg, int err, const char *body, size_t len, const struct ele
         window_answer(k, 0, w.state, w.until, w.latest);
         return;
     }
+    if (err == 0 && lk->obs.store_age_ms < 0) {
+        /* live by the record, but the store gave no Date/Last-Modified to bound
+         * its age: unknown (503), not a verdict on the lease */
+        log_warn("lock %s: epoch %llu read without store times: no write window", k->lock,
+                 (unsigned long long)k->epoch);
+        window_answer(k, ERR_UPSTREAM, ELECT_WIN_ENDED, 0, lk->latest);
+        return;
+    }
     /* Live by the record, but its lease has run out by the store's clock. */
     lk->ran_out = true;
     window_answer(k, 0, ELECT_WIN_ENDED, 0, lk->latest);

@@ -291,11 +291,18 @@ on_expire(void *arg, int err, const struct elect_obj_meta *meta)
         do_create(c);
         return;
     }
-    if (err == ERR_CONFLICT || err == ERR_NOTFOUND || ambiguous(err)) {
+    if ((err == ERR_CONFLICT || err == ERR_NOTFOUND || ambiguous(err)) &&
+        ++c->expire_attempts < ELECT_MAX_ATTEMPTS * 4) {
         /* renewed or released meanwhile, or unknown: read again and decide again */
         invalidate(lk);
         elect_seq_end(c, 0, false);
         return;
+    }
+    if (err == ERR_CONFLICT) {
+        /* a store that keeps refusing a rewrite of a record that does not change */
+        log_error("lock %s: taking over epoch %llu failed %d times; giving up this acquire",
+                  lk->name, (unsigned long long)c->rec.epoch, c->expire_attempts);
+        err = ERR_UPSTREAM;
     }
     elect_seq_end(c, err, true);
 }
