@@ -39,6 +39,7 @@ relay still keeps to the same margin (1000 ms, the documented default).
 """
 
 import argparse
+import collections
 import json
 import os
 import random
@@ -261,7 +262,8 @@ class Run:
             g = Gateway(self.rgw, self.out / f"gw{i}", overrides, name=f"gw{i}")
             self.gws.append(Gw(i, g))
         for g in self.gws:
-            self.start_gw(g)
+            if not self.start_gw(g):
+                raise HarnessError(f"gw{g.idx} did not start:\n{g.gw.log(tail=20)}")
         for g in self.gws:
             self.wait_readyz(g)
         self.write_run_json(started=time.time())
@@ -363,6 +365,22 @@ class Run:
             with self.log_lock:
                 self.fence_log.write(json.dumps({"g": g.idx, "life": life, "t": time.time(),
                                                  "fences": f}) + "\n")
+
+    def progress(self, elapsed):
+        writes = collections.Counter()
+        for path in (self.out / "workers").glob("*.jsonl"):
+            with open(path) as f:
+                for line in f:
+                    if '"phase":"done"' in line:
+                        writes[json.loads(line)["outcome"]] += 1
+        nem = collections.Counter()
+        with open(self.out / "nemesis.jsonl") as f:
+            for line in f:
+                ev = json.loads(line)["ev"]
+                if ev.startswith("nem-"):
+                    nem[ev[4:]] += 1
+        log(f"{elapsed:.0f}s: writes {dict(writes)}; faults {dict(nem)}; gateways "
+            f"{[g.state for g in self.gws]}")
 
     # ---------------------------------------------------------- nemesis --
 
@@ -480,9 +498,16 @@ class Run:
             f"{a.duration}s, mode {a.mode}, seed {a.seed}")
         t0 = time.monotonic()
         if a.nemesis:
-            self.nemesis()
+            nem = threading.Thread(target=self.nemesis, daemon=True)
+            nem.start()
+        next_report = t0 + a.progress
         while time.monotonic() - t0 < a.duration:
             time.sleep(0.2)
+            if time.monotonic() >= next_report:
+                next_report += a.progress
+                self.progress(time.monotonic() - t0)
+        if a.nemesis:
+            nem.join(30)
         log("workload over: resuming everything, stopping workers")
         for w in self.workers:
             if w[2]:
@@ -635,6 +660,7 @@ def main():
                     metavar=("MIN", "MAX"))
     ap.add_argument("--no-nemesis", dest="nemesis", action="store_false")
     ap.add_argument("--min-acked", type=int, default=20)
+    ap.add_argument("--progress", type=float, default=30, help="seconds between progress lines")
     ap.add_argument("--keep-rgw", action="store_true")
     ap.add_argument("--keep-buckets", action="store_true")
     args = ap.parse_args()
@@ -642,8 +668,10 @@ def main():
         args.seed = random.SystemRandom().randrange(1 << 30)
     if args.workers < 2 * args.locks:
         ap.error("need at least two workers per lock (--workers >= 2 * --locks)")
-    out = Path(args.out or tempfile.mkdtemp(prefix="fg-fault-"))
+    out = Path(args.out or tempfile.mkdtemp(prefix="fg-fault-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if (out / "run.json").exists():
+        ap.error(f"{out} holds an earlier run: give a new or empty --out")
     args.out = str(out)
     log(f"output in {out} (seed {args.seed})")
 
@@ -667,13 +695,13 @@ def main():
         if run is not None:
             run.teardown()
     log(f"run took {time.monotonic() - t0:.1f}s; checking")
+    for e in run.errors:
+        print(f"harness note: {e}")
     props, fig = check.check(str(out))
-    failed = check.report(props, fig)
     with open(out / "result.json", "w") as f:
         json.dump({"figures": fig, "properties": [p.as_dict() for p in props.values()],
                    "errors": run.errors, "seed": args.seed}, f, indent=1)
-    for e in run.errors:
-        print(f"harness note: {e}")
+    failed = check.report(props, fig)  # ends with the line "N passed, N failed"
     return 1 if failed else 0
 
 
