@@ -109,7 +109,7 @@ fault-long: $(BIN)
 fault-bypass: $(BIN)
 	rm -rf $(FAULT_OUT)-bypass
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/fault/jepsen.py --mode bypass --gateways 1 \
-	  --workers 4 --duration 30 --out $(FAULT_OUT)-bypass $(FAULT_ARGS); \
+	  --workers 6 --locks 3 --faults pause-worker --duration 30 --out $(FAULT_OUT)-bypass $(FAULT_ARGS); \
 	  rc=$$?; test $$rc -eq 1 && echo "fault-bypass: the checker caught the unfenced writes, as it must"
 
 # ---- fuzzing (libFuzzer, Debian's clang) ----

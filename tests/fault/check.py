@@ -101,10 +101,10 @@ def load(out):
                     for k in ("vid", "lock", "key", "epoch", "size", "g", "w", "t"):
                         a[k] = r[k]
                 else:
-                    a.update({k: v for k, v in r.items() if k not in ("phase",)})
+                    a.update({k: v for k, v in r.items() if k not in ("phase", "t")})
                     a["t_done"] = r["t"]
             elif r.get("ev") == "acquire" and r.get("status") == 200:
-                acquires[run["lock_of"][r["w"]]].append((r["t"], r["token"]))
+                acquires[run["lock_of"][r["w"]]].append((r["t"], r["token"], r.get("g")))
     for a in attempts.values():
         a.setdefault("outcome", "unknown")  # the worker never said: may be either
     versions = json.load(open(os.path.join(out, "versions.json")))
@@ -129,9 +129,40 @@ def version_epoch(v):
     return int(e) if e is not None and str(e).isdigit() else None
 
 
+def make_explain(attempts, acquires, nemesis):
+    """A short diagnosis of a stale version: which gateway admitted it, which
+    granted the newer epoch, and what the nemesis had done to the admitting
+    gateway since that grant (a restart loses what a fence table alone knows)."""
+    granted = {}  # (lock, token) -> (t, gateway index)
+    for lock, rs in acquires.items():
+        for t, tok, g in rs:
+            granted[(lock, tok)] = (t, g)
+    ups = collections.defaultdict(list)
+    for n in nemesis:
+        if n.get("ev") in ("gw-up", "gw-resume"):
+            ups[n["g"]].append((n["t"], n["ev"]))
+
+    def explain(v, newer):
+        a = attempts[v["meta"]["fg-vid"]]
+        lock = a["lock"]
+        t_g = granted.get((lock, newer["epoch"]))
+        out = [f"admitted by g{a['g']}" if a["g"] >= 0 else "written around the gateways"]
+        if t_g:
+            dt = a["t"] - t_g[0]
+            out.append(f"epoch {newer['epoch']} granted via g{t_g[1]} {abs(dt):.1f}s "
+                       f"{'before' if dt >= 0 else 'after'} the write was sent")
+        for kind, word in (("gw-up", "started"), ("gw-resume", "resumed from SIGSTOP")):
+            ts = [t for t, ev in ups.get(a["g"], []) if ev == kind and t < a["t"]]
+            if ts and a["t"] - ts[-1] < 30:
+                out.append(f"g{a['g']} last {word} {a['t'] - ts[-1]:.1f}s before")
+        return "; ".join(out)
+    return explain
+
+
 def check(out):
     run, attempts, acquires, versions, fences, audit, relay, nemesis = load(out)
     props = collections.OrderedDict()
+    explain = make_explain(attempts, acquires, nemesis)
 
     def prop(name, doc):
         props[name] = Prop(name, doc)
@@ -184,10 +215,10 @@ def check(out):
                 lm_disagree += 1
             if top is not None and v["epoch"] < top["epoch"]:
                 a = attempts[v["meta"]["fg-vid"]]
-                p.bad(f"{key}: epoch {v['epoch']} ({v['meta']['fg-vid']}, {a['outcome']}, "
-                      f"via g{a['g']}) committed after epoch {top['epoch']} "
-                      f"({top['meta']['fg-vid']}), {v['last_modified_ms'] - top['last_modified_ms']}"
-                      f" ms later")
+                p.bad(f"{key}: epoch {v['epoch']} ({v['meta']['fg-vid']}, {a['outcome']}) "
+                      f"committed after epoch {top['epoch']} ({top['meta']['fg-vid']}), "
+                      f"{v['last_modified_ms'] - top['last_modified_ms']} ms later "
+                      f"[{explain(v, top)}]")
             if top is None or v["epoch"] >= top["epoch"]:
                 top = v
     if lm_disagree:
@@ -213,10 +244,10 @@ def check(out):
                 if best_before is not None and v["epoch"] < best_before["epoch"]:
                     a = attempts[v["meta"]["fg-vid"]]
                     p.bad(f"{lock}: {v['key']} epoch {v['epoch']} ({v['meta']['fg-vid']}, "
-                          f"{a['outcome']}, via g{a['g']}) committed "
+                          f"{a['outcome']}) committed "
                           f"{v['last_modified_ms'] - best_before['last_modified_ms']} ms after "
                           f"{best_before['key']} epoch {best_before['epoch']} "
-                          f"({best_before['meta']['fg-vid']})")
+                          f"({best_before['meta']['fg-vid']}) [{explain(v, best_before)}]")
             if len({v["epoch"] for v in group}) > 1:
                 ties += 1
             for v in group:
@@ -298,12 +329,12 @@ def check(out):
     if acked < run.get("min_acked", 20):
         p.bad(f"only {acked} acknowledged writes")
     for lock in locks:
-        n = len({t for _, t in acquires.get(lock, [])})
+        n = len({t for _, t, _ in acquires.get(lock, [])})
         if n < 2:
             p.bad(f"{lock}: {n} epoch(s) granted, no hand-over exercised")
     stale_attempts = 0
     for a in attempts.values():
-        newer = [t for (ta, t) in acquires.get(a["lock"], []) if ta < a["t"] and t > a["epoch"]]
+        newer = [t for (ta, t, _) in acquires.get(a["lock"], []) if ta < a["t"] and t > a["epoch"]]
         if newer:
             stale_attempts += 1
     if stale_attempts == 0:
@@ -325,7 +356,7 @@ def check(out):
         "audit_kinds": dict(audit_kinds),
         "zero_length_attempts": sum(1 for a in attempts.values() if a["size"] == 0),
         "zombie_attempts": stale_attempts,
-        "epochs_granted": {lock: len({t for _, t in acquires.get(lock, [])}) for lock in locks},
+        "epochs_granted": {lock: len({t for _, t, _ in acquires.get(lock, [])}) for lock in locks},
         "versions": len(versions), "keys": len(by_key), "fence_polls": polls,
         "nemesis": dict(kinds),
         "relay_requests": len(relay),

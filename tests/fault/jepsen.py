@@ -129,7 +129,7 @@ class Proc:
         self.kill()
 
 
-def stop_in_sleep(proc, within=0.3):
+def stop_in_sleep(proc, within=1.0):
     """SIGSTOP proc as soon as the kernel shows it sleeping in nanosleep (the
     worker's think time); False (and nothing sent) if that did not happen
     within `within` seconds."""
@@ -278,7 +278,7 @@ class Run:
             "relay_max_delay_ms": self.max_delay, "relay_max_hold_ms": self.max_hold,
             "bucket": self.bucket, "locks_bucket": self.locks_bucket,
             "gateway_urls": [g.gw.url for g in self.gws], "binary": conftest.gateway_bin(),
-            "min_acked": a.min_acked,
+            "min_acked": a.min_acked, "faults": a.faults,
         }
         run.update(extra)
         old = self.out / "run.json"
@@ -405,17 +405,18 @@ class Run:
             item[1]()
 
     def holder_of(self, lock):
-        """The live holder of lock as some healthy gateway sees it, or None."""
+        """The live holder of lock as the first healthy gateway to answer sees
+        it, or None."""
         up = self.healthy()
-        if not up:
-            return None
-        g = random.choice(up)
-        try:
-            r = requests.get(f"{g.gw.url}/_fencegate/v1/locks/{lock}", timeout=1)
-            j = r.json()
-            return j.get("holder") if r.status_code == 200 and j.get("live") else None
-        except (requests.RequestException, ValueError):
-            return None
+        for g in random.sample(up, len(up)):
+            try:
+                r = requests.get(f"{g.gw.url}/_fencegate/v1/locks/{lock}", timeout=1)
+                j = r.json()
+            except (requests.RequestException, ValueError):
+                continue
+            if r.status_code == 200:
+                return j.get("holder") if j.get("live") else None
+        return None
 
     def healthy(self):
         return [g for g in self.gws if g.state == "up"]
@@ -423,17 +424,23 @@ class Run:
     def nemesis_act(self, rng, lease, pending, now):
         a = self.args
         gw_weight = 2 if len(self.gws) > 1 else 1
-        choices = ["pause-worker"] * 4 + ["kill-gw"] * gw_weight + ["pause-gw"] * gw_weight
+        weights = {"pause-worker": 4, "kill-gw": gw_weight, "pause-gw": gw_weight}
+        choices = [f for f in a.faults for _ in range(weights[f])]
         act = rng.choice(choices)
         if act == "pause-worker":
             free = [w for w in self.workers if not w[2] and w[0].alive()]
             if not free or sum(1 for w in self.workers if w[2]) >= max(1, len(self.workers) // 2):
                 return
             w = rng.choice(free)
-            holder = self.holder_of(rng.choice(self.locks)) if rng.random() < 0.8 else None
-            for cand in free:
-                if cand[1] == holder:
-                    w = cand  # mostly the current holder: a zombie in the making
+            holder = None
+            if rng.random() < 0.85:  # mostly the current holder: a zombie in the making
+                by_wid = {cand[1]: cand for cand in free}
+                for lock in rng.sample(self.locks, len(self.locks)):
+                    holder = self.holder_of(lock)
+                    if holder in by_wid:
+                        w = by_wid[holder]
+                        break
+                    holder = None
             dur = lease * 1.5 + rng.uniform(0.5, 2.0)
             w[2] = True
             # Mostly aim at the worker's think time, between its lease
@@ -658,6 +665,8 @@ def main():
     ap.add_argument("--write-timeout", type=float, default=20, help="worker's read timeout, s")
     ap.add_argument("--nemesis-interval", type=float, nargs=2, default=[0.7, 2.0],
                     metavar=("MIN", "MAX"))
+    ap.add_argument("--faults", default="pause-worker,kill-gw,pause-gw",
+                    help="comma-separated nemesis actions: pause-worker, kill-gw, pause-gw")
     ap.add_argument("--no-nemesis", dest="nemesis", action="store_false")
     ap.add_argument("--min-acked", type=int, default=20)
     ap.add_argument("--progress", type=float, default=30, help="seconds between progress lines")
@@ -666,6 +675,9 @@ def main():
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1 << 30)
+    args.faults = [f for f in args.faults.split(",") if f]
+    if not args.faults or set(args.faults) - {"pause-worker", "kill-gw", "pause-gw"}:
+        ap.error("--faults: a comma-separated subset of pause-worker,kill-gw,pause-gw")
     if args.workers < 2 * args.locks:
         ap.error("need at least two workers per lock (--workers >= 2 * --locks)")
     out = Path(args.out or tempfile.mkdtemp(prefix="fg-fault-")).resolve()

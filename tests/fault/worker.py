@@ -228,10 +228,14 @@ class Worker:
                 self.acquire()
                 continue
             self.renew_if_due()
-            if self.holding is None:
-                continue
-            self.think()  # SIGSTOP usually lands here: between the lease check and the write
-            self.write()
+            # A batch of 1-3 writes per look at the lease, each after some
+            # thinking: a SIGSTOP usually lands in a think, between the lease
+            # check and a write, and the rest of the batch is a zombie's.
+            for _ in range(self.rng.randint(1, 3)):
+                if self.holding is None or self.stopping():
+                    break
+                self.think()
+                self.write()
         if self.holding is not None:
             h = self.holding
             self.api("release", {"token": h["token"], "lease_id": h["lease_id"]}, timeout=(3, 10))
