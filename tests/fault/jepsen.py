@@ -690,6 +690,9 @@ def main():
     def on_term(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_term)
+    # A watchdog: whatever hangs, the run ends (and stops what it started).
+    signal.signal(signal.SIGALRM, on_term)
+    signal.alarm(int(args.duration) + 300)
 
     run = Run(args)
     t0 = time.monotonic()
@@ -697,8 +700,8 @@ def main():
         run.setup()
         run.workload()
         run.collect()
-    except HarnessError as e:
-        log(f"harness error: {e}")
+    except (HarnessError, KeyboardInterrupt) as e:
+        log(f"harness error: {e!r}")
         run.teardown()
         run = None
         print("0 passed, 1 failed (harness)")
@@ -706,6 +709,7 @@ def main():
     finally:
         if run is not None:
             run.teardown()
+    signal.alarm(0)
     log(f"run took {time.monotonic() - t0:.1f}s; checking")
     for e in run.errors:
         print(f"harness note: {e}")
