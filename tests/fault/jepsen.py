@@ -155,7 +155,6 @@ class Gw:
         self.gw = gw
         self.state = "down"
         self.life = 0
-        self.lock = threading.Lock()
 
 
 class Run:
