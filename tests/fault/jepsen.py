@@ -174,6 +174,7 @@ class Run:
         self.log_lock = threading.Lock()
         self.threads = []
         self.errors = []
+        self.holder_pauses = collections.Counter()
 
     def nem(self, ev, **kw):
         rec = dict(ev=ev, t=time.time(), **kw)
@@ -434,10 +435,14 @@ class Run:
             holder = None
             if rng.random() < 0.85:  # mostly the current holder: a zombie in the making
                 by_wid = {cand[1]: cand for cand in free}
-                for lock in rng.sample(self.locks, len(self.locks)):
+                # The locks whose holders were paused least often first, so
+                # every lock sees hand-overs even in a short run.
+                order = sorted(self.locks, key=lambda lk: (self.holder_pauses[lk], rng.random()))
+                for lock in order:
                     holder = self.holder_of(lock)
                     if holder in by_wid:
                         w = by_wid[holder]
+                        self.holder_pauses[lock] += 1
                         break
                     holder = None
             dur = lease * 1.5 + rng.uniform(0.5, 2.0)
@@ -448,6 +453,7 @@ class Run:
             aimed = rng.random() < 0.7 and stop_in_sleep(w[0])
             if not aimed:
                 w[0].signal(signal.SIGSTOP)
+            now = time.monotonic()  # the pause lasts dur from the SIGSTOP, however long aiming took
             self.nem("nem-pause-worker", w=w[1], secs=round(dur, 2), holder=w[1] == holder,
                      aimed=aimed)
 

@@ -9,7 +9,7 @@ And the other half of any test: the checker can fail.  The same workload
 with its writes going straight to RGW, around the fence, must be caught.
 
 Environment: FAULT_SEED (default: random, printed), FAULT_DURATION (seconds
-of workload of each normal run; default 20 with one gateway, 40 with two),
+of workload of each normal run; default 25 with one gateway, 40 with two),
 FAULT_WINDOW_KEYS (see jepsen.py).  The long run is `make fault-long`.
 """
 
@@ -56,7 +56,7 @@ def failed(props):
     return {n: q["violations"] for n, q in props.items() if not q["ok"]}
 
 
-@pytest.mark.parametrize("gateways,duration", [(1, 20), (2, 40)],
+@pytest.mark.parametrize("gateways,duration", [(1, 25), (2, 40)],
                          ids=["one-gateway", "two-gateways"])
 def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
     """One gateway, then two with writes routed at random; four workers on two
