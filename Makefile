@@ -1,5 +1,5 @@
 # fencegate build.  Targets: all check unit integration lint check-deps fuzz
-# fuzz-smoke bench deps run demo clean.  Sources, unit tests (tests/unit/**/
+# fuzz-smoke bench fault-long fault-bypass deps run demo clean.  Sources, unit tests (tests/unit/**/
 # *_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
 #
 #   make deps                      install Debian packages (root)
@@ -44,7 +44,8 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 
-.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows deps run demo clean format
+.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows \
+        fault-long fault-bypass deps run demo clean format
 
 all: $(BIN) $(HELPER_BINS)
 
@@ -98,6 +99,23 @@ bench-windows: $(BIN)
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
 bench-proxy: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench.sh
+
+# Fault injection, Jepsen style (tests/fault/jepsen.py: workers, nemesis, fault
+# relays, checker on RGW's versions; boots its own RGW).  A bounded run is part
+# of `make integration` (tests/integration/test_fault_windows.py).
+FAULT_OUT  ?= $(BUILD)/fault
+FAULT_ARGS ?=
+fault-long: $(BIN)
+	rm -rf $(FAULT_OUT)-long
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/fault/jepsen.py --gateways 3 --workers 6 \
+	  --locks 3 --duration 600 --progress 60 --out $(FAULT_OUT)-long $(FAULT_ARGS)
+
+# The same workload around the fence (writes straight to RGW): must FAIL.
+fault-bypass: $(BIN)
+	rm -rf $(FAULT_OUT)-bypass
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/fault/jepsen.py --mode bypass --gateways 1 \
+	  --workers 6 --locks 3 --faults pause-worker --duration 30 --out $(FAULT_OUT)-bypass $(FAULT_ARGS); \
+	  rc=$$?; test $$rc -eq 1 && echo "fault-bypass: the checker caught the unfenced writes, as it must"
 
 # ---- fuzzing (libFuzzer, Debian's clang) ----
 FUZZ_CC    ?= clang
