@@ -80,7 +80,7 @@ def window_keys_supported(binary, workdir):
         "listen": ["127.0.0.1:1"], "data_dir": str(workdir / "probe-data"),
         "upstream": {"endpoint": "http://127.0.0.1:1", "access_key": "a", "secret_key": "b"},
         "election": {"backend": "s3", "bucket": "locks", "shared": True,
-                     "shared_window_ms": 4000, "default_lease_ms": 3000, "min_lease_ms": 3000},
+                     "shared_window_ms": 4000, "default_lease_ms": 5000, "min_lease_ms": 4500},
         "fencing": {"commit_margin_ms": 1000},
     }
     path = workdir / "probe-config.json"
@@ -664,7 +664,7 @@ def main():
     ap.add_argument("--mode", choices=["normal", "bypass"], default="normal")
     ap.add_argument("--out", help="output directory (default: a new temp dir)")
     ap.add_argument("--rgw-env", help="use the running RGW this rgw.sh env file describes")
-    ap.add_argument("--lease-ms", type=int, default=3000)
+    ap.add_argument("--lease-ms", type=int, default=5000)
     ap.add_argument("--commit-margin-ms", type=int, default=1000)
     ap.add_argument("--shared-window-ms", type=int, default=4000)
     ap.add_argument("--write-timeout", type=float, default=20, help="worker's read timeout, s")

@@ -62,10 +62,8 @@ def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
     """One gateway, then two with writes routed at random; four workers on two
     locks; every fault: all properties hold.
 
-    A binary without write windows (it refuses fencing.commit_margin_ms and
-    election.shared) cannot hold G3 across gateways and restarts: that is
-    what the issue measured, so there the run's violations are an expected
-    failure, not a pass."""
+    Without write windows (the version before them) the two-gateway run
+    found 2-33 stale versions per run: see README "Fault injection"."""
     duration = float(os.environ.get("FAULT_DURATION", duration))
     rc, stdout, props, result = run_harness(rgw, tmp_path / "normal", "--gateways", gateways,
                                             "--workers", 4, "--locks", 2,
@@ -73,8 +71,7 @@ def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
                                             timeout=duration + 80)
     assert props["workload-exercised"]["ok"], stdout[-3000:]
     bad = failed(props)
-    if bad and not result["figures"]["window_keys"]:
-        pytest.xfail(f"binary without write windows: violations {bad} (seed {result['seed']})")
+    assert result["figures"]["window_keys"], "the gateway refused the write-window keys"
     assert rc == 0 and not bad, f"violations {bad} (seed {result['seed']})\n{stdout[-6000:]}"
 
 

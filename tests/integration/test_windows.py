@@ -50,10 +50,16 @@ def body_at_rgw(rgw, bucket, key):
     return rgw.client().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
-def audit_kinds(gw):
-    recs = requests.get(f"{gw.url}/_fencegate/v1/audit", params={"lock": LOCK},
-                        timeout=10).json()["records"]
-    return [(r["kind"], r["token"]) for r in recs]
+def audit_kinds(gw, expect=1, timeout=10):
+    """The lock's audit records as (kind, token); records are committed in the
+    background (group commit), so wait until `expect` of them are there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        recs = requests.get(f"{gw.url}/_fencegate/v1/audit", params={"lock": LOCK},
+                            timeout=10).json()["records"]
+        if len(recs) >= expect or time.monotonic() > deadline:
+            return [(r["kind"], r["token"]) for r in recs]
+        time.sleep(0.05)
 
 
 def wait_ready(gw, timeout=30):
