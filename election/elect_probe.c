@@ -396,6 +396,35 @@ on_check_get(void *arg, int err, const char *body, size_t len, const struct elec
     }
 }
 
+/* Starts the GET of lock's epoch file for a G4 lookup (cb) or a window read (wcb). */
+static int
+check_start(struct elect *e, const char *lock, uint64_t epoch, elect_check_fn *cb,
+            elect_window_fn *wcb, void *arg, elect_be_get_fn *on_get)
+{
+    struct elect_check *k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        return ERR_NOMEM;
+    }
+    k->e = e;
+    (void)snprintf(k->lock, sizeof(k->lock), "%s", lock);
+    k->epoch = epoch;
+    k->cb = cb;
+    k->wcb = wcb;
+    k->arg = arg;
+    char key[ELECT_KEY_MAX + 1];
+    int err = elect_lockfile_key(e->prefix, lock, epoch, key, sizeof(key));
+    if (err == 0) {
+        k->sent = clock_mono_ms();
+        err = elect_backend_get(e->be, key, on_get, k);
+    }
+    if (err != 0) {
+        free(k);
+        return err;
+    }
+    LIST_INSERT_HEAD(&e->checks, k, link);
+    return 0;
+}
+
 int
 elect_epoch_check(struct elect *e, const char *lock, uint64_t epoch, elect_check_fn *cb, void *arg)
 {
@@ -416,27 +445,7 @@ elect_epoch_check(struct elect *e, const char *lock, uint64_t epoch, elect_check
             return ERR_IO;
         }
     }
-    struct elect_check *k = calloc(1, sizeof(*k));
-    if (k == NULL) {
-        return ERR_NOMEM;
-    }
-    k->e = e;
-    (void)snprintf(k->lock, sizeof(k->lock), "%s", lock);
-    k->epoch = epoch;
-    k->cb = cb;
-    k->arg = arg;
-    char key[ELECT_KEY_MAX + 1];
-    int err = elect_lockfile_key(e->prefix, lock, epoch, key, sizeof(key));
-    if (err == 0) {
-        k->sent = clock_mono_ms();
-        err = elect_backend_get(e->be, key, on_check_get, k);
-    }
-    if (err != 0) {
-        free(k);
-        return err;
-    }
-    LIST_INSERT_HEAD(&e->checks, k, link);
-    return 0;
+    return check_start(e, lock, epoch, cb, NULL, arg, on_check_get);
 }
 
 /* ---- window reads (elect_window_read) ---- */
@@ -554,25 +563,5 @@ elect_window_read(struct elect *e, const char *lock, uint64_t epoch, elect_windo
     if (!elect_lock_valid(lock) || epoch == 0 || epoch > (uint64_t)ELECT_EPOCH_MAX || cb == NULL) {
         return ERR_INVAL;
     }
-    struct elect_check *k = calloc(1, sizeof(*k));
-    if (k == NULL) {
-        return ERR_NOMEM;
-    }
-    k->e = e;
-    (void)snprintf(k->lock, sizeof(k->lock), "%s", lock);
-    k->epoch = epoch;
-    k->wcb = cb;
-    k->arg = arg;
-    char key[ELECT_KEY_MAX + 1];
-    int err = elect_lockfile_key(e->prefix, lock, epoch, key, sizeof(key));
-    if (err == 0) {
-        k->sent = clock_mono_ms();
-        err = elect_backend_get(e->be, key, on_window_get, k);
-    }
-    if (err != 0) {
-        free(k);
-        return err;
-    }
-    LIST_INSERT_HEAD(&e->checks, k, link);
-    return 0;
+    return check_start(e, lock, epoch, NULL, cb, arg, on_window_get);
 }
