@@ -545,10 +545,13 @@ gw_upstream_free(struct gw_upstream *up)
     if (up == NULL) {
         return;
     }
-    struct gw_xfer *x;
-    while ((x = TAILQ_FIRST(&up->active)) != NULL) {
+    /* xfer_release touches only its own transfer (and frees it): next stays valid */
+    struct gw_xfer *x = TAILQ_FIRST(&up->active);
+    while (x != NULL) {
+        struct gw_xfer *next = TAILQ_NEXT(x, link);
         x->cancelled = true;
         xfer_release(x);
+        x = next;
     }
     while ((x = TAILQ_FIRST(&up->idle)) != NULL) {
         TAILQ_REMOVE(&up->idle, x, link);
