@@ -190,6 +190,16 @@ on_url(llhttp_t *p, const char *at, size_t len)
         /* S3 has no code for this; InvalidURI is the closest one SDKs know */
         return gw_http_refuse(c, 414, "InvalidURI", "The request URI is too long.");
     }
+    /*
+     * A URL ended by CR or LF has no version: llhttp takes "GET /x\r\n" as
+     * HTTP/0.9 but says so (on_url_complete, then on_headers_complete) only
+     * once another byte arrives, which an HTTP/0.9 client never sends.  Only
+     * 1.0 and 1.1 are served: refuse now, not at the header timeout.  (A span
+     * cut at the end of the input has at + len == exec_end: nothing after it.)
+     */
+    if (at + len < c->exec_end && (at[len] == '\r' || at[len] == '\n')) {
+        return gw_http_refuse(c, 400, "InvalidRequest", "HTTP/0.9 requests are not supported.");
+    }
     c->url_len += len;
     int rc = buf_append(&c->head.text, at, len);
     return rc == 0 ? 0 : refuse_append(c, rc);

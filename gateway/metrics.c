@@ -36,6 +36,7 @@ gw_metrics_render(struct buf *out)
         ROW(responses_5xx, "counter", "Responses with a 5xx status."),
         ROW(upstream_errors, "counter", "Upstream transfers that failed."),
         ROW(upstream_timeouts, "counter", "Upstream transfers that timed out."),
+        ROW(internal_errors, "counter", "Requests failed by the gateway's own fault (500)."),
         ROW(client_aborts, "counter", "Clients that hung up before the response ended."),
         ROW(bytes_in, "counter", "Request body bytes sent upstream."),
         ROW(bytes_out, "counter", "Response body bytes sent to clients."),

@@ -22,6 +22,7 @@ struct gw_metrics {
     uint64_t responses_5xx;
     uint64_t upstream_errors;             /* transfers that failed to connect or broke */
     uint64_t upstream_timeouts;           /* transfers that timed out */
+    uint64_t internal_errors;             /* requests failed by a step of our own (500) */
     uint64_t client_aborts;               /* clients that hung up before their response ended */
     uint64_t bytes_in;                    /* request-body bytes handed upstream */
     uint64_t bytes_out;                   /* response-body bytes handed to clients */

@@ -231,6 +231,30 @@ preq_free(struct preq *p)
     free(p);
 }
 
+/*
+ * The error to answer when a step of our own (checksum, signing, starting the
+ * transfer) failed with rc.  The request was parsed, authenticated and
+ * classified before those steps, so a refusal there (ERR_INVAL from a libcurl
+ * option or the signer's own checks) is the gateway's failure: 500
+ * InternalError, never 400 (DESIGN G8).  No memory stays 503, the upstream's
+ * failures 502/504, and a size limit the client's headers hit 413.
+ */
+static int
+own_failure(int rc)
+{
+    switch (rc) {
+    case ERR_NOMEM:
+    case ERR_AGAIN:
+    case ERR_UPSTREAM:
+    case ERR_TIMEOUT:
+    case ERR_TOOBIG:
+        return rc;
+    default:
+        gw_metrics.internal_errors++;
+        return ERR_IO;
+    }
+}
+
 /* Ends the client's request with an error of our own, or by cutting the
  * connection if the upstream's response head was already sent. */
 static void
@@ -575,8 +599,9 @@ on_resume(void *arg)
     if (p->start_pending) {
         int rc = start_transfer(p);
         if (rc != 0) {
-            log_info("req %s: not forwarded: %s", gw_req_id(p->req), err_str(rc));
-            finish_error(p, rc, "The request could not be forwarded.");
+            log_error("req %s: not forwarded: the transfer could not start (%s)", gw_req_id(p->req),
+                      err_str(rc));
+            finish_error(p, own_failure(rc), "The request could not be forwarded.");
         }
         return;
     }
@@ -745,7 +770,8 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         gw_req_header(req, auth->trailer) == NULL) {
         rc = gw_checksum_b64(ck_alg, mem, mem_len, ck_value, sizeof(ck_value));
         if (rc != 0) {
-            goto fail;
+            what = "The request checksum could not be computed.";
+            goto fail_ours;
         }
     } else {
         ck_alg = GW_CHECKSUM_NONE;
@@ -855,7 +881,7 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     rc = gw_s3signer_sign(px->signer, &sr, &p->msg);
     if (rc != 0) {
         what = "The request could not be signed for the upstream.";
-        goto fail;
+        goto fail_ours;
     }
     p->method = method;
     p->up_length = body_length;
@@ -870,12 +896,17 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     }
     rc = start_transfer(p);
     if (rc != 0) {
-        goto fail;
+        goto fail_ours;
     }
     goto out;
 
+fail_ours:
+    log_error("req %s: not forwarded: %s (%s)", gw_req_id(req), what, err_str(rc));
+    rc = own_failure(rc);
+    goto reply;
 fail:
     log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), what, err_str(rc));
+reply:
     gw_metrics_count_status(gw_status_from_err(rc));
     gw_s3err_send_err(req, rc, what);
     p->req = NULL;

@@ -605,16 +605,19 @@ gw_sigv4_canonical_query(const char *query, unsigned flags, struct buf *out)
             }
         }
         q->vlen = enc.len - q->voff;
+        /* buf_cstr, not enc.data: "=" and "=&=" encode to nothing, and enc then has no
+         * storage yet (NULL + 0 and memcmp(NULL, ..., 0) are undefined) */
         if ((flags & GW_SIGV4_F_SKIP_SIGNATURE) &&
-            memcmp_len(enc.data + q->koff, q->klen, "X-Amz-Signature", 15) == 0) {
+            memcmp_len(buf_cstr(&enc) + q->koff, q->klen, "X-Amz-Signature", 15) == 0) {
             enc.len = q->koff;
             continue;
         }
         np++;
     }
+    const char *encoded = buf_cstr(&enc); /* "" when every key and value was empty */
     for (size_t i = 0; i < np; i++) {
-        ps[i].k = enc.data + ps[i].koff;
-        ps[i].v = enc.data + ps[i].voff;
+        ps[i].k = encoded + ps[i].koff;
+        ps[i].v = encoded + ps[i].voff;
     }
     if (np > 1) {
         qsort(ps, np, sizeof(*ps), qparam_cmp);

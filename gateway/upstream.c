@@ -35,9 +35,17 @@
  *
  * Memory.  struct gw_xfer and its easy handle, timer and buffers are kept on
  * a small free list (curl_easy_reset between uses); the multi handle keeps the
- * connection cache.  Request headers are copied once into x->rqbuf and handed
- * to libcurl as a curl_slist built in place, without curl_slist_append.  Body
- * bytes are never copied by us.
+ * connection cache.  Only a transfer libcurl completed is parked: one that
+ * was cancelled, timed out, failed or never started is freed with its easy
+ * handle, because curl_easy_reset does not return every handle to a fresh
+ * state.  libcurl 7.88 allocates the receive buffer before it asks for a
+ * connection (Curl_preconnect) and frees it only when a transfer is done on
+ * one (multi_done); a transfer removed while queued for a connection keeps
+ * it, and CURLOPT_BUFFERSIZE is refused on a handle that has one.
+ *
+ * Request headers are copied once into x->rqbuf and handed to libcurl as a
+ * curl_slist built in place, without curl_slist_append.  Body bytes are never
+ * copied by us.
  *
  * This file keeps the multi handle and its libevent glue, the deferred work,
  * the transfer objects' lifecycle, gw_upstream_new/free, gw_xfer_start and
@@ -149,7 +157,7 @@ static void
 xfer_put(struct gw_xfer *x)
 {
     struct gw_upstream *up = x->up;
-    if (up->nidle >= GW_UPSTREAM_IDLE_XFERS) {
+    if (!x->reusable || up->nidle >= GW_UPSTREAM_IDLE_XFERS) {
         xfer_free(x);
         return;
     }
@@ -172,6 +180,7 @@ xfer_put(struct gw_xfer *x)
     x->cancelled = false;
     x->head_done = false;
     x->finishing = false;
+    x->reusable = false;
     x->errbuf[0] = '\0';
     TAILQ_INSERT_HEAD(&up->idle, x, link);
     up->nidle++;
@@ -324,6 +333,7 @@ gw_upstream_after_curl(struct gw_upstream *up)
             continue;
         }
         x = (struct gw_xfer *)(void *)priv;
+        x->reusable = rc == CURLE_OK;
         if (x->cancelled) {
             xfer_release(x);
         } else {
@@ -535,10 +545,13 @@ gw_upstream_free(struct gw_upstream *up)
     if (up == NULL) {
         return;
     }
-    struct gw_xfer *x;
-    while ((x = TAILQ_FIRST(&up->active)) != NULL) {
+    /* xfer_release touches only its own transfer (and frees it): next stays valid */
+    struct gw_xfer *x = TAILQ_FIRST(&up->active);
+    while (x != NULL) {
+        struct gw_xfer *next = TAILQ_NEXT(x, link);
         x->cancelled = true;
         xfer_release(x);
+        x = next;
     }
     while ((x = TAILQ_FIRST(&up->idle)) != NULL) {
         TAILQ_REMOVE(&up->idle, x, link);
@@ -614,7 +627,7 @@ gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct
     *out = x;
     return 0;
 fail:
-    xfer_put(x);
+    xfer_free(x); /* never parked: a handle libcurl refused an option may refuse it again */
     return err;
 }
 

@@ -30,7 +30,7 @@ struct sock; /* one socket libcurl asked us to watch (gateway/upstream.c) */
 
 struct gw_xfer {
     struct gw_upstream *up;            /* owner */
-    CURL *easy;                        /* kept across uses; CURLOPT_PRIVATE points here */
+    CURL *easy;                        /* kept across uses if reusable; CURLOPT_PRIVATE here */
     struct event *idle_ev;             /* inactivity timer (opts.timeout_ms) */
     TAILQ_ENTRY(gw_xfer) link;         /* in up->active or up->idle */
     TAILQ_ENTRY(gw_xfer) pending_link; /* in up->pending while deferred work waits */
@@ -50,6 +50,7 @@ struct gw_xfer {
     bool pending;                      /* on up->pending */
     bool head_done;                    /* on_head was called */
     bool finishing;                    /* on_done is running */
+    bool reusable;                     /* libcurl completed it (CURLE_OK): easy may be parked */
     struct gw_uphead head;             /* the response head being collected */
     struct buf rqbuf;                  /* request header strings, NUL-separated */
     struct curl_slist *slist;          /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */

@@ -144,6 +144,50 @@ test_header_timeout(void **state)
     expect_serving();
 }
 
+/*
+ * A request line without a version ("GET /x\r\n" and nothing more) is
+ * HTTP/0.9 to llhttp, which only says so once the next byte arrives.  It is
+ * refused at once, not held open until the header timeout.
+ */
+static void
+test_http09_refused_at_once(void **state)
+{
+    (void)state;
+    cfg.limits.header_timeout_ms = 30000;
+    static const char *const raw[] = {"GET /x\r\n", "GET /x\n", "GET /x?a=1\r", "GET /\r\n"};
+    for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++) {
+        print_message("case %zu\n", i);
+        uint64_t t0 = now_ms();
+        struct client cl;
+        cl_open(&cl);
+        cl_sends(&cl, raw[i]);
+        struct resp r;
+        (void)wait_resp(&cl, 0, false, &r, 2000);
+        assert_int_equal(r.status, 400);
+        assert_non_null(strstr(buf_cstr(&r.body), "<Code>InvalidRequest</Code>"));
+        wait_eof(&cl, 2000);
+        assert_true(now_ms() - t0 < 2000);
+        resp_cleanup(&r);
+        cl_close(&cl);
+    }
+    /* the line end in a later read than the URL */
+    uint64_t t0 = now_ms();
+    struct client cl;
+    cl_open(&cl);
+    cl_sends(&cl, "GET /x");
+    pump_ms(&cl, 50);
+    cl_sends(&cl, "\r\n");
+    struct resp r;
+    (void)wait_resp(&cl, 0, false, &r, 2000);
+    assert_int_equal(r.status, 400);
+    wait_eof(&cl, 2000);
+    assert_true(now_ms() - t0 < 2000);
+    resp_cleanup(&r);
+    cl_close(&cl);
+    assert_int_equal(th.requests, 0);
+    expect_serving();
+}
+
 static void
 test_body_timeout(void **state)
 {
@@ -214,6 +258,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_bad_chunk_mid_body, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_header_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http09_refused_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_connections, setup, teardown),

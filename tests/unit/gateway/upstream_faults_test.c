@@ -172,6 +172,71 @@ test_silent_upstream_times_out(void **state)
     assert_true(run_until(f->base, &f->srv.closed, 1, 3000));
 }
 
+/*
+ * Transfers that time out while queued for a connection (max_connections
+ * reached) leave nothing behind: more of them than the free list holds, then
+ * a normal transfer still works.  libcurl 7.88 allocates a transfer's receive
+ * buffer before it asks for a connection and frees it only when the transfer
+ * is done on one, so a queued transfer's easy handle refused
+ * CURLOPT_BUFFERSIZE on its next use, and every such handle went back to the
+ * head of the free list: after 32 of them no transfer could start.
+ */
+static void
+test_queued_timeouts_leave_pool_healthy(void **state)
+{
+    struct fx *f = *state;
+    gw_upstream_free(f->up);
+    struct gw_upstream_opts o = {
+        .connect_timeout_ms = 2000, .timeout_ms = 200, .max_connections = 1, .tls_verify = true};
+    f->up = gw_upstream_new(f->base, &o);
+    assert_non_null(f->up);
+    /* the one connection: an upload paused after its first byte (a paused transfer's clock
+     * stops, so it holds the connection while the others wait) */
+    cli_init(&f->c, f);
+    f->c.stop_at = 1;
+    assert_int_equal(start(&f->c, "PUT", "/b/hold", 100), 0);
+    assert_true(run_until(f->base, &f->srv.accepts, 1, 3000));
+    enum { NQUEUED = 40 };
+    struct cli *q = calloc(NQUEUED, sizeof(*q));
+    assert_non_null(q);
+    int dones = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < NQUEUED; i++) {
+            cli_init(&q[i], f);
+            assert_int_equal(start(&q[i], "GET", "/b/queued", -1), 0);
+        }
+        for (int i = 0; i < NQUEUED; i++) {
+            assert_true(run_until(f->base, &q[i].dones, 1, 3000));
+            assert_int_equal(q[i].err, ERR_TIMEOUT);
+            dones++;
+        }
+    }
+    assert_int_equal(dones, 2 * NQUEUED);
+    assert_int_equal(f->c.dones, 0);
+    f->c.cancelled = true;
+    gw_xfer_cancel(f->c.x);
+    /* the pool works again by itself, for transfers one after another and together */
+    f->srv.resp_len = 10;
+    for (int i = 0; i < 3; i++) {
+        cli_init(&q[i], f);
+        assert_int_equal(start(&q[i], "GET", "/b/k", -1), 0);
+        assert_true(run_until(f->base, &q[i].dones, 1, 3000));
+        assert_int_equal(q[i].err, 0);
+        assert_int_equal(q[i].status, 200);
+        assert_int_equal(q[i].body_got, 10);
+    }
+    for (int i = 0; i < NQUEUED; i++) {
+        cli_init(&q[i], f);
+        assert_int_equal(start(&q[i], "GET", "/b/k", -1), 0);
+    }
+    for (int i = 0; i < NQUEUED; i++) {
+        assert_true(run_until(f->base, &q[i].dones, 1, 5000));
+        assert_int_equal(q[i].err, 0);
+        assert_int_equal(q[i].status, 200);
+    }
+    free(q);
+}
+
 static void
 test_head_too_big(void **state)
 {
@@ -285,6 +350,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_connect_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_silent_upstream_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queued_timeouts_leave_pool_healthy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_head_too_big, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_errors_pass_through, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_body_aborts, setup, teardown),
