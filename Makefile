@@ -120,7 +120,8 @@ fault-bypass: $(BIN)
 # ---- fuzzing (libFuzzer, Debian's clang) ----
 FUZZ_CC    ?= clang
 FUZZ_BUILD := build/fuzz
-FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined $(BASEFLAGS) -MMD -MP
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+              $(BASEFLAGS) -MMD -MP
 FUZZ_SRCS  := $(wildcard tests/fuzz/*_fuzz.c)
 FUZZ_BINS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_OBJS  := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o) $(patsubst %,$(FUZZ_BUILD)/obj/llhttp/llhttp_%.o,api http llhttp)
