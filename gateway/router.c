@@ -503,6 +503,28 @@ delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3
     delobj_pump(d);
 }
 
+/*
+ * Whether the body is longer than limits.max_object_bytes (S3's 5 GiB for
+ * PutObject and UploadPart, the largest body any S3 call takes): refused
+ * before anything is forwarded, as S3 does, instead of streaming it upstream
+ * to be refused there.  aws-chunked bodies count their decoded length.
+ */
+static bool
+too_large(struct gw_req *req, const struct gw_auth *auth)
+{
+    uint64_t max = gw_req_config(req)->limits.max_object_bytes;
+    if (max == 0) {
+        max = GW_MAX_OBJECT_BYTES;
+    }
+    if (auth->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+        auth->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL ||
+        auth->payload == GW_PAYLOAD_CHUNKED_UNSIGNED_TRL) {
+        return auth->decoded_length > max;
+    }
+    int64_t len = gw_req_content_length(req);
+    return len > 0 && (uint64_t)len > max;
+}
+
 void
 gw_router_on_request(struct gw_req *req, void *arg)
 {
@@ -546,8 +568,12 @@ gw_router_on_request(struct gw_req *req, void *arg)
     }
     log_debug("req %s: %s %s bucket=%s principal=%s", gw_req_id(req), method, s3.name, s3.bucket,
               auth.principal != NULL ? auth.principal->name : "(anonymous)");
-    if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
-        (path[20] == '\0' || path[20] == '/')) {
+    if (s3.op != GW_S3_OP_GATEWAY_API && too_large(req, &auth)) {
+        gw_metrics_count_status(400);
+        gw_s3err_send(req, 400, "EntityTooLarge",
+                      "Your proposed upload exceeds the maximum allowed object size.");
+    } else if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
+               (path[20] == '\0' || path[20] == '/')) {
         gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);
     } else if (s3.op == GW_S3_OP_GATEWAY_API) {
         gw_api_handle(req, rt->store); /* authenticated like everything else */

@@ -1,0 +1,100 @@
+"""G10 "It stays up" and G7's 503 SlowDown, through the real binary: bodies
+past S3's size limit are refused before forwarding, refused uploads are read
+so their clients see the S3 error instead of EPIPE, a refusal that cannot be
+audited is answered 503 SlowDown, and /readyz reports an upstream it cannot
+reach."""
+
+import socket
+import threading
+import time
+
+import requests
+
+LOCK = "orders"
+
+
+def fenced(bucket, **more):
+    cfg = {"fences": [{"bucket": bucket, "prefix": "orders/", "lock": LOCK,
+                       "require_token": True}]}
+    cfg.update(more)
+    return cfg
+
+
+def read_response(s, timeout=10.0):
+    """One HTTP/1.1 response with a Content-Length body, as (head, body)."""
+    s.settimeout(timeout)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        assert chunk, f"closed before a response head: {data!r}"
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    n = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            n = int(value.strip())
+    while len(rest) < n:
+        chunk = s.recv(65536)
+        assert chunk, "closed inside the response body"
+        rest += chunk
+    return head.decode("latin-1"), rest[:n]
+
+
+def _closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def status(head):
+    return int(head.split(" ", 2)[1])
+
+
+def code(body):
+    t = body.decode("utf-8", "replace")
+    return t.split("<Code>", 1)[1].split("</Code>", 1)[0] if "<Code>" in t else None
+
+
+# ---- limits.max_object_bytes ----
+
+
+def test_body_past_max_object_bytes_is_refused_before_forwarding(gateway, rgw, bucket):
+    """A 100 TiB Content-Length gets S3's 400 EntityTooLarge at once, not a
+    forwarded transfer that waits for the body timeout.  The upstream refuses
+    connections: anything forwarded would come back 502."""
+    gw = gateway({"upstream": {"endpoint": f"http://127.0.0.1:{_closed_port()}"}})
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+    try:
+        t0 = time.monotonic()
+        s.sendall(f"PUT /{bucket}/big HTTP/1.1\r\nHost: {gw.host}\r\n"
+                  f"Content-Length: {100 << 40}\r\n\r\n".encode() + b"x" * 1000)
+        head, body = read_response(s)
+        assert status(head) == 400 and code(body) == "EntityTooLarge", (head, body)
+        assert time.monotonic() - t0 < 5
+    finally:
+        s.close()
+    # aws-chunked: the decoded length counts
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+    try:
+        s.sendall(f"PUT /{bucket}/big2 HTTP/1.1\r\nHost: {gw.host}\r\n"
+                  f"Content-Encoding: aws-chunked\r\n"
+                  f"x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\n"
+                  f"x-amz-decoded-content-length: {(5 << 30) + 1}\r\n"
+                  f"Transfer-Encoding: chunked\r\n\r\n".encode())
+        head, body = read_response(s)
+        assert status(head) == 400 and code(body) == "EntityTooLarge", (head, body)
+    finally:
+        s.close()
+
+
+def test_max_object_bytes_is_configurable(gateway, rgw, bucket):
+    gw = gateway({"limits": {"max_object_bytes": 1000}})
+    r = requests.put(f"{gw.url}/{bucket}/ok", data=b"a" * 1000, timeout=10)
+    assert r.status_code == 200, r.text
+    r = requests.put(f"{gw.url}/{bucket}/no", data=b"a" * 1001, timeout=10)
+    assert r.status_code == 400 and code(r.content) == "EntityTooLarge", r.text
+    keys = [o["Key"] for o in rgw.client().list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert keys == ["ok"]
