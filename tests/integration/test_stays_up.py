@@ -98,3 +98,44 @@ def test_max_object_bytes_is_configurable(gateway, rgw, bucket):
     assert r.status_code == 400 and code(r.content) == "EntityTooLarge", r.text
     keys = [o["Key"] for o in rgw.client().list_objects_v2(Bucket=bucket).get("Contents", [])]
     assert keys == ["ok"]
+
+
+# ---- limits.discard_body_bytes ----
+
+
+def test_refused_upload_without_expect_reads_the_error_not_epipe(gateway, bucket):
+    """A 32 MiB PUT without Expect: 100-continue that the fence refuses: the
+    client's sendall completes (no EPIPE or reset), it reads the S3 error,
+    and the connection still serves the next request."""
+    gw = gateway(fenced(bucket))
+    size = 32 << 20
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+    try:
+        s.sendall(f"PUT /{bucket}/orders/big HTTP/1.1\r\nHost: {gw.host}\r\n"
+                  f"Content-Length: {size}\r\n\r\n".encode())
+        chunk = b"z" * (1 << 20)
+        for _ in range(size // len(chunk)):
+            s.sendall(chunk)  # raised BrokenPipeError / ConnectionResetError before
+        head, body = read_response(s)
+        assert status(head) == 428, (head, body)  # no fencing token
+        assert code(body) is not None
+        s.sendall(f"GET /healthz HTTP/1.1\r\nHost: {gw.host}\r\n\r\n".encode())
+        head, body = read_response(s)
+        assert status(head) == 200 and body == b"ok\n"
+    finally:
+        s.close()
+
+
+def test_refused_body_past_discard_bound_closes(gateway, bucket):
+    """Past limits.discard_body_bytes the gateway does not read on: it answers
+    with Connection: close and closes."""
+    gw = gateway(fenced(bucket, limits={"discard_body_bytes": 1 << 20}))
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+    try:
+        s.sendall(f"PUT /{bucket}/orders/big HTTP/1.1\r\nHost: {gw.host}\r\n"
+                  f"Content-Length: {8 << 20}\r\n\r\n".encode())
+        head, body = read_response(s)
+        assert status(head) == 428
+        assert "connection: close" in head.lower()
+    finally:
+        s.close()
