@@ -137,8 +137,11 @@ stale_upload(struct pending *pd, uint64_t created)
     log_info("req %s: upload of epoch %llu under lock %s is stale (current %llu)", gw_req_id(req),
              (unsigned long long)created, c->lock, (unsigned long long)c->token);
     gw_metrics.fence_rejections++;
-    gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
-                   c->lock, created, c->token);
+    if (gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
+                       c->lock, created, c->token) != 0) {
+        gw_fence_send_slowdown(req);
+        return;
+    }
     gw_fence_send_error(req, 409, "StaleFencingToken",
                         "This multipart upload was created under an older fencing token; a newer "
                         "leader cannot add to or complete it (it is aborted in the background).",
@@ -188,8 +191,11 @@ on_admitted(void *arg, int err, uint64_t current)
     case ERR_FENCED:
         log_info("req %s: stale token %llu for lock %s (current %llu)", gw_req_id(req),
                  (unsigned long long)c->token, c->lock, (unsigned long long)current);
-        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE, c->lock,
-                       c->token, current);
+        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
+                           c->lock, c->token, current) != 0) {
+            gw_fence_send_slowdown(req);
+            break;
+        }
         gw_fence_send_error(req, 409, "StaleFencingToken",
                             "A newer fencing token has been accepted for this lock; this write "
                             "comes from a stale leader and was not forwarded.",
@@ -198,8 +204,11 @@ on_admitted(void *arg, int err, uint64_t current)
     case ERR_DENIED:
         log_info("req %s: token %llu for lock %s was never granted", gw_req_id(req),
                  (unsigned long long)c->token, c->lock);
-        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_NOT_GRANTED,
-                       c->lock, c->token, current);
+        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_NOT_GRANTED,
+                           c->lock, c->token, current) != 0) {
+            gw_fence_send_slowdown(req);
+            break;
+        }
         gw_fence_send_error(req, 409, "FencingTokenNotGranted",
                             "No epoch with this fencing token was granted for this lock.", c->lock,
                             c->token, current);
@@ -207,8 +216,11 @@ on_admitted(void *arg, int err, uint64_t current)
     case ERR_EXPIRED:
         log_info("req %s: token %llu for lock %s: its lease has ended", gw_req_id(req),
                  (unsigned long long)c->token, c->lock);
-        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_LEASE_EXPIRED,
-                       c->lock, c->token, current);
+        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth),
+                           STORE_AUDIT_LEASE_EXPIRED, c->lock, c->token, current) != 0) {
+            gw_fence_send_slowdown(req);
+            break;
+        }
         gw_fence_send_error(req, 409, "FencingLeaseExpired",
                             "The lease of this fencing token has ended (released or run out) and "
                             "no write window can be opened; this write was not forwarded.",
@@ -257,7 +269,11 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
     if (gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind) != 0) {
         if (kind != 0) {
             gw_metrics.fence_rejections++;
-            gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0);
+            if (gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0) !=
+                0) {
+                gw_fence_send_slowdown(req);
+                return;
+            }
         }
         gw_metrics_count_status(fail.status);
         gw_s3err_send(req, fail.status, fail.code, fail.message);
@@ -389,11 +405,14 @@ delobj_judge(struct delobj *d)
             0) {
             if (kind != 0) {
                 gw_metrics.fence_rejections++;
-                gw_fence_audit(rt->fence, req, &d->s3, principal_name(&d->auth), kind, claim.lock,
-                               0, 0);
             }
-            gw_metrics_count_status(fail.status);
-            gw_s3err_send(req, fail.status, fail.code, fail.message);
+            if (kind != 0 && gw_fence_audit(rt->fence, req, &d->s3, principal_name(&d->auth), kind,
+                                            claim.lock, 0, 0) != 0) {
+                gw_fence_send_slowdown(req);
+            } else {
+                gw_metrics_count_status(fail.status);
+                gw_s3err_send(req, fail.status, fail.code, fail.message);
+            }
         } else if (!claim.fenced) {
             gw_proxy_forward_body(rt->proxy, req, &d->s3, &d->auth, NULL, d->xml.data, d->xml.len);
         } else {

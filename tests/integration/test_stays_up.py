@@ -139,3 +139,45 @@ def test_refused_body_past_discard_bound_closes(gateway, bucket):
         assert "connection: close" in head.lower()
     finally:
         s.close()
+
+
+# ---- audit.queue_max: a refusal that cannot be audited is 503 SlowDown (G7) ----
+
+
+def audit_ids(gw):
+    r = requests.get(f"{gw.url}/_fencegate/v1/audit", params={"limit": 1000}, timeout=10)
+    assert r.status_code == 200, r.text
+    return {rec["request_id"] for rec in r.json()["records"]}
+
+
+def test_full_audit_queue_answers_slowdown_never_an_unaudited_refusal(gateway, bucket):
+    gw = gateway(fenced(bucket, audit={"queue_max": 1}))
+    n = 64
+    socks = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(n)]
+    try:
+        reqs = [f"PUT /{bucket}/orders/k{i} HTTP/1.1\r\nHost: {gw.host}\r\n"
+                f"Content-Length: 0\r\n\r\n".encode() for i in range(n)]
+        for s, r in zip(socks, reqs):  # a burst: all in before any is answered
+            s.sendall(r)
+        answers = [read_response(s) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+    refused, slowed = [], 0
+    for head, body in answers:
+        st = status(head)
+        if st == 503:
+            assert code(body) == "SlowDown", body
+            slowed += 1
+        else:
+            assert st == 428, (head, body)
+            rid = [ln.split(":", 1)[1].strip() for ln in head.split("\r\n")
+                   if ln.lower().startswith("x-amz-request-id:")][0]
+            refused.append(rid)
+    time.sleep(0.5)  # the store commits queued records within audit_flush_ms
+    ids = audit_ids(gw)
+    missing = [r for r in refused if r not in ids]
+    assert not missing, f"{len(missing)} refusals without an audit record"
+    assert slowed > 0, "the queue never filled: the test did not test anything"
+    m = requests.get(f"{gw.url}/metrics", timeout=10).text
+    assert f"audit_failures {slowed}" in m
