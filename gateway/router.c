@@ -21,6 +21,7 @@
 #include "gateway/s3req.h"
 #include "gateway/s3xml.h"
 #include "gateway/upload.h"
+#include "gateway/upstream.h"
 #include "store/store.h"
 
 static void
@@ -64,6 +65,11 @@ serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const ch
             char text[512];
             (void)snprintf(text, sizeof(text), "election not ready: %s\n",
                            why != NULL ? why : "self-test running");
+            send_text(req, 503, "text/plain", text);
+        } else if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
+            /* the last transfers could not connect: this gateway cannot forward */
+            char text[512];
+            (void)snprintf(text, sizeof(text), "upstream unreachable: %s\n", why);
             send_text(req, 503, "text/plain", text);
         } else {
             send_text(req, 200, "text/plain", "ready\n");

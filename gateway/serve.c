@@ -425,6 +425,7 @@ gw_cmd_serve(int argc, char **argv)
     }
     gw_fence_set_uploads(s.fence, s.uploads);
     s.router.elect = s.elect;
+    s.router.upstream = s.up;
     s.router.fence = s.fence;
     s.router.store = s.store;
     s.router.proxy = s.proxy;

@@ -181,3 +181,55 @@ def test_full_audit_queue_answers_slowdown_never_an_unaudited_refusal(gateway, b
     assert slowed > 0, "the queue never filled: the test did not test anything"
     m = requests.get(f"{gw.url}/metrics", timeout=10).text
     assert f"audit_failures {slowed}" in m
+
+
+# ---- /readyz while the upstream cannot be reached (G10) ----
+
+
+def test_readyz_unready_while_upstream_refuses_connections(gateway, rgw):
+    port = _closed_port()
+    gw = gateway({"upstream": {"endpoint": f"http://127.0.0.1:{port}"}})
+    r = requests.get(f"{gw.url}/readyz", timeout=10)
+    assert r.status_code == 200, r.text  # nothing has failed yet
+    for i in range(3):
+        assert requests.get(f"{gw.url}/somebucket/k{i}", timeout=10).status_code == 502
+    r = requests.get(f"{gw.url}/readyz", timeout=10)
+    assert r.status_code == 503, r.text
+    assert "upstream unreachable" in r.text
+    assert requests.get(f"{gw.url}/healthz", timeout=10).status_code == 200  # alive, not ready
+
+    # the upstream comes back: the first transfer that gets an answer clears it
+    lsock = socket.socket()
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind(("127.0.0.1", port))
+    lsock.listen(4)
+    stop = threading.Event()
+
+    def answer():
+        lsock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = lsock.accept()
+            except socket.timeout:
+                continue
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+                             b"Connection: close\r\n\r\n")
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        assert requests.get(f"{gw.url}/somebucket/k", timeout=10).status_code == 404
+        r = requests.get(f"{gw.url}/readyz", timeout=10)
+        assert r.status_code == 200, r.text
+    finally:
+        stop.set()
+        t.join()
+        lsock.close()
