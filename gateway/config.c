@@ -569,6 +569,8 @@ static const struct gw_jt_field limits_fields[] = {
     FU32("write_timeout_ms", LI(write_timeout_ms), 100, HOUR_MS, 60000),
     FU32("max_connections", LI(max_connections), 1, 1000000, 4096),
     FU32("buffer_bytes", LI(buffer_bytes), 4096, 67108864, 262144),
+    FU64("max_object_bytes", LI(max_object_bytes), 1, 5497558138880ull, GW_MAX_OBJECT_BYTES),
+    FU64("discard_body_bytes", LI(discard_body_bytes), 1, 5368709120ull, 67108864),
 };
 #undef LI
 
@@ -576,6 +578,7 @@ static const struct gw_jt_field limits_fields[] = {
 static const struct gw_jt_field audit_fields[] = {
     FU32("retention_days", AU(retention_days), 1, 36500, 30),
     FU64("max_records", AU(max_records), 1, 1000000000000ull, 1000000),
+    FU32("queue_max", AU(queue_max), 1, 16777216, 65536),
 };
 #undef AU
 

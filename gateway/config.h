@@ -18,6 +18,7 @@
 #include "common/err.h"
 
 #define GW_CONFIG_MAX_LISTEN 16
+#define GW_MAX_OBJECT_BYTES  5368709120ull /* limits.max_object_bytes default: S3's 5 GiB */
 
 enum gw_addressing {
     GW_ADDR_PATH = 0,    /* http://endpoint/bucket/key */
@@ -120,20 +121,27 @@ struct gw_config {
     } fencing;
 
     struct {
-        uint32_t max_header_bytes;  /* request line + headers; 431 past it; default 65536 */
-        uint32_t max_headers;       /* header count; 431 past it; default 100 */
-        uint32_t max_url_bytes;     /* request target; 414 past it; default 8192 */
-        uint32_t header_timeout_ms; /* to receive a whole head; default 30000 */
-        uint32_t body_timeout_ms;   /* without body progress; default 60000 */
-        uint32_t idle_timeout_ms;   /* keep-alive idle; default 60000 */
-        uint32_t write_timeout_ms;  /* without output progress; default 60000 */
-        uint32_t max_connections;   /* client connections; default 4096 */
-        uint32_t buffer_bytes;      /* per-direction body buffer watermark; default 262144 */
+        uint32_t max_header_bytes;   /* request line + headers; 431 past it; default 65536 */
+        uint32_t max_headers;        /* header count; 431 past it; default 100 */
+        uint32_t max_url_bytes;      /* request target; 414 past it; default 8192 */
+        uint32_t header_timeout_ms;  /* to receive a whole head; default 30000 */
+        uint32_t body_timeout_ms;    /* without body progress; default 60000 */
+        uint32_t idle_timeout_ms;    /* keep-alive idle; default 60000 */
+        uint32_t write_timeout_ms;   /* without output progress; default 60000 */
+        uint32_t max_connections;    /* client connections; default 4096 */
+        uint32_t buffer_bytes;       /* per-direction body buffer watermark; default 262144 */
+        uint64_t max_object_bytes;   /* request body (decoded length for aws-chunked) past it:
+                                        400 EntityTooLarge before forwarding; default 5 GiB
+                                        (S3's PutObject/UploadPart limit) */
+        uint64_t discard_body_bytes; /* unread body of a refused request read and dropped
+                                        so the client sees the error; default 67108864 */
     } limits;
 
     struct {
         uint32_t retention_days; /* audit records older than this are deleted; default 30 */
         uint64_t max_records;    /* and beyond this count, oldest first; default 1000000 */
+        uint32_t queue_max;      /* store operations queued at most; a refusal whose record
+                                    cannot be queued is answered 503 SlowDown; default 65536 */
     } audit;
 };
 

@@ -940,7 +940,7 @@ gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg, const str
     return resolve_rule(req, cfg, rule, claim, fail, kind);
 }
 
-void
+int
 gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
                const char *principal, int kind, const char *lock, uint64_t token, uint64_t current)
 {
@@ -963,7 +963,18 @@ gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3
     if (rc != 0) {
         log_error("req %s: audit record (%s, lock %s) not queued: %s", gw_req_id(req),
                   store_audit_kind_name(rec.kind), lock != NULL ? lock : "", err_str(rc));
+        gw_metrics.audit_failures++;
     }
+    return rc;
+}
+
+void
+gw_fence_send_slowdown(struct gw_req *req)
+{
+    gw_metrics_count_status(503);
+    gw_s3err_send(req, 503, "SlowDown",
+                  "This write was refused, but its audit record could not be queued; nothing was "
+                  "forwarded. Please reduce your request rate.");
 }
 
 void

@@ -251,12 +251,22 @@ void gw_fence_ticket_release(struct gw_fence_ticket *t);
 MUST_USE int gw_fence_current(struct gw_fence *f, const char *lock, uint64_t *out);
 
 /*
- * gw_fence_audit - record a refused or cut write in the audit log (G7),
- * grouped and durable (fire and forget; a full queue is logged and counted).
+ * gw_fence_audit - queue the record of a refused or cut write for the audit
+ * log (G7), committed with others within the store's flush interval.
  * [in] kind  enum store_audit_kind
+ * Returns 0 (queued), or ERR_AGAIN (the queue is full: audit.queue_max),
+ * ERR_NOMEM, ERR_CLOSED (logged here).  On failure the caller answers
+ * gw_fence_send_slowdown instead of its refusal: a refusal is never given
+ * without its record (G7).
  */
-void gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
-                    const char *principal, int kind, const char *lock, uint64_t token,
-                    uint64_t current);
+MUST_USE int gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
+                            const char *principal, int kind, const char *lock, uint64_t token,
+                            uint64_t current);
+
+/*
+ * gw_fence_send_slowdown - answer 503 SlowDown for a refusal whose audit
+ * record could not be queued (G7): the client retries, nothing was forwarded.
+ */
+void gw_fence_send_slowdown(struct gw_req *req);
 
 #endif

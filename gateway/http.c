@@ -107,6 +107,17 @@ body_room(const struct gw_conn *c, const struct gw_req *req)
     return have < c->lim.buffer_bytes ? c->lim.buffer_bytes - have : 0;
 }
 
+bool
+gw_http_body_discardable(const struct gw_req *req)
+{
+    const struct gw_conn *c = req->conn;
+    if (req->body_done || (req->expect_continue && !req->sent_100)) {
+        return false;
+    }
+    return req->content_length < 0 ||
+           (uint64_t)req->content_length - req->body_received <= c->lim.discard_body_bytes;
+}
+
 /* Whether the parser may consume body bytes of the current request now. */
 static bool
 body_wanted(const struct gw_req *req)
@@ -321,7 +332,8 @@ step(struct gw_conn *c)
         if (c->dead || req != c->req) {
             return false;
         }
-        if (req->resp == GW_RESP_ENDED && !req->body_done && req->discarded > GW_HTTP_DISCARD_MAX) {
+        if (req->resp == GW_RESP_ENDED && !req->body_done &&
+            req->discarded > c->lim.discard_body_bytes) {
             c->closing = true; /* too much unread body: drop the connection instead */
         }
     }

@@ -24,7 +24,12 @@
  *     gw_resp_body_write returns ERR_AGAIN once the output buffer passes the
  *     watermark; the server calls ops->on_output_drained when it falls below.
  *  5. After gw_resp_end, if the body was not (completely) read, the server
- *     discards up to 64 KiB of it to keep the connection, else it closes.
+ *     reads and drops the rest when it fits limits.discard_body_bytes (as S3
+ *     reads the body of a request it refuses: a client that did not ask for
+ *     100-continue is still sending, and closing under it turns the answer
+ *     into EPIPE or a reset), then keeps the connection unless the response
+ *     said Connection: close.  A longer body, or one a client waiting for a
+ *     100 may never send, closes the connection at once.
  *     Then the next pipelined request is parsed.  The gw_req is freed by the
  *     server after gw_resp_end() once the response is flushed; the handler
  *     must not touch it after gw_resp_end() returns.

@@ -34,7 +34,6 @@ struct evconnlistener;
 struct gw_tls;
 
 #define GW_HTTP_READ_MAX     16384     /* unparsed input kept per connection (read watermark) */
-#define GW_HTTP_DISCARD_MAX  65536     /* unread request body discarded to keep a connection */
 #define GW_HTTP_RESP_HEAD    65536     /* cap on one response head built by a handler */
 #define GW_HTTP_LINGER_MS    2000      /* lingering close: keep reading this long after FIN */
 #define GW_HTTP_LINGER_BYTES (1 << 20) /* lingering close: or this many bytes */
@@ -44,15 +43,16 @@ struct gw_tls;
 
 /* Limits with their defaults applied (a zero in gw_config.limits means "default"). */
 struct gw_http_limits {
-    size_t max_header_bytes;    /* request line + headers (and, separately, trailers) */
-    size_t max_headers;         /* header (and trailer) count */
-    size_t max_url_bytes;       /* request target */
-    uint32_t header_timeout_ms; /* whole head, from its first byte (first request: from accept) */
-    uint32_t body_timeout_ms;   /* no body progress while the server waits for the client */
-    uint32_t idle_timeout_ms;   /* keep-alive idle between requests */
-    uint32_t write_timeout_ms;  /* no output progress */
-    size_t max_connections;     /* open client connections */
-    size_t buffer_bytes;        /* request body buffer cap and output watermark */
+    size_t max_header_bytes;     /* request line + headers (and, separately, trailers) */
+    size_t max_headers;          /* header (and trailer) count */
+    size_t max_url_bytes;        /* request target */
+    uint32_t header_timeout_ms;  /* whole head, from its first byte (first request: from accept) */
+    uint32_t body_timeout_ms;    /* no body progress while the server waits for the client */
+    uint32_t idle_timeout_ms;    /* keep-alive idle between requests */
+    uint32_t write_timeout_ms;   /* no output progress */
+    size_t max_connections;      /* open client connections */
+    size_t buffer_bytes;         /* request body buffer cap and output watermark */
+    uint64_t discard_body_bytes; /* unread body read and dropped after the response */
 };
 
 /* Text and offsets of one header block (the head, or the trailers). */
@@ -189,6 +189,16 @@ struct gw_req {
 };
 
 /* ---- gateway/http.c ---- */
+
+/*
+ * gw_http_body_discardable - after its response, the unread body of req can be
+ * read and dropped within limits.discard_body_bytes, so the client finishes
+ * sending and reads the response (S3 reads a refused body too), and the
+ * connection may even stay open.  False when the client waits for a 100 it
+ * will not get (it may never send the body), when the declared length is past
+ * the bound, or when the body is already complete.
+ */
+bool gw_http_body_discardable(const struct gw_req *req);
 
 /* gw_http_conn_kick - run the connection's state machine from the event loop soon. */
 void gw_http_conn_kick(struct gw_conn *c);

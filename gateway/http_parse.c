@@ -43,6 +43,8 @@ gw_http_limits_from(struct gw_http_limits *l, const struct gw_config *cfg)
     l->write_timeout_ms = or_default(cfg->limits.write_timeout_ms, 60000);
     l->max_connections = or_default(cfg->limits.max_connections, 4096);
     l->buffer_bytes = or_default(cfg->limits.buffer_bytes, 262144);
+    l->discard_body_bytes =
+        cfg->limits.discard_body_bytes != 0 ? cfg->limits.discard_body_bytes : 67108864;
 }
 
 /* ---- header lists ---- */

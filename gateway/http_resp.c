@@ -245,11 +245,7 @@ must_close(const struct gw_req *req, int64_t content_length, bool no_body)
     if (!req->body_done) {
         /* the client waits for a 100 we will not send: it may or may not send
          * the body, so the next bytes cannot be trusted as a request head */
-        if (req->expect_continue && !req->sent_100) {
-            return true;
-        }
-        if (req->content_length >= 0 &&
-            (uint64_t)req->content_length - req->body_received > GW_HTTP_DISCARD_MAX) {
+        if (!gw_http_body_discardable(req)) {
             return true;
         }
     }
@@ -379,8 +375,8 @@ gw_resp_end(struct gw_req *req)
                  (uint64_t)req->resp_length - req->resp_sent);
         c->closing = true;
     }
-    if (req->want_close && !req->body_done) {
-        c->closing = true; /* no point discarding the rest of the body */
+    if (req->want_close && !req->body_done && !gw_http_body_discardable(req)) {
+        c->closing = true; /* the rest of the body will not come, or is too long to read */
     }
     req->resp = GW_RESP_ENDED;
     req->want_drain = false;

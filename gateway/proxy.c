@@ -563,13 +563,16 @@ on_cut(void *arg, int err, uint64_t current)
     p->x = NULL;
     log_info("req %s: cut before its last byte (%s): token %llu, lock %s at %llu", gw_req_id(req),
              err_str(err), (unsigned long long)p->token, p->lock, (unsigned long long)current);
+    bool audited = true;
     if (err == ERR_FENCED || err == ERR_EXPIRED) {
-        gw_fence_audit(p->fence, req, p->s3, p->principal,
-                       err == ERR_FENCED ? STORE_AUDIT_CUT : STORE_AUDIT_LEASE_EXPIRED, p->lock,
-                       p->token, current);
+        audited = gw_fence_audit(p->fence, req, p->s3, p->principal,
+                                 err == ERR_FENCED ? STORE_AUDIT_CUT : STORE_AUDIT_LEASE_EXPIRED,
+                                 p->lock, p->token, current) == 0;
     }
     if (p->head_sent) {
         gw_resp_abort(req);
+    } else if (!audited) {
+        gw_fence_send_slowdown(req); /* G7: no refusal without its record */
     } else if (err == ERR_FENCED) {
         gw_fence_send_error(req, 409, "StaleFencingToken",
                             "A newer fencing token was accepted for this lock while this write "

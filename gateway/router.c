@@ -21,6 +21,7 @@
 #include "gateway/s3req.h"
 #include "gateway/s3xml.h"
 #include "gateway/upload.h"
+#include "gateway/upstream.h"
 #include "store/store.h"
 
 static void
@@ -64,6 +65,11 @@ serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const ch
             char text[512];
             (void)snprintf(text, sizeof(text), "election not ready: %s\n",
                            why != NULL ? why : "self-test running");
+            send_text(req, 503, "text/plain", text);
+        } else if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
+            /* the last transfers could not connect: this gateway cannot forward */
+            char text[512];
+            (void)snprintf(text, sizeof(text), "upstream unreachable: %s\n", why);
             send_text(req, 503, "text/plain", text);
         } else {
             send_text(req, 200, "text/plain", "ready\n");
@@ -137,8 +143,11 @@ stale_upload(struct pending *pd, uint64_t created)
     log_info("req %s: upload of epoch %llu under lock %s is stale (current %llu)", gw_req_id(req),
              (unsigned long long)created, c->lock, (unsigned long long)c->token);
     gw_metrics.fence_rejections++;
-    gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
-                   c->lock, created, c->token);
+    if (gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
+                       c->lock, created, c->token) != 0) {
+        gw_fence_send_slowdown(req);
+        return;
+    }
     gw_fence_send_error(req, 409, "StaleFencingToken",
                         "This multipart upload was created under an older fencing token; a newer "
                         "leader cannot add to or complete it (it is aborted in the background).",
@@ -188,8 +197,11 @@ on_admitted(void *arg, int err, uint64_t current)
     case ERR_FENCED:
         log_info("req %s: stale token %llu for lock %s (current %llu)", gw_req_id(req),
                  (unsigned long long)c->token, c->lock, (unsigned long long)current);
-        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE, c->lock,
-                       c->token, current);
+        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
+                           c->lock, c->token, current) != 0) {
+            gw_fence_send_slowdown(req);
+            break;
+        }
         gw_fence_send_error(req, 409, "StaleFencingToken",
                             "A newer fencing token has been accepted for this lock; this write "
                             "comes from a stale leader and was not forwarded.",
@@ -198,8 +210,11 @@ on_admitted(void *arg, int err, uint64_t current)
     case ERR_DENIED:
         log_info("req %s: token %llu for lock %s was never granted", gw_req_id(req),
                  (unsigned long long)c->token, c->lock);
-        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_NOT_GRANTED,
-                       c->lock, c->token, current);
+        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_NOT_GRANTED,
+                           c->lock, c->token, current) != 0) {
+            gw_fence_send_slowdown(req);
+            break;
+        }
         gw_fence_send_error(req, 409, "FencingTokenNotGranted",
                             "No epoch with this fencing token was granted for this lock.", c->lock,
                             c->token, current);
@@ -207,8 +222,11 @@ on_admitted(void *arg, int err, uint64_t current)
     case ERR_EXPIRED:
         log_info("req %s: token %llu for lock %s: its lease has ended", gw_req_id(req),
                  (unsigned long long)c->token, c->lock);
-        gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_LEASE_EXPIRED,
-                       c->lock, c->token, current);
+        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth),
+                           STORE_AUDIT_LEASE_EXPIRED, c->lock, c->token, current) != 0) {
+            gw_fence_send_slowdown(req);
+            break;
+        }
         gw_fence_send_error(req, 409, "FencingLeaseExpired",
                             "The lease of this fencing token has ended (released or run out) and "
                             "no write window can be opened; this write was not forwarded.",
@@ -257,7 +275,11 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
     if (gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind) != 0) {
         if (kind != 0) {
             gw_metrics.fence_rejections++;
-            gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0);
+            if (gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0) !=
+                0) {
+                gw_fence_send_slowdown(req);
+                return;
+            }
         }
         gw_metrics_count_status(fail.status);
         gw_s3err_send(req, fail.status, fail.code, fail.message);
@@ -389,11 +411,14 @@ delobj_judge(struct delobj *d)
             0) {
             if (kind != 0) {
                 gw_metrics.fence_rejections++;
-                gw_fence_audit(rt->fence, req, &d->s3, principal_name(&d->auth), kind, claim.lock,
-                               0, 0);
             }
-            gw_metrics_count_status(fail.status);
-            gw_s3err_send(req, fail.status, fail.code, fail.message);
+            if (kind != 0 && gw_fence_audit(rt->fence, req, &d->s3, principal_name(&d->auth), kind,
+                                            claim.lock, 0, 0) != 0) {
+                gw_fence_send_slowdown(req);
+            } else {
+                gw_metrics_count_status(fail.status);
+                gw_s3err_send(req, fail.status, fail.code, fail.message);
+            }
         } else if (!claim.fenced) {
             gw_proxy_forward_body(rt->proxy, req, &d->s3, &d->auth, NULL, d->xml.data, d->xml.len);
         } else {
@@ -503,6 +528,28 @@ delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3
     delobj_pump(d);
 }
 
+/*
+ * Whether the body is longer than limits.max_object_bytes (S3's 5 GiB for
+ * PutObject and UploadPart, the largest body any S3 call takes): refused
+ * before anything is forwarded, as S3 does, instead of streaming it upstream
+ * to be refused there.  aws-chunked bodies count their decoded length.
+ */
+static bool
+too_large(struct gw_req *req, const struct gw_auth *auth)
+{
+    uint64_t max = gw_req_config(req)->limits.max_object_bytes;
+    if (max == 0) {
+        max = GW_MAX_OBJECT_BYTES;
+    }
+    if (auth->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+        auth->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL ||
+        auth->payload == GW_PAYLOAD_CHUNKED_UNSIGNED_TRL) {
+        return auth->decoded_length > max;
+    }
+    int64_t len = gw_req_content_length(req);
+    return len > 0 && (uint64_t)len > max;
+}
+
 void
 gw_router_on_request(struct gw_req *req, void *arg)
 {
@@ -546,8 +593,12 @@ gw_router_on_request(struct gw_req *req, void *arg)
     }
     log_debug("req %s: %s %s bucket=%s principal=%s", gw_req_id(req), method, s3.name, s3.bucket,
               auth.principal != NULL ? auth.principal->name : "(anonymous)");
-    if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
-        (path[20] == '\0' || path[20] == '/')) {
+    if (s3.op != GW_S3_OP_GATEWAY_API && too_large(req, &auth)) {
+        gw_metrics_count_status(400);
+        gw_s3err_send(req, 400, "EntityTooLarge",
+                      "Your proposed upload exceeds the maximum allowed object size.");
+    } else if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
+               (path[20] == '\0' || path[20] == '/')) {
         gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);
     } else if (s3.op == GW_S3_OP_GATEWAY_API) {
         gw_api_handle(req, rt->store); /* authenticated like everything else */

@@ -15,6 +15,7 @@ struct gw_fence;
 struct gw_proxy;
 struct gw_req;
 struct gw_sigv4_keycache;
+struct gw_upstream;
 struct store;
 
 struct gw_router {
@@ -23,6 +24,7 @@ struct gw_router {
     struct gw_fence *fence;       /* borrowed; NULL: nothing is fenced (tests only) */
     struct store *store;          /* borrowed; for the JSON API */
     struct elect *elect;          /* borrowed; NULL when no election is configured */
+    struct gw_upstream *upstream; /* borrowed; for /readyz; NULL: not checked (tests) */
     bool ready;                   /* /readyz answers 200 only when true */
     const char *not_ready;        /* static text: why not ready, or NULL */
 };

@@ -186,6 +186,9 @@ open_store(struct serve *s, char *errbuf, size_t errlen)
     store_opts_init(&o);
     o.data_dir = s->cfg->data_dir;
     o.audit_max_records = s->cfg->audit.max_records;
+    if (s->cfg->audit.queue_max != 0) {
+        o.queue_max = s->cfg->audit.queue_max;
+    }
     o.audit_max_age_ms = (uint64_t)s->cfg->audit.retention_days * 24u * 3600u * 1000u;
     int rc = store_open(&o, &s->store, errbuf, errlen);
     if (rc != 0) {
@@ -337,7 +340,7 @@ serve_cleanup(struct serve *s)
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
     }
-    store_close(s->store); /* commits what is queued and runs the last callbacks, */
+    store_close(s->store);   /* commits what is queued and runs the last callbacks, */
     gw_fence_free(s->fence); /* ... some of them the fence's (advances in flight) */
     gw_sigv4_keycache_free(s->kc);
     if (s->sig_term != NULL) {
@@ -422,6 +425,7 @@ gw_cmd_serve(int argc, char **argv)
     }
     gw_fence_set_uploads(s.fence, s.uploads);
     s.router.elect = s.elect;
+    s.router.upstream = s.up;
     s.router.fence = s.fence;
     s.router.store = s.store;
     s.router.proxy = s.proxy;

@@ -58,6 +58,7 @@
 
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -270,6 +271,44 @@ gw_xfer_result(struct gw_xfer *x, CURLcode rc)
 
 /* ---- driving libcurl ---- */
 
+/* Keeps the connect-failure streak gw_upstream_unreachable reads. */
+static void
+note_reach(struct gw_upstream *up, struct gw_xfer *x, CURLcode rc)
+{
+    if (x->head_done || rc == CURLE_OK) {
+        up->connect_fails = 0; /* the upstream answered */
+        return;
+    }
+    curl_off_t connected = 0;
+    bool no_connect =
+        rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+        rc == CURLE_SSL_CONNECT_ERROR ||
+        (rc == CURLE_OPERATION_TIMEDOUT &&
+         curl_easy_getinfo(x->easy, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK &&
+         connected == 0);
+    if (!no_connect) {
+        return; /* connected, then broke: not a reachability question */
+    }
+    up->connect_fails++;
+    up->connect_fail_ms = clock_mono_ms();
+    int n = snprintf(up->connect_err, sizeof(up->connect_err), "%s%s%s", curl_easy_strerror(rc),
+                     x->errbuf[0] != '\0' ? ": " : "", x->errbuf);
+    if (n < 0) {
+        up->connect_err[0] = '\0';
+    } /* else truncated at worst: the text is for people */
+}
+
+bool
+gw_upstream_unreachable(const struct gw_upstream *up, const char **why)
+{
+    if (up->connect_fails < GW_UPSTREAM_DOWN_AFTER ||
+        clock_mono_ms() - up->connect_fail_ms >= GW_UPSTREAM_DOWN_HOLD_MS) {
+        return false;
+    }
+    *why = up->connect_err;
+    return true;
+}
+
 static void
 run_pending(struct gw_xfer *x)
 {
@@ -334,6 +373,7 @@ gw_upstream_after_curl(struct gw_upstream *up)
         }
         x = (struct gw_xfer *)(void *)priv;
         x->reusable = rc == CURLE_OK;
+        note_reach(up, x, rc);
         if (x->cancelled) {
             xfer_release(x);
         } else {

@@ -84,6 +84,22 @@ struct gw_xfer_cbs {
  */
 struct gw_upstream *gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts);
 
+#define GW_UPSTREAM_DOWN_AFTER   3     /* connect failures in a row: unreachable */
+#define GW_UPSTREAM_DOWN_HOLD_MS 10000 /* for this long after the last of them */
+
+/*
+ * gw_upstream_unreachable - whether the upstream looks unreachable: the last
+ * GW_UPSTREAM_DOWN_AFTER transfers failed to connect (refused, unresolvable,
+ * TLS handshake failed, or timed out before connecting), no transfer got a
+ * response since, and the last failure is younger than
+ * GW_UPSTREAM_DOWN_HOLD_MS.  It clears by itself: at the first transfer that
+ * gets a response, or when no failure came for the hold time (the next
+ * forwarded request tries again).  For /readyz (DESIGN G10).
+ * [out] why  when true: libcurl's text for the last failure, borrowed from
+ *            up, valid until the next transfer ends.
+ */
+bool gw_upstream_unreachable(const struct gw_upstream *up, const char **why);
+
 /* gw_upstream_free - cancel every transfer (no on_done) and free.  NULL-safe. */
 void gw_upstream_free(struct gw_upstream *up);
 

@@ -280,8 +280,11 @@ test_defaults(void **state)
     assert_int_equal(cfg->limits.write_timeout_ms, 60000);
     assert_int_equal(cfg->limits.max_connections, 4096);
     assert_int_equal(cfg->limits.buffer_bytes, 262144);
+    assert_true(cfg->limits.max_object_bytes == 5368709120ull);
+    assert_true(cfg->limits.discard_body_bytes == 67108864);
     assert_int_equal(cfg->audit.retention_days, 30);
     assert_int_equal(cfg->audit.max_records, 1000000);
+    assert_int_equal(cfg->audit.queue_max, 65536);
     gw_config_free(cfg);
 }
 
@@ -306,8 +309,9 @@ test_all_keys(void **state)
         "\"complete_margin_ms\":200},"
         "\"limits\":{\"max_header_bytes\":1024,\"max_headers\":8,\"max_url_bytes\":256,"
         "\"header_timeout_ms\":100,\"body_timeout_ms\":200,\"idle_timeout_ms\":300,"
-        "\"write_timeout_ms\":400,\"max_connections\":1,\"buffer_bytes\":4096},"
-        "\"audit\":{\"retention_days\":1,\"max_records\":1000000000000}}");
+        "\"write_timeout_ms\":400,\"max_connections\":1,\"buffer_bytes\":4096,"
+        "\"max_object_bytes\":1000,\"discard_body_bytes\":1},"
+        "\"audit\":{\"retention_days\":1,\"max_records\":1000000000000,\"queue_max\":1}}");
     assert_int_equal(cfg->nlisten, 2);
     assert_string_equal(cfg->listen[0].host, "::1");
     assert_int_equal(cfg->listen[0].port, 0);
@@ -351,6 +355,9 @@ test_all_keys(void **state)
     assert_int_equal(cfg->limits.buffer_bytes, 4096);
     assert_int_equal(cfg->audit.retention_days, 1);
     assert_true(cfg->audit.max_records == 1000000000000ull);
+    assert_true(cfg->limits.max_object_bytes == 1000);
+    assert_true(cfg->limits.discard_body_bytes == 1);
+    assert_int_equal(cfg->audit.queue_max, 1);
     gw_config_free(cfg);
 }
 
@@ -422,6 +429,10 @@ test_ranges(void **state)
                "limits.buffer_bytes: must be between 4096 and 67108864");
     expect_err(MIN_PREFIX ",\"audit\":{\"max_records\":0}}",
                "audit.max_records: must be between 1 and 1000000000000");
+    expect_err(MIN_PREFIX ",\"audit\":{\"queue_max\":0}}",
+               "audit.queue_max: must be between 1 and 16777216");
+    expect_err(MIN_PREFIX ",\"limits\":{\"max_object_bytes\":0}}",
+               "limits.max_object_bytes: must be between 1 and 5497558138880");
     expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\",\"keep_epochs\":0}}",
                "election.keep_epochs: must be between 1 and 1000000");
     expect_err("{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"

@@ -501,6 +501,7 @@ setup(void **state)
     cfg.limits.max_headers = 20;
     cfg.limits.max_url_bytes = 256;
     cfg.limits.buffer_bytes = 8192;
+    cfg.limits.discard_body_bytes = 1u << 20;
     base = event_base_new();
     assert_non_null(base);
     char err[256];
