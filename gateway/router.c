@@ -128,15 +128,26 @@ on_pending_cut(void *arg, int err, uint64_t current)
     (void)current;
 }
 
-/* Refuses a write into a multipart upload an older epoch created. */
+/* Refuses a write into a multipart upload whose creating epoch is not its token. */
 static void
 stale_upload(struct pending *pd, uint64_t created)
 {
     struct gw_req *req = pd->req;
     const struct gw_fence_claim *c = &pd->claim;
+    gw_metrics.fence_rejections++;
+    if (created > c->token) {
+        log_info("req %s: token %llu under lock %s is older than its upload's %llu", gw_req_id(req),
+                 (unsigned long long)c->token, c->lock, (unsigned long long)created);
+        gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
+                       c->lock, c->token, created);
+        gw_fence_send_error(req, 409, "StaleFencingToken",
+                            "This multipart upload was created under a newer fencing token than "
+                            "the one sent; the write was not forwarded.",
+                            c->lock, c->token, created);
+        return;
+    }
     log_info("req %s: upload of epoch %llu under lock %s is stale (current %llu)", gw_req_id(req),
              (unsigned long long)created, c->lock, (unsigned long long)c->token);
-    gw_metrics.fence_rejections++;
     gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
                    c->lock, created, c->token);
     gw_fence_send_error(req, 409, "StaleFencingToken",
@@ -254,7 +265,28 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
         delobj_start(rt, req, s3, auth); /* the keys are in the body */
         return;
     }
-    if (gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind) != 0) {
+    int rc = gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind);
+    if (claim.by_upload && gw_fence_uploads(rt->fence) != NULL) {
+        /* a tokenless write into an upload the gateway saw created: its epoch */
+        uint64_t epoch = 0;
+        int ur =
+            gw_upload_claim(gw_fence_uploads(rt->fence), claim.lock, s3, gw_req_query(req), &epoch);
+        if (ur == 0) {
+            log_debug("req %s: claimed with its upload's epoch %llu under lock %s", gw_req_id(req),
+                      (unsigned long long)epoch, claim.lock);
+            claim.fenced = true;
+            claim.token = epoch;
+            claim.complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
+            rc = 0;
+        } else if (ur != ERR_NOTFOUND) {
+            gw_metrics_count_status(503);
+            gw_s3err_send(req, 503, "ServiceUnavailable",
+                          "The multipart upload's fencing epoch could not be read; nothing was "
+                          "forwarded. Retry later.");
+            return;
+        }
+    }
+    if (rc != 0) {
         if (kind != 0) {
             gw_metrics.fence_rejections++;
             gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0);
