@@ -846,7 +846,7 @@ header_pair(struct gw_req *req, const char *a, const char *b, const char **out)
 /* The claim of an object write whose keys fall under rule (NULL: no rule). */
 static int
 resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fence_rule *rule,
-             struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
+             bool in_upload, struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
 {
     const char *hlock, *htoken;
     if (header_pair(req, "x-fencing-lock", "x-amz-meta-fencing-lock", &hlock) != 0 ||
@@ -868,6 +868,8 @@ resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fe
         (void)snprintf(claim->lock, sizeof(claim->lock), "%s", lock);
     }
     if (htoken == NULL) {
+        /* a write into an upload may be claimed with the upload's epoch (caller) */
+        claim->by_upload = in_upload && lock != NULL;
         if ((rule != NULL && rule->require_token) || (rule == NULL && hlock != NULL)) {
             return refuse(fail, kind, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
                           "This write is fenced: send X-Fencing-Token with the lock's token.");
@@ -876,7 +878,9 @@ resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fe
             return refuse(fail, kind, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
                           "Writes without a fencing token are disabled on this gateway.");
         }
-        claim->lock[0] = '\0';
+        if (!claim->by_upload) {
+            claim->lock[0] = '\0';
+        }
         return 0; /* a write no rule requires a token for, and that claims none */
     }
     if (parse_u64(htoken, 1, UINT64_MAX, &claim->token) != 0) {
@@ -906,8 +910,10 @@ gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct g
         return 0; /* reads are never fenced */
     }
     claim->complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
-    int rc =
-        resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), claim, fail, kind);
+    bool in_upload = s3->op == GW_S3_OP_UPLOAD_PART || s3->op == GW_S3_OP_UPLOAD_PART_COPY ||
+                     s3->op == GW_S3_OP_COMPLETE_MULTIPART || s3->op == GW_S3_OP_ABORT_MULTIPART;
+    int rc = resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), in_upload,
+                          claim, fail, kind);
     claim->complete = claim->complete && claim->fenced;
     return rc;
 }
@@ -937,7 +943,7 @@ gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg, const str
             rule = r;
         }
     }
-    return resolve_rule(req, cfg, rule, claim, fail, kind);
+    return resolve_rule(req, cfg, rule, false, claim, fail, kind);
 }
 
 int

@@ -62,9 +62,12 @@ struct store;
 /* What a write claims. */
 struct gw_fence_claim {
     bool fenced;                      /* the write is under a lock and carries a token */
-    char lock[GW_FENCE_LOCK_MAX + 1]; /* the lock ("" when not fenced) */
+    char lock[GW_FENCE_LOCK_MAX + 1]; /* the lock ("" when not fenced and not by_upload) */
     uint64_t token;                   /* the token presented (>= 1 when fenced) */
     bool complete;                    /* CompleteMultipartUpload: fencing.complete_margin_ms */
+    bool by_upload; /* UploadPart(Copy)/Complete/Abort under lock without a token: the
+                       caller may claim it with its upload's recorded epoch
+                       (gw_upload_claim), whatever gw_fence_resolve returned */
 };
 
 /*
@@ -78,6 +81,12 @@ struct gw_fence_claim {
  *             for bucket-level writes unless fencing.allow_bucket_writes)
  * [out] kind  on refusal: the audit kind (enum store_audit_kind), 0 if the
  *             refusal is not about fencing (bucket writes)
+ * A write into a multipart upload (UploadPart, UploadPartCopy, Complete,
+ * Abort) that names a lock (rule or header) but no token comes back with
+ * claim->by_upload and claim->lock set, and the result it would have had
+ * otherwise (428 MissingFencingToken, or not fenced): the caller claims it
+ * with the epoch recorded for its upload if there is one (DESIGN "Wire
+ * protocol"), else uses that result.
  * Returns 0 or ERR_AUTH (refused).
  */
 MUST_USE int gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg,

@@ -11,6 +11,7 @@
 #include "gateway/api.h"
 #include "gateway/auth.h"
 #include "gateway/body.h"
+#include "gateway/bucket_probe.h"
 #include "gateway/config.h"
 #include "gateway/fence.h"
 #include "gateway/http.h"
@@ -134,15 +135,29 @@ on_pending_cut(void *arg, int err, uint64_t current)
     (void)current;
 }
 
-/* Refuses a write into a multipart upload an older epoch created. */
+/* Refuses a write into a multipart upload whose creating epoch is not its token. */
 static void
 stale_upload(struct pending *pd, uint64_t created)
 {
     struct gw_req *req = pd->req;
     const struct gw_fence_claim *c = &pd->claim;
+    gw_metrics.fence_rejections++;
+    if (created > c->token) {
+        log_info("req %s: token %llu under lock %s is older than its upload's %llu", gw_req_id(req),
+                 (unsigned long long)c->token, c->lock, (unsigned long long)created);
+        if (gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth),
+                           STORE_AUDIT_STALE, c->lock, c->token, created) != 0) {
+            gw_fence_send_slowdown(req);
+            return;
+        }
+        gw_fence_send_error(req, 409, "StaleFencingToken",
+                            "This multipart upload was created under a newer fencing token than "
+                            "the one sent; the write was not forwarded.",
+                            c->lock, c->token, created);
+        return;
+    }
     log_info("req %s: upload of epoch %llu under lock %s is stale (current %llu)", gw_req_id(req),
              (unsigned long long)created, c->lock, (unsigned long long)c->token);
-    gw_metrics.fence_rejections++;
     if (gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
                        c->lock, created, c->token) != 0) {
         gw_fence_send_slowdown(req);
@@ -250,6 +265,128 @@ on_admitted(void *arg, int err, uint64_t current)
     pending_free(pd);
 }
 
+/* ---- CreateBucket of a bucket that exists: answered as S3 does ---- */
+
+/* A CreateBucket waiting for the HEAD of its bucket. */
+struct mkbucket {
+    struct gw_req *req;                /* the request (owned by the server) */
+    struct gw_bucket_probe_op *op;     /* the HEAD in flight */
+    char bucket[GW_S3_MAX_BUCKET + 1]; /* its bucket, for the log */
+};
+
+/* Ops of a CreateBucket no longer waiting. */
+static const struct gw_req_ops mkbucket_idle_ops = {0};
+
+static void
+bucket_writes_refused(struct gw_req *req)
+{
+    gw_metrics_count_status(403);
+    gw_s3err_send(req, 403, "AccessDenied",
+                  "Bucket-level writes are disabled on this gateway "
+                  "(fencing.allow_bucket_writes).");
+}
+
+/* gw_bucket_probe_fn: the bucket exists for the upstream credentials, or not. */
+static void
+on_mkbucket_probed(void *arg, int err, int status)
+{
+    struct mkbucket *mb = arg;
+    struct gw_req *req = mb->req;
+    gw_req_set_ops(req, &mkbucket_idle_ops, NULL);
+    if (err == 0 && status == 200) {
+        /* us-east-1 (and RGW) answer a CreateBucket of one's own bucket with 200 */
+        log_info("req %s: CreateBucket of existing bucket %s answered 200", gw_req_id(req),
+                 mb->bucket);
+        char location[GW_S3_MAX_BUCKET + 2];
+        (void)snprintf(location, sizeof(location), "/%s", mb->bucket);
+        gw_metrics_count_status(200);
+        gw_resp_start(req, 200);
+        if (gw_resp_header(req, "Location", location) != 0) {
+            log_debug("req %s: Location header not added", gw_req_id(req));
+        }
+        gw_resp_body_begin(req, 0);
+        gw_resp_end(req);
+    } else if (err != 0 || status >= 500) {
+        gw_metrics_count_status(503);
+        gw_s3err_send(req, 503, "ServiceUnavailable",
+                      "Whether the bucket exists could not be checked; retry later.");
+    } else {
+        bucket_writes_refused(req); /* no such bucket, or not the upstream credentials' */
+    }
+    free(mb);
+}
+
+/* gw_req_ops.on_abort: the client left while its bucket was probed. */
+static void
+on_mkbucket_abort(struct gw_req *req, int err, void *arg)
+{
+    struct mkbucket *mb = arg;
+    (void)req;
+    (void)err;
+    gw_bucket_probe_cancel(mb->op);
+    free(mb);
+}
+
+static const struct gw_req_ops mkbucket_ops = {
+    .on_abort = on_mkbucket_abort,
+};
+
+/*
+ * Whether a CreateBucket only "ensures" its bucket: no body (no
+ * LocationConstraint) and no header that would configure the bucket (ACLs
+ * other than the default "private", which rclone sends; object lock,
+ * ownership).  Nothing is forwarded: the existing bucket is left as it is.
+ */
+static bool
+mkbucket_plain(struct gw_req *req)
+{
+    const char *cl = gw_req_header(req, "content-length");
+    if ((cl != NULL && strcmp(cl, "0") != 0) || gw_req_header(req, "transfer-encoding") != NULL) {
+        return false;
+    }
+    const char *acl = gw_req_header(req, "x-amz-acl");
+    if (acl != NULL && strcmp(acl, "private") != 0) {
+        return false;
+    }
+    static const char *const configuring[] = {
+        "x-amz-grant-full-control", "x-amz-grant-read",      "x-amz-grant-read-acp",
+        "x-amz-grant-write",        "x-amz-grant-write-acp", "x-amz-bucket-object-lock-enabled",
+        "x-amz-object-ownership",
+    };
+    for (size_t i = 0; i < sizeof(configuring) / sizeof(configuring[0]); i++) {
+        if (gw_req_header(req, configuring[i]) != NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* CreateBucket with bucket writes disabled: 200 if the bucket exists, else 403. */
+static void
+mkbucket_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3)
+{
+    if (!mkbucket_plain(req) || s3->bucket[0] == '\0') {
+        bucket_writes_refused(req);
+        return;
+    }
+    struct mkbucket *mb = calloc(1, sizeof(*mb));
+    if (mb == NULL) {
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        return;
+    }
+    mb->req = req;
+    (void)snprintf(mb->bucket, sizeof(mb->bucket), "%s", s3->bucket);
+    int rc = gw_bucket_probe_head(rt->probe, s3->bucket, on_mkbucket_probed, mb, &mb->op);
+    if (rc != 0) {
+        free(mb);
+        gw_metrics_count_status(503);
+        gw_s3err_send(req, 503, "ServiceUnavailable",
+                      "Whether the bucket exists could not be checked; retry later.");
+        return;
+    }
+    gw_req_set_ops(req, &mkbucket_ops, mb);
+}
+
 static void admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
                   const struct gw_auth *auth, const struct gw_fence_claim *c, struct buf *body);
 static void delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
@@ -272,7 +409,33 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
         delobj_start(rt, req, s3, auth); /* the keys are in the body */
         return;
     }
-    if (gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind) != 0) {
+    if (s3->op == GW_S3_OP_CREATE_BUCKET && rt->probe != NULL &&
+        !gw_req_config(req)->fencing.allow_bucket_writes) {
+        mkbucket_start(rt, req, s3); /* "ensure the bucket" (rclone): answered as S3 does */
+        return;
+    }
+    int rc = gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind);
+    if (claim.by_upload && gw_fence_uploads(rt->fence) != NULL) {
+        /* a tokenless write into an upload the gateway saw created: its epoch */
+        uint64_t epoch = 0;
+        int ur =
+            gw_upload_claim(gw_fence_uploads(rt->fence), claim.lock, s3, gw_req_query(req), &epoch);
+        if (ur == 0) {
+            log_debug("req %s: claimed with its upload's epoch %llu under lock %s", gw_req_id(req),
+                      (unsigned long long)epoch, claim.lock);
+            claim.fenced = true;
+            claim.token = epoch;
+            claim.complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
+            rc = 0;
+        } else if (ur != ERR_NOTFOUND) {
+            gw_metrics_count_status(503);
+            gw_s3err_send(req, 503, "ServiceUnavailable",
+                          "The multipart upload's fencing epoch could not be read; nothing was "
+                          "forwarded. Retry later.");
+            return;
+        }
+    }
+    if (rc != 0) {
         if (kind != 0) {
             gw_metrics.fence_rejections++;
             if (gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0) !=

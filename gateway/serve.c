@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "election/backend_dir.h"
 #include "election/elect.h"
+#include "gateway/bucket_probe.h"
 #include "gateway/config.h"
 #include "gateway/elect_s3.h"
 #include "gateway/fence.h"
@@ -42,6 +43,7 @@ struct serve {
     struct event *store_ev;         /* owned; store completions become callbacks */
     struct gw_fence *fence;         /* owned */
     struct gw_upload *uploads;      /* owned; multipart uploads under epochs */
+    struct gw_bucket_probe *probe;  /* owned; CreateBucket of an existing bucket */
     struct elect *elect;            /* owned; NULL without an "election" section */
     struct elect_backend *elect_s3; /* borrowed from elect: the s3 backend, or NULL */
     struct gw_trprobe *trprobe;     /* owned; the checksum-trailer probe, or NULL */
@@ -156,6 +158,9 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
     gw_server_set_config(s->srv, cfg);
     gw_proxy_set_config(s->proxy, cfg);
+    if (s->probe != NULL && gw_bucket_probe_set_config(s->probe, cfg) != 0) {
+        log_warn("buckets keep being probed with the previous upstream settings");
+    }
     if (s->uploads != NULL && gw_upload_set_config(s->uploads, cfg) != 0) {
         log_warn("stale uploads keep being aborted with the previous upstream settings");
     }
@@ -336,6 +341,7 @@ serve_cleanup(struct serve *s)
         gw_fence_set_uploads(s->fence, NULL); /* the last store callbacks abort nothing */
     }
     gw_upload_free(s->uploads); /* before the upstream: cancels its aborts */
+    gw_bucket_probe_free(s->probe);
     gw_upstream_free(s->up);
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
@@ -424,6 +430,12 @@ gw_cmd_serve(int argc, char **argv)
         goto out;
     }
     gw_fence_set_uploads(s.fence, s.uploads);
+    s.probe = gw_bucket_probe_new(s.up, s.cfg, errbuf, sizeof(errbuf));
+    if (s.probe == NULL) {
+        log_error("bucket probe: %s", errbuf);
+        goto out;
+    }
+    s.router.probe = s.probe;
     s.router.elect = s.elect;
     s.router.upstream = s.up;
     s.router.fence = s.fence;

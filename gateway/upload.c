@@ -34,6 +34,20 @@ struct reap_op {
 
 LIST_HEAD(reap_list, reap_op);
 
+/* A recorded upload whose creation may have raced an advance.  Until the
+ * store has it, lookups find it here (the client may use the upload id as soon
+ * as it has the answer). */
+struct put_ctx {
+    struct gw_upload *u;              /* owner */
+    char lock[STORE_LOCK_MAX + 1];    /* the lock */
+    char id[STORE_UPLOAD_ID_MAX + 1]; /* the upload id */
+    uint64_t epoch;                   /* the creating epoch */
+    bool gone;                        /* completed or aborted since: lookups skip it */
+    LIST_ENTRY(put_ctx) link;         /* in u->puts */
+};
+
+LIST_HEAD(put_list, put_ctx);
+
 struct gw_upload {
     struct store *st;            /* borrowed */
     struct gw_upstream *up;      /* borrowed */
@@ -42,14 +56,8 @@ struct gw_upload {
     struct reap_list ops;        /* aborts in flight */
     unsigned nops;               /* their number */
     unsigned pending;            /* store callbacks outstanding (they hold u) */
+    struct put_list puts;        /* recorded creations the store has not committed yet */
     bool closing;                /* gw_upload_free ran: the last callback frees */
-};
-
-/* A recorded upload whose creation may have raced an advance. */
-struct put_ctx {
-    struct gw_upload *u;           /* owner */
-    char lock[STORE_LOCK_MAX + 1]; /* the lock */
-    uint64_t epoch;                /* the creating epoch */
 };
 
 struct gw_upload *
@@ -65,6 +73,7 @@ gw_upload_new(struct store *st, struct gw_upstream *up, const struct gw_config *
     u->up = up;
     u->cfg = cfg;
     LIST_INIT(&u->ops);
+    LIST_INIT(&u->puts);
     u->signer = gw_s3signer_new(cfg, errbuf, errlen);
     if (u->signer == NULL) {
         free(u);
@@ -123,27 +132,62 @@ upload_id_of(const char *query, char *id, size_t len)
     return gw_s3req_query_get(query, "uploadId", id, len);
 }
 
+static bool
+in_upload(const struct gw_s3req *s3)
+{
+    return s3->op == GW_S3_OP_UPLOAD_PART || s3->op == GW_S3_OP_UPLOAD_PART_COPY ||
+           s3->op == GW_S3_OP_COMPLETE_MULTIPART || s3->op == GW_S3_OP_ABORT_MULTIPART;
+}
+
+/* The record of the request's upload: 0, ERR_NOTFOUND (none we know of), ERR_IO. */
+static int
+lookup(struct gw_upload *u, const char *lock, const struct gw_s3req *s3, const char *query,
+       struct store_upload *rec)
+{
+    char id[STORE_UPLOAD_ID_MAX + 1];
+    if (!in_upload(s3) || upload_id_of(query, id, sizeof(id)) != 0 || id[0] == '\0') {
+        return ERR_NOTFOUND; /* not one we could have recorded: the upstream decides */
+    }
+    const struct put_ctx *pc;
+    LIST_FOREACH (pc, &u->puts, link) {
+        if (!pc->gone && strcmp(pc->id, id) == 0 && strcmp(pc->lock, lock) == 0) {
+            rec->epoch = pc->epoch; /* recorded, not committed yet */
+            return 0;
+        }
+    }
+    int rc = store_upload_get(u->st, lock, id, rec);
+    if (rc == ERR_NOTFOUND || rc == ERR_INVAL) {
+        return ERR_NOTFOUND; /* created unfenced, before this table, or under another lock */
+    }
+    return rc != 0 ? ERR_IO : 0;
+}
+
+int
+gw_upload_claim(struct gw_upload *u, const char *lock, const struct gw_s3req *s3, const char *query,
+                uint64_t *epoch)
+{
+    struct store_upload rec;
+    int rc = lookup(u, lock, s3, query, &rec);
+    if (rc == 0) {
+        *epoch = rec.epoch;
+    }
+    return rc;
+}
+
 int
 gw_upload_check(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3req *s3,
                 const char *query, uint64_t *created)
 {
-    if (s3->op != GW_S3_OP_UPLOAD_PART && s3->op != GW_S3_OP_UPLOAD_PART_COPY &&
-        s3->op != GW_S3_OP_COMPLETE_MULTIPART) {
+    struct store_upload rec;
+    int rc = lookup(u, lock, s3, query, &rec);
+    if (rc == ERR_NOTFOUND) {
         return 0;
     }
-    char id[STORE_UPLOAD_ID_MAX + 1];
-    if (upload_id_of(query, id, sizeof(id)) != 0 || id[0] == '\0') {
-        return 0; /* not one we could have recorded: the upstream decides */
-    }
-    struct store_upload rec;
-    int rc = store_upload_get(u->st, lock, id, &rec);
-    if (rc == ERR_NOTFOUND || rc == ERR_INVAL) {
-        return 0; /* created unfenced, before this table, or under another lock */
-    }
     if (rc != 0) {
-        return ERR_IO;
+        return rc;
     }
-    if (rec.epoch < token) {
+    bool newer_abort = s3->op == GW_S3_OP_ABORT_MULTIPART && rec.epoch < token;
+    if (rec.epoch != token && !newer_abort) {
         *created = rec.epoch;
         return ERR_FENCED;
     }
@@ -159,6 +203,7 @@ on_put(void *arg, int err)
     struct put_ctx *pc = arg;
     struct gw_upload *u = pc->u;
     u->pending--;
+    LIST_REMOVE(pc, link);
     if (u->closing) {
         if (u->pending == 0) {
             really_free(u);
@@ -188,6 +233,7 @@ record(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3
     pc->u = u;
     pc->epoch = token;
     (void)snprintf(pc->lock, sizeof(pc->lock), "%s", lock);
+    (void)snprintf(pc->id, sizeof(pc->id), "%s", id);
     int rc = store_upload_put(u->st, lock, id, token, s3->bucket, s3->key, on_put, pc);
     if (rc != 0) {
         log_warn("lock %s: upload %.64s of epoch %llu not recorded: %s", lock, id,
@@ -196,6 +242,7 @@ record(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3
         return;
     }
     u->pending++;
+    LIST_INSERT_HEAD(&u->puts, pc, link);
     log_debug("lock %s: upload %.64s created by epoch %llu", lock, id, (unsigned long long)token);
 }
 
@@ -205,6 +252,12 @@ forget(struct gw_upload *u, const char *lock, const char *query)
     char id[STORE_UPLOAD_ID_MAX + 1];
     if (upload_id_of(query, id, sizeof(id)) != 0 || id[0] == '\0') {
         return;
+    }
+    struct put_ctx *pc;
+    LIST_FOREACH (pc, &u->puts, link) {
+        if (strcmp(pc->id, id) == 0 && strcmp(pc->lock, lock) == 0) {
+            pc->gone = true; /* the delete below is queued after its put */
+        }
     }
     int rc = store_upload_del(u->st, lock, id, NULL, NULL);
     if (rc != 0 && rc != ERR_INVAL) {

@@ -55,13 +55,29 @@ void gw_upload_free(struct gw_upload *u);
 bool gw_upload_tracked(const struct gw_s3req *s3);
 
 /*
+ * gw_upload_claim - the epoch recorded for the upload a tokenless
+ * UploadPart / UploadPartCopy / Complete / Abort under lock writes into
+ * (DESIGN "Wire protocol": such writes are claimed with it).
+ * [in]  lock      the lock of the write (rule or header)
+ * [in]  s3, query the request and its raw query (uploadId)
+ * [out] epoch     on 0, the epoch that created the upload
+ * Returns 0, ERR_NOTFOUND (no upload id, or an upload the gateway did not
+ * see created under lock), ERR_IO (the table could not be read: 503).
+ */
+MUST_USE int gw_upload_claim(struct gw_upload *u, const char *lock, const struct gw_s3req *s3,
+                             const char *query, uint64_t *epoch);
+
+/*
  * gw_upload_check - may this admitted write go into its upload?
  * [in]  lock, token  the admitted claim
  * [in]  s3, query    the request and its raw query (uploadId)
  * [out] created      on ERR_FENCED, the epoch that created the upload
- * Returns 0 (not an UploadPart/Complete, an upload not recorded, or one of
- * this epoch), ERR_FENCED (created under an older epoch: refuse with 409),
- * ERR_IO (the table could not be read: 503).
+ * Returns 0 (not an UploadPart/Complete/Abort, an upload not recorded, one of
+ * this epoch, or an Abort by a newer epoch: that only removes what could
+ * never be committed), ERR_FENCED (the token and the upload's epoch differ:
+ * refuse with 409; *created < token: a newer leader must not add to or
+ * commit an older epoch's upload; *created > token: the token is older than
+ * the upload), ERR_IO (the table could not be read: 503).
  */
 MUST_USE int gw_upload_check(struct gw_upload *u, const char *lock, uint64_t token,
                              const struct gw_s3req *s3, const char *query, uint64_t *created);

@@ -71,7 +71,9 @@
 #define STORE_KEY_MAX       1024
 #define STORE_OPERATION_MAX 32
 #define STORE_UA_MAX        256
-#define STORE_UPLOAD_ID_MAX 255 /* longer upload ids are not tracked (LMDB keys <= 511) */
+#define STORE_UPLOAD_ID_MAX                                                                        \
+    382 /* longer upload ids are not tracked: 1 + lock + id is an                                  \
+           LMDB key (<= 511 bytes) */
 
 /* The on-disk format this build writes; a store with a newer one is refused. */
 #define STORE_FORMAT_VERSION 1

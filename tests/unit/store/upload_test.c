@@ -163,6 +163,16 @@ test_invalid(void **state)
     put(s, "orders", long_id, 2, NULL);
     assert_int_equal(store_upload_get(s, "orders", long_id, &u), 0);
     assert_string_equal(u.key, "");
+    /* ids as long as an LMDB key (511 bytes) allows with the longest lock */
+    char lock[STORE_LOCK_MAX + 1];
+    memset(lock, 'l', STORE_LOCK_MAX);
+    lock[STORE_LOCK_MAX] = '\0';
+    char id[383];
+    memset(id, 'i', 382);
+    id[382] = '\0';
+    put(s, lock, id, 3, NULL);
+    assert_int_equal(store_upload_get(s, lock, id, &u), 0);
+    assert_int_equal(u.epoch, 3);
     store_close(s);
 }
 
