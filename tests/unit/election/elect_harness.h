@@ -238,7 +238,7 @@ ekey(const char *lock, uint64_t epoch, char *key, size_t len)
 }
 
 /* Whether lock's epoch file exists; if so and lf is not NULL, its decoded contents. */
-static bool
+__attribute__((unused)) static bool
 lockfile_at(struct env *v, const char *lock, uint64_t epoch, struct elect_lockfile *lf)
 {
     char key[ELECT_KEY_MAX + 1];
@@ -296,7 +296,7 @@ on_win(void *arg, int err, const struct elect_window *w)
 }
 
 /* elect_window_read of lock/epoch on e, run to its answer. */
-static void
+__attribute__((unused)) static void
 window_read(struct env *v, struct elect *e, const char *lock, uint64_t epoch, struct win_res *r)
 {
     memset(r, 0, sizeof(*r));

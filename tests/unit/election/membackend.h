@@ -251,7 +251,7 @@ mem_finish(struct mem_op *op, unsigned kind, const char *key)
  * answer, after (only the answer is late).  They wait in st->held, oldest
  * first, until mem_land.
  */
-static void
+__attribute__((unused)) static void
 mem_hold(struct mem_store *st, unsigned kinds, const char *key, int n, bool answer)
 {
     st->hold_kinds = kinds;
@@ -498,7 +498,7 @@ mem_store_free(struct mem_store *st)
  * mem_land - let held operation i (0 = the oldest) go on: a held request
  * takes effect now, a held answer is queued.  Callbacks run at the next mem_run.
  */
-static void
+__attribute__((unused)) static void
 mem_land(struct mem_store *st, size_t i)
 {
     if (i >= st->nheld) {
@@ -572,7 +572,7 @@ mem_run(struct mem_store *st)
 }
 
 /* How many epoch files of lock exist, and the lowest/highest epoch key present. */
-static size_t
+__attribute__((unused)) static size_t
 mem_count_prefix(struct mem_store *st, const char *prefix)
 {
     size_t n = 0;
