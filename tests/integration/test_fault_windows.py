@@ -56,7 +56,7 @@ def failed(props):
     return {n: q["violations"] for n, q in props.items() if not q["ok"]}
 
 
-@pytest.mark.parametrize("gateways,duration", [(1, 30), (2, 40)],
+@pytest.mark.parametrize("gateways,duration", [(1, 50), (2, 40)],
                          ids=["one-gateway", "two-gateways"])
 def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
     """One gateway, then two with writes routed at random; four workers on two
