@@ -70,7 +70,8 @@ $(BIN): $(BUILD)/obj/gateway/main.o $(LIB)
 # pull that member.
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka
+	$(CC) $(ALLFLAGS) $(WARN) -Wno-missing-prototypes -DFENCEGATE_TESTDATA_DIR='"$(CURDIR)/tests/data"' \
+	  $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS) -lcmocka
 
 $(BUILD)/tests/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -83,7 +84,7 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB)
 check: unit integration
 
 unit: $(UNIT_BINS)
-	@SHARED_TESTDATA=$(CURDIR)/../shared/testdata tests/run-unit.sh $(UNIT_BINS)
+	@tests/run-unit.sh $(UNIT_BINS)
 
 integration: $(BIN) $(HELPER_BINS)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \

@@ -20,6 +20,7 @@
 #include "gateway/chunk_enc.h"
 #include "gateway/sigv4.h"
 #include "gateway/sigv4_checksum.h"
+#include "tests/unit/testdata.h"
 
 /* A payload in memory, handed out at most step bytes per read, with an
  * ERR_AGAIN before every read when stall is set. */
@@ -102,10 +103,8 @@ static void
 test_same_bytes_as_botocore_on_the_wire(void **state)
 {
     (void)state;
-    const char *d = getenv("SHARED_TESTDATA");
     char path[1024];
-    (void)snprintf(path, sizeof(path), "%s/sigv4-client-captures/%s",
-                   d != NULL && d[0] != '\0' ? d : "../shared/testdata",
+    (void)snprintf(path, sizeof(path), "%s/sigv4-client-captures/%s", testdata_dir(),
                    "awscli-1.45.11-botocore-1.43.11_put-object_https_"
                    "streaming-unsigned-payload-trailer.http");
     size_t len;

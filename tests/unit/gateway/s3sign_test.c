@@ -1,7 +1,7 @@
 /*
  * tests/unit/gateway/s3sign_test.c: the signed-request builder against
  * independently computed signatures (AWS's published S3 GET example from
- * $SHARED_TESTDATA/sigv4/s3-examples.json, and botocore), URL shapes for both
+ * tests/data/sigv4/s3-examples.json, and botocore), URL shapes for both
  * addressing styles, and every refusal.
  */
 #include <setjmp.h>
@@ -19,6 +19,7 @@
 #include "gateway/config.h"
 #include "gateway/s3sign.h"
 #include "gateway/upstream.h"
+#include "tests/unit/testdata.h"
 
 /* 2026-11-21T10:15:30Z, the time the botocore fixtures below were signed at. */
 #define T_BOTO_MS (1795256130LL * 1000)
@@ -53,12 +54,6 @@ line_value(const struct gw_s3msg *m, const char *name)
     return "";
 }
 
-static const char *
-testdata_dir(void)
-{
-    const char *d = getenv("SHARED_TESTDATA");
-    return d != NULL && d[0] != '\0' ? d : "../shared/testdata";
-}
 
 /* AWS's "GET Object" example (virtual-hosted, Range header), read from the shared data. */
 static void
@@ -70,7 +65,7 @@ test_aws_get_example(void **state)
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     if (root == NULL) {
-        fail_msg("cannot read %s: %s (set SHARED_TESTDATA)", path, jerr.text);
+        fail_msg("cannot read %s: %s (set FENCEGATE_TESTDATA)", path, jerr.text);
     }
     json_t *creds = json_object_get(root, "credentials");
     json_t *ex = NULL;

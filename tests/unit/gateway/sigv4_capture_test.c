@@ -1,6 +1,6 @@
 /*
  * tests/unit/gateway/sigv4_capture_test.c: the 11 real client requests of
- * $SHARED_TESTDATA/sigv4-client-captures (.http files), and the presigned URL
+ * tests/data/sigv4-client-captures (.http files), and the presigned URL
  * quoted in its README, read at run time.  With the clock at each request's
  * X-Amz-Date, each verifies with secret S3RVER; one byte changed in a signed
  * header, the path, the query, a chunk or a chunk signature is refused.
@@ -21,16 +21,11 @@
 #include "common/clock.h"
 #include "common/num.h"
 #include "gateway/sigv4.h"
+#include "tests/unit/testdata.h"
 
 #define SECRET   "S3RVER"
 #define MAX_HDRS 32
 
-static const char *
-testdata_dir(void)
-{
-    const char *d = getenv("SHARED_TESTDATA");
-    return d != NULL && d[0] != '\0' ? d : "../shared/testdata";
-}
 
 static char *
 slurp(const char *path, size_t *len)

@@ -19,13 +19,8 @@
 #include "common/buf.h"
 #include "gateway/sigv4.h"
 #include "gateway/sigv4_checksum.h"
+#include "tests/unit/testdata.h"
 
-static const char *
-testdata_dir(void)
-{
-    const char *d = getenv("SHARED_TESTDATA");
-    return d != NULL && d[0] != '\0' ? d : "../shared/testdata";
-}
 
 static const char *
 jstr(json_t *o, const char *key)

@@ -1,6 +1,6 @@
 /*
  * tests/unit/gateway/sigv4_test.c: the signer on the AWS SigV4 test suite (all
- * 34 cases, read from $SHARED_TESTDATA/sigv4 at run time), the S3 header and
+ * 34 cases, read from tests/data/sigv4 at run time), the S3 header and
  * presigned examples of s3-examples.json, and the canonicalisation pieces.
  */
 #include <dirent.h>
@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "gateway/sigv4.h"
+#include "tests/unit/testdata.h"
 
 #define SUITE_AK     "AKIDEXAMPLE"
 #define SUITE_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -26,12 +27,6 @@
 
 /* ---- test data ---- */
 
-static const char *
-testdata_dir(void)
-{
-    const char *d = getenv("SHARED_TESTDATA");
-    return d != NULL && d[0] != '\0' ? d : "../shared/testdata";
-}
 
 /* Read a whole file; NULL if it does not exist.  *len gets its size.  Caller frees. */
 static char *
