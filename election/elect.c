@@ -17,6 +17,7 @@
 #include "store/store.h"
 
 #define LOG_MODULE "election"
+#include "common/lockname.h"
 #include "common/log.h"
 
 void
@@ -474,7 +475,7 @@ static int
 call_new(struct elect *e, const char *lock, enum call_kind kind, elect_done_fn *cb, void *arg,
          struct elect_call **out)
 {
-    if (!elect_lock_valid(lock) || cb == NULL) {
+    if (!lock_name_valid(lock) || cb == NULL) {
         return ERR_INVAL;
     }
     struct elect_lock *lk = elect_lock_find(e, lock, true);
@@ -616,7 +617,7 @@ elect_get(struct elect *e, const char *lock, uint64_t after, uint32_t wait_ms, e
 int
 elect_peek(struct elect *e, const char *lock, struct elect_info *info)
 {
-    if (!elect_lock_valid(lock) || info == NULL) {
+    if (!lock_name_valid(lock) || info == NULL) {
         return ERR_INVAL;
     }
     struct elect_lock *lk = elect_lock_find(e, lock, false);

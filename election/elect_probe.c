@@ -11,6 +11,7 @@
 #include "store/store.h"
 
 #define LOG_MODULE "election"
+#include "common/lockname.h"
 #include "common/log.h"
 
 /* ---- self-test ---- */
@@ -428,7 +429,7 @@ check_start(struct elect *e, const char *lock, uint64_t epoch, elect_check_fn *c
 int
 elect_epoch_check(struct elect *e, const char *lock, uint64_t epoch, elect_check_fn *cb, void *arg)
 {
-    if (!elect_lock_valid(lock) || epoch == 0 || epoch > (uint64_t)ELECT_EPOCH_MAX || cb == NULL) {
+    if (!lock_name_valid(lock) || epoch == 0 || epoch > (uint64_t)ELECT_EPOCH_MAX || cb == NULL) {
         return ERR_INVAL;
     }
     struct elect_lock *lk = elect_lock_find(e, lock, false);
@@ -560,7 +561,7 @@ on_window_get(void *arg, int err, const char *body, size_t len, const struct ele
 int
 elect_window_read(struct elect *e, const char *lock, uint64_t epoch, elect_window_fn *cb, void *arg)
 {
-    if (!elect_lock_valid(lock) || epoch == 0 || epoch > (uint64_t)ELECT_EPOCH_MAX || cb == NULL) {
+    if (!lock_name_valid(lock) || epoch == 0 || epoch > (uint64_t)ELECT_EPOCH_MAX || cb == NULL) {
         return ERR_INVAL;
     }
     return check_start(e, lock, epoch, NULL, cb, arg, on_window_get);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/lockname.h"
 #include "election/elect_int.h"
 
 void
@@ -115,7 +116,7 @@ int
 elect_window_peek(struct elect *e, const char *lock, uint64_t epoch, uint64_t now,
                   struct elect_window *w)
 {
-    if (!elect_lock_valid(lock) || epoch == 0 || epoch > ELECT_EPOCH_MAX) {
+    if (!lock_name_valid(lock) || epoch == 0 || epoch > ELECT_EPOCH_MAX) {
         return ERR_INVAL;
     }
     struct elect_lock *lk = elect_lock_find(e, lock, false);

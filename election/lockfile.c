@@ -11,6 +11,7 @@
 #include "election/backend.h"
 
 #define LOG_MODULE "election"
+#include "common/lockname.h"
 #include "common/log.h"
 
 /* The body's keys, in the order they are written. */
@@ -34,30 +35,6 @@ static const char *const field_names[F_COUNT] = {
     "version",    "lock",    "epoch",        "holder",     "lease_ms", "acquired_at",
     "renewed_at", "expired", "lease_sha256", "granted_by", "grant_id", "renewals",
 };
-
-bool
-elect_lock_valid(const char *lock)
-{
-    if (lock == NULL) {
-        return false;
-    }
-    size_t n = strlen(lock);
-    if (n == 0 || n > ELECT_LOCK_MAX) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char c = lock[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
-        if (!ok) {
-            return false;
-        }
-    }
-    if (strcmp(lock, ".") == 0 || strcmp(lock, "..") == 0) {
-        return false;
-    }
-    return store_lock_valid(lock);
-}
 
 /* A text field: 1..max bytes, no C0 control bytes or DEL (UTF-8 is checked by jansson). */
 static bool
@@ -97,7 +74,7 @@ hex_ok(const char *s, size_t len)
 static bool
 lockfile_ok(const struct elect_lockfile *lf)
 {
-    return elect_lock_valid(lf->lock) && lf->epoch >= 1 && lf->epoch <= (uint64_t)ELECT_EPOCH_MAX &&
+    return lock_name_valid(lf->lock) && lf->epoch >= 1 && lf->epoch <= (uint64_t)ELECT_EPOCH_MAX &&
            text_ok(lf->holder, ELECT_HOLDER_MAX) && lf->lease_ms >= 1 &&
            lf->lease_ms <= ELECT_LEASE_MS_MAX && lf->acquired_at_ms >= 0 &&
            lf->acquired_at_ms <= TIME_MAX_MS && lf->renewed_at_ms >= 0 &&
@@ -415,7 +392,7 @@ prefix_ok(const char *prefix)
 int
 elect_lockfile_dir(const char *prefix, const char *lock, char *out, size_t outlen)
 {
-    if (!prefix_ok(prefix) || !elect_lock_valid(lock) || out == NULL) {
+    if (!prefix_ok(prefix) || !lock_name_valid(lock) || out == NULL) {
         return ERR_INVAL;
     }
     int n = snprintf(out, outlen, "%s%s/", prefix, lock);
@@ -428,7 +405,7 @@ elect_lockfile_dir(const char *prefix, const char *lock, char *out, size_t outle
 int
 elect_lockfile_key(const char *prefix, const char *lock, uint64_t epoch, char *out, size_t outlen)
 {
-    if (!prefix_ok(prefix) || !elect_lock_valid(lock) || epoch == 0 || out == NULL) {
+    if (!prefix_ok(prefix) || !lock_name_valid(lock) || epoch == 0 || out == NULL) {
         return ERR_INVAL;
     }
     int n = snprintf(out, outlen, "%s%s/epoch-%020" PRIu64 ".json", prefix, lock, epoch);
@@ -441,7 +418,7 @@ elect_lockfile_key(const char *prefix, const char *lock, uint64_t epoch, char *o
 int
 elect_lockfile_key_epoch(const char *prefix, const char *lock, const char *key, uint64_t *epoch)
 {
-    if (!prefix_ok(prefix) || !elect_lock_valid(lock) || key == NULL || epoch == NULL) {
+    if (!prefix_ok(prefix) || !lock_name_valid(lock) || key == NULL || epoch == NULL) {
         return ERR_INVAL;
     }
     size_t pl = strlen(prefix);

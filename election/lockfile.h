@@ -43,7 +43,7 @@
 /* One decoded lock file.  Plain data: copy it freely. */
 struct elect_lockfile {
     uint64_t epoch;                            /* 1..ELECT_EPOCH_MAX */
-    char lock[ELECT_LOCK_MAX + 1];             /* valid per elect_lock_valid */
+    char lock[ELECT_LOCK_MAX + 1];             /* valid per lock_name_valid */
     char holder[ELECT_HOLDER_MAX + 1];         /* 1..ELECT_HOLDER_MAX bytes */
     uint32_t lease_ms;                         /* 1..ELECT_LEASE_MS_MAX */
     int64_t acquired_at_ms;                    /* granter's wall clock, Unix ms (>= 0) */
@@ -54,13 +54,6 @@ struct elect_lockfile {
     char grant_id[ELECT_GRANT_ID_HEX + 1];     /* random per grant, 32 lowercase hex */
     uint64_t renewals;                         /* writes after the create, 0..INT64_MAX */
 };
-
-/*
- * elect_lock_valid - whether lock is a valid lock name: [A-Za-z0-9._-]{1,128},
- * not "." or ".." (they would be path components of the key), and accepted
- * by store_lock_valid.
- */
-bool elect_lock_valid(const char *lock);
 
 /*
  * elect_lockfile_encode - the JSON body of lf, keys in the order shown above,

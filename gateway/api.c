@@ -5,6 +5,7 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/lockname.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "gateway/http.h"
@@ -159,7 +160,7 @@ get_audit(struct gw_req *req, struct store *st)
         return;
     }
     if (has_lock) {
-        if (!store_lock_valid(lock)) {
+        if (!lock_name_valid(lock)) {
             send_json_error(req, 400, "bad_request", "lock must match [A-Za-z0-9._-]{1,128}.");
             return;
         }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "common/buf.h"
+#include "common/lockname.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "gateway/cmd_audit_merge.h"
@@ -150,7 +151,7 @@ parse_args(int argc, char **argv, struct audit_args *a)
             break;
         case 1:
             a->lock = v;
-            err = store_lock_valid(v) ? 0 : ERR_INVAL;
+            err = lock_name_valid(v) ? 0 : ERR_INVAL;
             break;
         case 2:
             err = gw_json_audit_time_parse(v, &a->since_ms);

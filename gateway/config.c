@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/lockname.h"
 #include "common/num.h"
 #include "gateway/config_check.h"
 #include "gateway/json_table.h"
@@ -56,7 +57,7 @@
 #define V_TOKEN    gw_config_valid_token, "printable ASCII without spaces or quotes, at most 255 bytes"
 #define V_ENV      gw_config_valid_env_name, "an environment variable name"
 #define V_BUCKET   gw_config_valid_bucket, "a bucket name ([A-Za-z0-9._-]{1,255})"
-#define V_LOCK     gw_config_valid_lock, "a lock name ([A-Za-z0-9._-]{1,128})"
+#define V_LOCK     lock_name_valid, "a lock name ([A-Za-z0-9._-]{1,128}, not \".\" or \"..\")"
 #define V_DOMAIN   gw_config_valid_domain, "a DNS name such as \"s3.example.com\""
 #define V_AKEY     gw_config_valid_access_key, "an access key ([A-Za-z0-9._~+-]{1,128})"
 #define V_LOGLEVEL gw_config_valid_log_level, "\"debug\", \"info\", \"warn\" or \"error\""

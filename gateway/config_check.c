@@ -56,13 +56,6 @@ all_chars(const char *s, size_t minlen, size_t maxlen, const char *extra)
     return true;
 }
 
-/* Lock names: [A-Za-z0-9._-]{1,128} (they become parts of object keys and headers). */
-bool
-gw_config_valid_lock(const char *s)
-{
-    return all_chars(s, 1, 128, "._-");
-}
-
 /* Bucket names: the S3 character set including legacy upper case and '_'. */
 bool
 gw_config_valid_bucket(const char *s)

@@ -23,7 +23,6 @@ void gw_config_wipe(void *p, size_t len);
 void gw_config_free_secret(char *s);
 
 /* Validators for the table rows: each returns true if s is acceptable. */
-bool gw_config_valid_lock(const char *s);       /* [A-Za-z0-9._-]{1,128} */
 bool gw_config_valid_bucket(const char *s);     /* [A-Za-z0-9._-]{1,255} */
 bool gw_config_valid_domain(const char *s);     /* a DNS name, e.g. "s3.example.com" */
 bool gw_config_valid_access_key(const char *s); /* [A-Za-z0-9._~+-]{1,128} */

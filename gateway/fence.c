@@ -8,6 +8,7 @@
 #include <sys/queue.h>
 
 #include "common/clock.h"
+#include "common/lockname.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "gateway/config.h"
@@ -232,7 +233,7 @@ flock_maybe_free(struct flock *lk)
 int
 gw_fence_current(struct gw_fence *f, const char *lock, uint64_t *out)
 {
-    if (!store_lock_valid(lock)) {
+    if (!lock_name_valid(lock)) {
         return ERR_INVAL;
     }
     struct flock *lk = flock_find(f, lock);

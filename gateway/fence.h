@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/lockname.h"
 #include "election/elect.h"
 #include "gateway/auth.h"
 
@@ -57,7 +58,7 @@ struct gw_s3req;
 struct gw_upload;
 struct store;
 
-#define GW_FENCE_LOCK_MAX 128 /* longest lock name ([A-Za-z0-9._-]{1,128}) */
+#define GW_FENCE_LOCK_MAX LOCK_NAME_MAX /* longest lock name (common/lockname.h) */
 
 /* What a write claims. */
 struct gw_fence_claim {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/lockname.h"
 #include "common/num.h"
 #include "gateway/config.h"
 #include "gateway/http.h"
@@ -50,7 +51,7 @@ resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fe
         return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
                       "X-Fencing-* and x-amz-meta-fencing-* headers disagree.");
     }
-    if (hlock != NULL && !store_lock_valid(hlock)) {
+    if (hlock != NULL && !lock_name_valid(hlock)) {
         return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
                       "The fencing lock name must match [A-Za-z0-9._-]{1,128}.");
     }

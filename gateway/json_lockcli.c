@@ -18,6 +18,7 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/lockname.h"
 #include "common/num.h"
 #include "gateway/lockcli_run.h"
 #include "gateway/sigv4.h"
@@ -249,7 +250,7 @@ parse_args(int argc, char **argv, struct lock_opts *o)
         (void)fprintf(stderr, "fencegate lock %s: LOCK is required\n", argv[1]);
         return -1;
     }
-    if (o->lock != NULL && !store_lock_valid(o->lock)) {
+    if (o->lock != NULL && !lock_name_valid(o->lock)) {
         (void)fprintf(stderr, "fencegate lock: bad lock name (want [A-Za-z0-9._-]{1,128})\n");
         return -1;
     }

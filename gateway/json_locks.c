@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/lockname.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "election/elect.h"
@@ -422,7 +423,7 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
     }
     memcpy(lock, rest, n);
     lock[n] = '\0';
-    if (!elect_lock_valid(lock)) {
+    if (!lock_name_valid(lock)) {
         send_error(req, 400, "bad_request", "Lock names must match [A-Za-z0-9._-]{1,128}.");
         return;
     }

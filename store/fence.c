@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/lockname.h"
 #include "common/log.h"
 #include "store/store_int.h"
 
@@ -77,7 +78,7 @@ from_read(int rc, const char *what)
 int
 store_fence_get(struct store *s, const char *lock, struct store_fence *out, bool *durable)
 {
-    if (!store_lock_valid(lock)) {
+    if (!lock_name_valid(lock)) {
         return ERR_INVAL;
     }
     MDB_txn *txn;
@@ -102,7 +103,7 @@ int
 store_fence_check(struct store *s, const char *lock, uint64_t token,
                   enum store_fence_verdict *verdict, uint64_t *highest)
 {
-    if (!store_lock_valid(lock) || token == 0) {
+    if (!lock_name_valid(lock) || token == 0) {
         return ERR_INVAL;
     }
     struct store_fence f;
@@ -223,7 +224,7 @@ int
 store_fence_advance_sync(struct store *s, const char *lock, uint64_t token, const char *request_id,
                          const char *principal, uint64_t *highest)
 {
-    if (!store_lock_valid(lock) || token == 0) {
+    if (!lock_name_valid(lock) || token == 0) {
         return ERR_INVAL;
     }
     struct advance_ctx c = {
@@ -242,7 +243,7 @@ store_fence_advance_sync(struct store *s, const char *lock, uint64_t token, cons
 int
 store_elect_advance_sync(struct store *s, const char *lock, uint64_t epoch, uint64_t *epoch_now)
 {
-    if (!store_lock_valid(lock) || epoch == 0) {
+    if (!lock_name_valid(lock) || epoch == 0) {
         return ERR_INVAL;
     }
     struct advance_ctx c = {.lock = lock, .value = epoch};
@@ -263,7 +264,7 @@ submit_advance(struct store *s, enum store_op_type type, const char *lock, uint6
                const char *request_id, const char *principal, store_fence_done_fn *fcb,
                store_elect_done_fn *ecb, void *arg)
 {
-    if (!store_lock_valid(lock) || value == 0 || (fcb == NULL && ecb == NULL)) {
+    if (!lock_name_valid(lock) || value == 0 || (fcb == NULL && ecb == NULL)) {
         return ERR_INVAL;
     }
     if (s->read_only) {
@@ -311,7 +312,7 @@ store_elect_advance(struct store *s, const char *lock, uint64_t epoch, store_ele
 int
 store_elect_get(struct store *s, const char *lock, struct store_elect *out)
 {
-    if (!store_lock_valid(lock)) {
+    if (!lock_name_valid(lock)) {
         return ERR_INVAL;
     }
     MDB_txn *txn;

@@ -544,26 +544,3 @@ store_stats_get(struct store *s, struct store_stats *st)
     st->map_size = s->map_size;
     (void)pthread_rwlock_unlock(&s->maplock);
 }
-
-bool
-store_lock_valid(const char *lock)
-{
-    if (lock == NULL) {
-        return false;
-    }
-    size_t n = strnlen(lock, STORE_LOCK_MAX + 1);
-    if (n == 0 || n > STORE_LOCK_MAX) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        /* DESIGN.md: lock names are [A-Za-z0-9._-]{1,128}, the same rule for
-         * the election, the fence headers and the key prefix of lock files */
-        char c = lock[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '-';
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}

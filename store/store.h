@@ -59,10 +59,11 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/lockname.h"
 
 /* Size caps in bytes, not counting the NUL.  Longer strings are truncated
  * (at a UTF-8 boundary) except lock names, which are refused. */
-#define STORE_LOCK_MAX      128
+#define STORE_LOCK_MAX      LOCK_NAME_MAX
 #define STORE_REQID_MAX     64
 #define STORE_PRINCIPAL_MAX 128
 #define STORE_CLIENT_MAX    64
@@ -285,13 +286,6 @@ size_t store_dispatch_completions(struct store *s);
 
 /* store_stats_get - a snapshot of the counters.  [out] st */
 void store_stats_get(struct store *s, struct store_stats *st);
-
-/*
- * store_lock_valid - whether lock is a valid lock name: 1..STORE_LOCK_MAX
- * bytes of [A-Za-z0-9._-] (DESIGN.md), the one rule for the election, the
- * fencing headers and the store.
- */
-bool store_lock_valid(const char *lock);
 
 /* ---- fence table ---- */
 

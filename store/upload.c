@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/lockname.h"
 #include "common/log.h"
 #include "store/store_int.h"
 
@@ -63,7 +64,7 @@ store_upload_put(struct store *s, const char *lock, const char *upload_id, uint6
                  const char *bucket, const char *key, store_upload_done_fn *cb, void *arg)
 {
     uint8_t k[STORE_KEY_UPLOAD_MAX];
-    size_t klen = store_lock_valid(lock) ? store_rec_upload_key(lock, upload_id, k) : 0;
+    size_t klen = lock_name_valid(lock) ? store_rec_upload_key(lock, upload_id, k) : 0;
     if (klen == 0 || epoch == 0) {
         return ERR_INVAL;
     }
@@ -88,7 +89,7 @@ store_upload_del(struct store *s, const char *lock, const char *upload_id, store
                  void *arg)
 {
     uint8_t k[STORE_KEY_UPLOAD_MAX];
-    size_t klen = store_lock_valid(lock) ? store_rec_upload_key(lock, upload_id, k) : 0;
+    size_t klen = lock_name_valid(lock) ? store_rec_upload_key(lock, upload_id, k) : 0;
     if (klen == 0) {
         return ERR_INVAL;
     }
@@ -99,7 +100,7 @@ int
 store_upload_get(struct store *s, const char *lock, const char *upload_id, struct store_upload *out)
 {
     uint8_t kb[STORE_KEY_UPLOAD_MAX];
-    size_t klen = store_lock_valid(lock) ? store_rec_upload_key(lock, upload_id, kb) : 0;
+    size_t klen = lock_name_valid(lock) ? store_rec_upload_key(lock, upload_id, kb) : 0;
     if (klen == 0) {
         return ERR_INVAL;
     }
@@ -131,7 +132,7 @@ int
 store_upload_list_older(struct store *s, const char *lock, uint64_t epoch, uint32_t limit,
                         store_upload_each_fn *fn, void *arg)
 {
-    if (!store_lock_valid(lock)) {
+    if (!lock_name_valid(lock)) {
         return ERR_INVAL;
     }
     if (!s->has_upload) {

@@ -89,7 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
     }
-    (void)elect_lock_valid(s);
+    (void)lock_name_valid(s);
     free(s);
     return 0;
 }

@@ -214,28 +214,6 @@ test_keys(void **state)
 }
 
 static void
-test_lock_names(void **state)
-{
-    (void)state;
-    assert_true(elect_lock_valid("orders"));
-    assert_true(elect_lock_valid("A-z_0.9"));
-    assert_true(elect_lock_valid(".hidden"));
-    assert_true(elect_lock_valid("..."));
-    char max[ELECT_LOCK_MAX + 2];
-    memset(max, 'x', ELECT_LOCK_MAX);
-    max[ELECT_LOCK_MAX] = '\0';
-    assert_true(elect_lock_valid(max));
-    max[ELECT_LOCK_MAX] = 'x';
-    max[ELECT_LOCK_MAX + 1] = '\0';
-    assert_false(elect_lock_valid(max));
-    const char *bad[] = {"", ".", "..", "a/b", "a b", "a~", "é", "a\n", "a*"};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_false(elect_lock_valid(bad[i]));
-    }
-    assert_false(elect_lock_valid(NULL));
-}
-
-static void
 test_times(void **state)
 {
     (void)state;
@@ -289,7 +267,6 @@ main(void)
         cmocka_unit_test(test_encode_refuses_bad_fields),
         cmocka_unit_test(test_decode_strict),
         cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_lock_names),
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_etag_bare),
     };

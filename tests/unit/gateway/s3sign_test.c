@@ -54,7 +54,6 @@ line_value(const struct gw_s3msg *m, const char *name)
     return "";
 }
 
-
 /* AWS's "GET Object" example (virtual-hosted, Range header), read from the shared data. */
 static void
 test_aws_get_example(void **state)

@@ -26,7 +26,6 @@
 #define SECRET   "S3RVER"
 #define MAX_HDRS 32
 
-
 static char *
 slurp(const char *path, size_t *len)
 {

@@ -21,7 +21,6 @@
 #include "gateway/sigv4_checksum.h"
 #include "tests/unit/testdata.h"
 
-
 static const char *
 jstr(json_t *o, const char *key)
 {

@@ -27,7 +27,6 @@
 
 /* ---- test data ---- */
 
-
 /* Read a whole file; NULL if it does not exist.  *len gets its size.  Caller frees. */
 static char *
 slurp(const char *path, size_t *len)

@@ -294,23 +294,6 @@ test_stale_reader_cleared(void **state)
 }
 
 static void
-test_lock_valid(void **state)
-{
-    (void)state;
-    char big[STORE_LOCK_MAX + 2];
-    memset(big, 'a', sizeof(big) - 1);
-    big[sizeof(big) - 1] = '\0';
-    assert_false(store_lock_valid(big));
-    big[STORE_LOCK_MAX] = '\0';
-    assert_true(store_lock_valid(big));
-    assert_true(store_lock_valid("orders.v2-x_y"));
-    assert_false(store_lock_valid(""));
-    assert_false(store_lock_valid(NULL));
-    assert_false(store_lock_valid("a\nb"));
-    assert_false(store_lock_valid("a\x7f"));
-}
-
-static void
 test_stats(void **state)
 {
     (void)state;
@@ -343,7 +326,6 @@ main(void)
         cmocka_unit_test(test_read_only_beside_writer),
         cmocka_unit_test(test_map_growth),
         cmocka_unit_test(test_stale_reader_cleared),
-        cmocka_unit_test(test_lock_valid),
         cmocka_unit_test(test_stats),
     };
     return cmocka_run_group_tests_name("store_env", tests, NULL, NULL);
