@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "common/clock.h"
 #include "election/elect_int.h"
@@ -195,38 +194,6 @@ enum elect_etag_form
 elect_etag_form_used(const struct elect *e)
 {
     return e->form;
-}
-
-int
-elect_random_hex(char *out, size_t nbytes)
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char buf[64];
-    if (nbytes > sizeof(buf)) {
-        return ERR_INVAL;
-    }
-    size_t got = 0;
-    while (got < nbytes) {
-        ssize_t n = getrandom(buf + got, nbytes - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            log_error("getrandom: %s", strerror(errno));
-            return ERR_IO;
-        }
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < nbytes; i++) {
-        out[2 * i] = hex[buf[i] >> 4];
-        out[2 * i + 1] = hex[buf[i] & 15];
-    }
-    out[2 * nbytes] = '\0';
-    volatile unsigned char *v = buf;
-    for (size_t i = 0; i < sizeof(buf); i++) {
-        v[i] = 0;
-    }
-    return 0;
 }
 
 /* ---- lock table ---- */

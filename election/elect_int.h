@@ -203,8 +203,6 @@ MUST_USE int elect_cache_advance(struct elect *e, struct elect_lock *lk, uint64_
                                  void *check_arg);
 void elect_grant_done(struct elect_call *c, int err);
 bool elect_lock_free_now(struct elect_lock *lk, uint64_t now, bool *need_read);
-MUST_USE int elect_random_hex(char *out, size_t nbytes);
-
 /* elect_seq.c */
 void elect_seq_refresh(struct elect *e, struct elect_lock *lk);
 void elect_seq_end(struct elect_call *c, int err, bool answer);

@@ -13,6 +13,7 @@
 #define LOG_MODULE "election"
 #include "common/lockname.h"
 #include "common/log.h"
+#include "common/rand.h"
 
 /* ---- self-test ---- */
 
@@ -199,7 +200,7 @@ void
 elect_probe_run(struct elect *e)
 {
     char id[33];
-    int err = elect_random_hex(id, 16);
+    int err = rand_hex(id, 16);
     e->probe = PROBE_RUNNING;
     (void)snprintf(e->reason, sizeof(e->reason), "self-test running");
     if (err != 0) {

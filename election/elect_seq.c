@@ -15,6 +15,7 @@
 
 #define LOG_MODULE "election"
 #include "common/log.h"
+#include "common/rand.h"
 
 static bool
 ambiguous(int err)
@@ -241,9 +242,9 @@ elect_seq_create(struct elect_call *c)
     lk->busy = true;
     c->token = lk->latest + 1;
     c->attempts = 0;
-    int err = elect_random_hex(c->lease_id, ELECT_LEASE_ID_HEX / 2);
+    int err = rand_hex(c->lease_id, ELECT_LEASE_ID_HEX / 2);
     if (err == 0) {
-        err = elect_random_hex(c->grant_id, ELECT_GRANT_ID_HEX / 2);
+        err = rand_hex(c->grant_id, ELECT_GRANT_ID_HEX / 2);
     }
     if (err != 0) {
         elect_seq_end(c, err, true);

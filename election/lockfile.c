@@ -11,6 +11,7 @@
 #include "election/backend.h"
 
 #define LOG_MODULE "election"
+#include "common/date.h"
 #include "common/lockname.h"
 #include "common/log.h"
 
@@ -68,102 +69,16 @@ hex_ok(const char *s, size_t len)
     return true;
 }
 
-/* Unix ms of the latest time elect_time_format accepts: 9999-12-31T23:59:59.999Z. */
-#define TIME_MAX_MS INT64_C(253402300799999)
-
 static bool
 lockfile_ok(const struct elect_lockfile *lf)
 {
     return lock_name_valid(lf->lock) && lf->epoch >= 1 && lf->epoch <= (uint64_t)ELECT_EPOCH_MAX &&
            text_ok(lf->holder, ELECT_HOLDER_MAX) && lf->lease_ms >= 1 &&
            lf->lease_ms <= ELECT_LEASE_MS_MAX && lf->acquired_at_ms >= 0 &&
-           lf->acquired_at_ms <= TIME_MAX_MS && lf->renewed_at_ms >= 0 &&
-           lf->renewed_at_ms <= TIME_MAX_MS && hex_ok(lf->lease_sha256, 64) &&
+           lf->acquired_at_ms <= DATE_MAX_MS && lf->renewed_at_ms >= 0 &&
+           lf->renewed_at_ms <= DATE_MAX_MS && hex_ok(lf->lease_sha256, 64) &&
            text_ok(lf->granted_by, ELECT_GRANTED_BY_MAX) &&
            hex_ok(lf->grant_id, ELECT_GRANT_ID_HEX) && lf->renewals <= (uint64_t)INT64_MAX;
-}
-
-/* Howard Hinnant's days_from_civil: days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t
-days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-/* The inverse (civil_from_days). */
-static void
-civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
-int
-elect_time_format(int64_t ms, char out[ELECT_TIME_LEN + 1])
-{
-    if (ms < 0 || ms > TIME_MAX_MS) {
-        return ERR_INVAL;
-    }
-    int64_t days = ms / 86400000;
-    int64_t rem = ms % 86400000;
-    int64_t y;
-    unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
-    int n = snprintf(out, ELECT_TIME_LEN + 1, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, m, d,
-                     (int)(rem / 3600000), (int)(rem / 60000 % 60), (int)(rem / 1000 % 60),
-                     (int)(rem % 1000));
-    if (n != ELECT_TIME_LEN) {
-        return ERR_INVAL;
-    }
-    return 0;
-}
-
-/* n decimal digits at s, at most max. */
-static bool
-digits(const char *s, size_t n, uint64_t max, uint64_t *out)
-{
-    return parse_u64n(s, n, 0, max, out) == 0;
-}
-
-int
-elect_time_parse(const char *s, int64_t *ms)
-{
-    /* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
-    if (s == NULL || strlen(s) != ELECT_TIME_LEN || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
-        s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z') {
-        return ERR_INVAL;
-    }
-    uint64_t y, mo, d, h, mi, se, f;
-    if (!digits(s, 4, 9999, &y) || !digits(s + 5, 2, 12, &mo) || !digits(s + 8, 2, 31, &d) ||
-        !digits(s + 11, 2, 23, &h) || !digits(s + 14, 2, 59, &mi) || !digits(s + 17, 2, 59, &se) ||
-        !digits(s + 20, 3, 999, &f)) {
-        return ERR_INVAL;
-    }
-    if (y < 1970 || mo < 1 || d < 1) {
-        return ERR_INVAL;
-    }
-    static const unsigned mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    unsigned dim = mdays[mo - 1] + (mo == 2 && leap ? 1u : 0u);
-    if (d > dim) {
-        return ERR_INVAL;
-    }
-    int64_t days = days_from_civil((int64_t)y, (unsigned)mo, (unsigned)d);
-    *ms = days * 86400000 + (int64_t)h * 3600000 + (int64_t)mi * 60000 + (int64_t)se * 1000 +
-          (int64_t)f;
-    return 0;
 }
 
 static int
@@ -185,10 +100,10 @@ elect_lockfile_encode(const struct elect_lockfile *lf, char *out, size_t outlen,
     if (lf == NULL || out == NULL || outlen_used == NULL || !lockfile_ok(lf)) {
         return ERR_INVAL;
     }
-    char acq[ELECT_TIME_LEN + 1];
-    char ren[ELECT_TIME_LEN + 1];
-    if (elect_time_format(lf->acquired_at_ms, acq) != 0 ||
-        elect_time_format(lf->renewed_at_ms, ren) != 0) {
+    char acq[DATE_RFC3339_LEN + 1];
+    char ren[DATE_RFC3339_LEN + 1];
+    if (date_rfc3339_format(lf->acquired_at_ms, acq) != 0 ||
+        date_rfc3339_format(lf->renewed_at_ms, ren) != 0) {
         return ERR_INVAL;
     }
     json_t *o = json_object();
@@ -267,8 +182,8 @@ get_str(json_t *v, char *out, size_t outlen)
 static bool
 get_time(json_t *v, int64_t *ms)
 {
-    char buf[ELECT_TIME_LEN + 1];
-    return get_str(v, buf, sizeof(buf)) && elect_time_parse(buf, ms) == 0;
+    char buf[DATE_RFC3339_LEN + 1];
+    return get_str(v, buf, sizeof(buf)) && date_rfc3339_parse(buf, ms) == 0;
 }
 
 /* Store one known field of a version-1 body into lf; false if its value is bad. */

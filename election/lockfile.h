@@ -36,7 +36,6 @@
 #define ELECT_GRANT_ID_HEX     32             /* 16 random bytes, lowercase hex */
 #define ELECT_LEASE_MS_MAX     86400000u      /* the codec's bound; config narrows it */
 #define ELECT_EPOCH_MAX        INT64_MAX      /* JSON integers are int64 in jansson */
-#define ELECT_TIME_LEN         24             /* "2026-11-21T10:15:30.123Z" */
 /* The longest body elect_lockfile_encode can produce (all fields at their caps). */
 #define ELECT_LOCKFILE_MAX 2048
 
@@ -101,20 +100,5 @@ MUST_USE int elect_lockfile_dir(const char *prefix, const char *lock, char *out,
  */
 MUST_USE int elect_lockfile_key_epoch(const char *prefix, const char *lock, const char *key,
                                       uint64_t *epoch);
-
-/*
- * elect_time_format - Unix ms as "YYYY-MM-DDTHH:MM:SS.mmmZ" (UTC).
- * [in]  ms   0..253402300799999 (year 9999)
- * [out] out  ELECT_TIME_LEN chars and a NUL
- * Returns 0 or ERR_INVAL (out of range).
- */
-MUST_USE int elect_time_format(int64_t ms, char out[ELECT_TIME_LEN + 1]);
-
-/*
- * elect_time_parse - the inverse: exactly that shape (milliseconds and the Z
- * required), a real calendar date.
- * Returns 0 or ERR_INVAL (*ms untouched).
- */
-MUST_USE int elect_time_parse(const char *s, int64_t *ms);
 
 #endif

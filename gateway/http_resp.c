@@ -16,15 +16,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
 #include "common/clock.h"
+#include "common/date.h"
 #include "common/log.h"
+#include "common/rand.h"
 #include "gateway/http_int.h"
 
 static const char *
@@ -102,10 +102,7 @@ date_now(struct gw_server *srv)
 {
     int64_t sec = clock_wall_ms() / 1000;
     if (sec != srv->date_sec || srv->date[0] == '\0') {
-        time_t t = (time_t)sec;
-        struct tm tm;
-        if (gmtime_r(&t, &tm) == NULL ||
-            strftime(srv->date, sizeof(srv->date), "%a, %d %b %Y %H:%M:%S GMT", &tm) == 0) {
+        if (date_http_format(sec, srv->date) != 0) {
             (void)snprintf(srv->date, sizeof(srv->date), "Thu, 01 Jan 1970 00:00:00 GMT");
         }
         srv->date_sec = sec;
@@ -120,7 +117,7 @@ gw_http_new_id(char id[GW_HTTP_ID_LEN + 1])
     static uint64_t counter;
     static bool seeded;
     if (!seeded) {
-        if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != (ssize_t)sizeof(salt)) {
+        if (rand_bytes(&salt, sizeof(salt)) != 0) {
             salt = (uint64_t)clock_wall_ms() ^ ((uint64_t)getpid() << 32);
         }
         seeded = true;

@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/date.h"
 #include "common/num.h"
 
 /* Length of the valid UTF-8 sequence at p (n bytes left), or 0 if invalid
@@ -93,32 +93,12 @@ gw_json_audit_time_format(int64_t ms, char out[GW_AUDIT_TIME_LEN])
     if (ms < 0) {
         ms = 0;
     }
-    time_t sec = (time_t)(ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&sec, &tm) == NULL) {
+    char t[DATE_RFC3339_LEN + 1];
+    if (date_rfc3339_format(ms, t) != 0) {
         (void)snprintf(out, GW_AUDIT_TIME_LEN, "%" PRId64, ms);
         return;
     }
-    (void)snprintf(out, GW_AUDIT_TIME_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
-
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; Hinnant's days_from_civil). */
-static int64_t
-days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static bool
-leap(int64_t y)
-{
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    (void)snprintf(out, GW_AUDIT_TIME_LEN, "%s", t);
 }
 
 /* Parse n digits at s into *v, within [lo, hi]. */
@@ -158,8 +138,7 @@ gw_json_audit_time_parse(const char *s, int64_t *ms)
         !field(s + 14, 2, 0, 59, &mi) || !field(s + 17, 2, 0, 59, &sec)) {
         return ERR_INVAL;
     }
-    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (d > mdays[mo - 1] + (mo == 2 && leap(y) ? 1 : 0)) {
+    if (!date_valid_ymd(y, (unsigned)mo, (unsigned)d)) {
         return ERR_INVAL;
     }
     size_t i = 19;
@@ -177,7 +156,8 @@ gw_json_audit_time_parse(const char *s, int64_t *ms)
     if ((s[i] != 'Z' && s[i] != 'z') || s[i + 1] != '\0') {
         return ERR_INVAL;
     }
-    *ms = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60000 + sec * 1000 + frac;
+    *ms = ((date_days_from_civil(y, (unsigned)mo, (unsigned)d) * 24 + h) * 60 + mi) * 60000 +
+          sec * 1000 + frac;
     return 0;
 }
 

@@ -19,6 +19,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/date.h"
+
 #define KEYCACHE_SLOTS   8    /* distinct (secret, day, region, service) kept */
 #define MAX_SECRET       1024 /* longest secret key accepted */
 #define MAX_QUERY_PARAMS 1024
@@ -131,26 +133,6 @@ num2(const char *s)
     return (s[0] - '0') * 10 + (s[1] - '0');
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static int
-days_in_month(int y, int m)
-{
-    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return m == 2 ? 28 + leap : dm[m - 1];
-}
-
 /* A valid "YYYYMMDD"; fills y/m/d. */
 static int
 date8_parse(const char *s, int *y, int *m, int *d)
@@ -161,7 +143,7 @@ date8_parse(const char *s, int *y, int *m, int *d)
     *y = num2(s) * 100 + num2(s + 2);
     *m = num2(s + 4);
     *d = num2(s + 6);
-    if (*y < 1970 || *m < 1 || *m > 12 || *d < 1 || *d > days_in_month(*y, *m)) {
+    if (!date_valid_ymd(*y, (unsigned)*m, (unsigned)*d)) {
         return ERR_INVAL;
     }
     return 0;
@@ -184,7 +166,8 @@ gw_sigv4_amz_date_parse(const char *s, int64_t *out)
     if (hh > 23 || mm > 59 || ss > 60) {
         return ERR_INVAL;
     }
-    *out = days_from_civil(y, m, d) * 86400 + (int64_t)hh * 3600 + (int64_t)mm * 60 + ss;
+    *out = date_days_from_civil(y, (unsigned)m, (unsigned)d) * 86400 + (int64_t)hh * 3600 +
+           (int64_t)mm * 60 + ss;
     return 0;
 }
 
@@ -194,20 +177,13 @@ gw_sigv4_amz_date_format(int64_t t, char out[GW_SIGV4_AMZ_DATE_LEN + 1])
     if (t < 0 || t >= 253402300800LL) { /* 10000-01-01 */
         return ERR_INVAL;
     }
-    /* civil_from_days (H. Hinnant) */
-    int64_t z = t / 86400 + 719468;
     int64_t secs = t % 86400;
-    int64_t era = z / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t y = yoe + era * 400;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    int64_t d = doy - (153 * mp + 2) / 5 + 1;
-    int64_t m = mp < 10 ? mp + 3 : mp - 9;
-    y += m <= 2;
-    int n = snprintf(out, GW_SIGV4_AMZ_DATE_LEN + 1, "%04d%02d%02dT%02d%02d%02dZ", (int)y, (int)m,
-                     (int)d, (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
+    int64_t y;
+    unsigned m;
+    unsigned d;
+    date_civil_from_days(t / 86400, &y, &m, &d);
+    int n = snprintf(out, GW_SIGV4_AMZ_DATE_LEN + 1, "%04d%02u%02uT%02d%02d%02dZ", (int)y, m, d,
+                     (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
     return n == GW_SIGV4_AMZ_DATE_LEN ? 0 : ERR_INVAL;
 }
 

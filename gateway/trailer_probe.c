@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include <event2/event.h>
-#include <openssl/rand.h>
 
 #include "common/log.h"
+#include "common/rand.h"
 #include "election/backend.h"
 #include "gateway/chunk_enc.h"
 #include "gateway/elect_s3.h"
@@ -161,7 +161,7 @@ attempt(struct gw_trprobe *p)
         }
         blen += (size_t)n;
     }
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
+    if (rand_bytes(rnd, sizeof(rnd)) != 0) {
         retry(p, "random probe key", ERR_NOMEM);
         return;
     }

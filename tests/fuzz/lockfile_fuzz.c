@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/date.h"
 #include "common/log.h"
 #include "election/backend.h"
 #include "election/lockfile.h"
@@ -83,9 +84,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     int64_t ms;
-    if (elect_time_parse(s, &ms) == 0) {
-        char t[ELECT_TIME_LEN + 1];
-        if (elect_time_format(ms, t) != 0 || strcmp(t, s) != 0) {
+    if (date_rfc3339_parse(s, &ms) == 0) {
+        char t[DATE_RFC3339_LEN + 1];
+        if (date_rfc3339_format(ms, t) != 0 || strcmp(t, s) != 0) {
             abort();
         }
     }

@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "common/date.h"
 #include "election/backend.h"
 #include "election/lockfile.h"
 
@@ -22,8 +23,8 @@ sample(struct elect_lockfile *lf)
     (void)snprintf(lf->lock, sizeof(lf->lock), "orders");
     (void)snprintf(lf->holder, sizeof(lf->holder), "w1");
     lf->lease_ms = 15000;
-    assert_int_equal(elect_time_parse("2026-11-21T10:15:30.123Z", &lf->acquired_at_ms), 0);
-    assert_int_equal(elect_time_parse("2026-11-21T10:15:35.120Z", &lf->renewed_at_ms), 0);
+    assert_int_equal(date_rfc3339_parse("2026-11-21T10:15:30.123Z", &lf->acquired_at_ms), 0);
+    assert_int_equal(date_rfc3339_parse("2026-11-21T10:15:35.120Z", &lf->renewed_at_ms), 0);
     (void)snprintf(lf->lease_sha256, sizeof(lf->lease_sha256), "%s", SHA);
     (void)snprintf(lf->granted_by, sizeof(lf->granted_by), "gw-1");
     (void)snprintf(lf->grant_id, sizeof(lf->grant_id), "00112233445566778899aabbccddeeff");
@@ -70,7 +71,7 @@ test_encode_at_caps(void **state)
     lf.epoch = (uint64_t)ELECT_EPOCH_MAX;
     lf.renewals = (uint64_t)INT64_MAX;
     lf.lease_ms = ELECT_LEASE_MS_MAX;
-    assert_int_equal(elect_time_parse("9999-12-31T23:59:59.999Z", &lf.renewed_at_ms), 0);
+    assert_int_equal(date_rfc3339_parse("9999-12-31T23:59:59.999Z", &lf.renewed_at_ms), 0);
     char buf[ELECT_LOCKFILE_MAX + 1];
     size_t n = 0;
     assert_int_equal(elect_lockfile_encode(&lf, buf, sizeof(buf), &n), 0);
@@ -217,16 +218,16 @@ static void
 test_times(void **state)
 {
     (void)state;
-    char t[ELECT_TIME_LEN + 1];
-    assert_int_equal(elect_time_format(0, t), 0);
+    char t[DATE_RFC3339_LEN + 1];
+    assert_int_equal(date_rfc3339_format(0, t), 0);
     assert_string_equal(t, "1970-01-01T00:00:00.000Z");
     int64_t ms;
-    assert_int_equal(elect_time_parse("2026-11-21T10:15:30.123Z", &ms), 0);
+    assert_int_equal(date_rfc3339_parse("2026-11-21T10:15:30.123Z", &ms), 0);
     assert_int_equal(ms, INT64_C(1795256130123));
-    assert_int_equal(elect_time_format(ms, t), 0);
+    assert_int_equal(date_rfc3339_format(ms, t), 0);
     assert_string_equal(t, "2026-11-21T10:15:30.123Z");
-    assert_int_equal(elect_time_parse("2024-02-29T23:59:59.999Z", &ms), 0);
-    assert_int_equal(elect_time_format(ms, t), 0);
+    assert_int_equal(date_rfc3339_parse("2024-02-29T23:59:59.999Z", &ms), 0);
+    assert_int_equal(date_rfc3339_format(ms, t), 0);
     assert_string_equal(t, "2024-02-29T23:59:59.999Z");
     const char *bad[] = {"2023-02-29T00:00:00.000Z", "2026-13-01T00:00:00.000Z",
                          "2026-11-21T24:00:00.000Z", "2026-11-21T10:60:00.000Z",
@@ -234,10 +235,10 @@ test_times(void **state)
                          "1969-12-31T23:59:59.999Z", "2026-11-21T10:15:30.123+00:00",
                          "+026-11-21T10:15:30.123Z", "2026-00-21T10:15:30.123Z"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(elect_time_parse(bad[i], &ms), ERR_INVAL);
+        assert_int_equal(date_rfc3339_parse(bad[i], &ms), ERR_INVAL);
     }
-    assert_int_equal(elect_time_format(-1, t), ERR_INVAL);
-    assert_int_equal(elect_time_format(INT64_C(253402300800000), t), ERR_INVAL);
+    assert_int_equal(date_rfc3339_format(-1, t), ERR_INVAL);
+    assert_int_equal(date_rfc3339_format(INT64_C(253402300800000), t), ERR_INVAL);
 }
 
 static void

@@ -1,6 +1,6 @@
 /*
  * tests/unit/gateway/elect_s3_test.c: the s3 election backend's pure parts
- * (IMF-fixdate parser, status mapping) through its statics, and the
+ * (status mapping) through its statics, and the
  * asynchronous contract without a store: synchronous refusals run no
  * callback, a refused connection is ERR_UPSTREAM from the loop (never before
  * the call returns), and free cancels pending operations silently.  The
@@ -20,59 +20,6 @@
 #include <unistd.h>
 
 #include "../../../gateway/elect_s3.c"
-
-static void
-test_http_date(void **state)
-{
-    (void)state;
-    int64_t ms = 0;
-    /* RFC 9110 5.6.7's example. */
-    assert_int_equal(http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT", &ms), 0);
-    assert_int_equal(ms, 784111777LL * 1000);
-    assert_int_equal(http_date_parse("Thu, 01 Jan 1970 00:00:00 GMT", &ms), 0);
-    assert_int_equal(ms, 0);
-    /* An RGW answer from the integration run. */
-    assert_int_equal(http_date_parse("Sat, 21 Nov 2026 22:45:45 GMT", &ms), 0);
-    assert_int_equal(ms, 1795301145LL * 1000);
-    assert_int_equal(http_date_parse("Tue, 29 Feb 2028 23:59:59 GMT", &ms), 0);
-    assert_int_equal(ms, 1835481599LL * 1000);
-    assert_int_equal(http_date_parse("Fri, 31 Dec 9999 23:59:59 GMT", &ms), 0);
-    assert_int_equal(ms, 253402300799LL * 1000);
-    /* A leap second reads as :59. */
-    assert_int_equal(http_date_parse("Sat, 31 Dec 2016 23:59:60 GMT", &ms), 0);
-    assert_int_equal(ms, 1483228799LL * 1000);
-
-    static const char *const bad[] = {
-        NULL,
-        "",
-        "Sun, 06 Nov 1994 08:49:37 UTC",
-        "Mon, 06 Nov 1994 08:49:37 GMT", /* wrong weekday */
-        "sun, 06 Nov 1994 08:49:37 GMT", /* case */
-        "Sun, 06 nov 1994 08:49:37 GMT",
-        "Sun, 6 Nov 1994 08:49:37 GMT",   /* one-digit day */
-        "Sun, 06 Nov 1994 08:49:37 GMT ", /* trailing space */
-        " Sun, 06 Nov 1994 08:49:37 GMT",
-        "Sunday, 06-Nov-94 08:49:37 GMT", /* RFC 850 */
-        "Sun Nov  6 08:49:37 1994",       /* asctime */
-        "Sun, 06 Nov 1994 24:00:00 GMT",
-        "Sun, 06 Nov 1994 08:60:00 GMT",
-        "Sun, 06 Nov 1994 08:49:61 GMT",
-        "Thu, 00 Jan 1970 00:00:00 GMT",
-        "Sat, 31 Nov 1970 00:00:00 GMT",
-        "Sun, 29 Feb 2026 00:00:00 GMT", /* not a leap year */
-        "Thu, 29 Feb 2100 00:00:00 GMT", /* nor is 2100 */
-        "Wed, 31 Dec 1969 23:59:59 GMT", /* before 1970 */
-        "Sun, 06 Nov 1994 08:49:3x GMT",
-        "Sun, 06 Nov +994 08:49:37 GMT",
-        "Sun, 06 Nov 1994 08-49:37 GMT",
-        "Sun; 06 Nov 1994 08:49:37 GMT",
-    };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ms = 42;
-        assert_int_equal(http_date_parse(bad[i], &ms), ERR_INVAL);
-        assert_int_equal(ms, 42);
-    }
-}
 
 static void
 test_map_status(void **state)
@@ -302,7 +249,6 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_http_date),
         cmocka_unit_test(test_map_status),
         cmocka_unit_test(test_async_contract),
     };
