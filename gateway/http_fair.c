@@ -12,8 +12,9 @@
  *
  * Idle connections (no request in progress, no byte of a next head, not
  * closing: a kept-alive connection between requests, or a fresh one that has
- * not sent a byte) are listed oldest first.  At limits.max_connections a new
- * connection closes the oldest of them instead of being refused, as nginx
+ * not sent a byte) are listed oldest first, after the lingering ones (closing
+ * anyway, their last answer flushed).  At limits.max_connections a new
+ * connection closes the first of them instead of being refused, as nginx
  * reuses its keep-alive connections when worker_connections run out.  A
  * connection that started a head is never shed: the header timeout cuts it.
  */
@@ -195,17 +196,23 @@ gw_http_fair_admit(struct gw_server *srv, const char *peer, const struct gw_http
 void
 gw_http_fair_idle(struct gw_conn *c)
 {
-    bool idle = c->req == NULL && !c->head_started && !c->closing && !c->lingering && !c->dead &&
-                !c->srv->draining;
-    if (idle == c->is_idle) {
+    bool linger = c->lingering && !c->dead;
+    bool idle = linger || (c->req == NULL && !c->head_started && !c->closing && !c->dead &&
+                           !c->srv->draining);
+    if (idle == c->is_idle && linger == c->idle_linger) {
         return;
     }
     struct gw_server *srv = c->srv;
-    c->is_idle = idle;
-    if (idle) {
-        TAILQ_INSERT_TAIL(&srv->idle, c, idle_link);
-    } else {
+    if (c->is_idle) {
         TAILQ_REMOVE(&srv->idle, c, idle_link);
+    }
+    c->is_idle = idle;
+    c->idle_linger = linger;
+    if (linger) {
+        /* closing anyway, its answer flushed: shed before any kept-alive connection */
+        TAILQ_INSERT_HEAD(&srv->idle, c, idle_link);
+    } else if (idle) {
+        TAILQ_INSERT_TAIL(&srv->idle, c, idle_link);
     }
     gw_http_accept_gate(srv); /* at the limit, accept only while one can be shed */
 }

@@ -144,47 +144,48 @@ struct gw_conn {
     struct gw_server *srv;          /* owner */
     TAILQ_ENTRY(gw_conn) link;      /* in srv->conns */
     TAILQ_ENTRY(gw_conn) idle_link; /* in srv->idle while is_idle */
-    bool is_idle;                   /* no request, no head byte, not closing: may be shed */
-    struct gw_client *client;       /* its address's entry (one reference), or NULL */
-    uint64_t rate_since;            /* start of the current min_body_rate window (mono ms) */
-    uint64_t rate_bytes;            /* req->body_received at rate_since */
-    struct bufferevent *bev;        /* owned; closes the socket on free */
-    struct event *timer;            /* owned; idle/head/body/linger deadline */
-    struct event *kick;             /* owned; runs the state machine from the loop */
-    llhttp_t parser;                /* request parser (strict: no lenient flags) */
-    const char *exec_base;          /* start of the bytes given to the current llhttp_execute */
-    const char *exec_end;           /* and its end */
-    const char *val_end;            /* end of the last header value span in this execute */
-    bool val_tail;                  /* that span ended at the end of its execute's bytes */
-    struct gw_hdr_list head;        /* headers of the request being parsed */
-    struct gw_hdr_list trail;       /* trailers of a chunked body */
-    size_t url_off;                 /* offset of the target in head.text */
-    size_t url_len;                 /* its length */
-    size_t head_bytes;              /* bytes of the current head consumed so far */
-    struct gw_http_limits lim;      /* limits for the current request */
-    const struct gw_config *cfg;    /* config for the current request */
-    struct gw_req *req;             /* the request in progress, or NULL */
-    int perr;                       /* last llhttp_execute result */
-    int err_status;                 /* a refusal decided in a parser callback: status */
-    const char *err_code;           /* and its S3 code */
-    const char *err_msg;            /* and its message */
-    bool paused;                    /* llhttp returned HPE_PAUSED: resume before feeding */
-    bool head_ready;                /* paused at on_headers_complete: deliver the request */
-    bool in_body;                   /* the head of the current message is complete */
-    bool head_started;              /* a byte of the next head has arrived */
-    bool closing;                   /* no more requests: close once the output is flushed */
-    bool dead;                      /* free at the end of the current callback */
-    bool peer_eof;                  /* the client half-closed (EOF) */
-    bool eof_pending;               /* EOF seen, not yet acted on */
-    bool lingering;                 /* FIN sent; discarding input before closing */
-    bool in_process;                /* inside conn_process (re-entrancy guard) */
-    bool is_tls;                    /* accepted on a TLS listener */
-    enum gw_tkind tkind;            /* what the timer is armed for */
-    uint64_t deadline;              /* when (mono ms), 0 if not armed */
-    uint64_t since;                 /* start of the current wait (mono ms) */
-    uint64_t lingered;              /* bytes discarded while lingering */
-    unsigned long nrequests;        /* requests completed on this connection */
-    char peer[64];                  /* "ip:port" */
+    bool is_idle;                /* in srv->idle: nothing in progress, or lingering: may be shed */
+    bool idle_linger;            /* in srv->idle as a lingering connection (at its head) */
+    struct gw_client *client;    /* its address's entry (one reference), or NULL */
+    uint64_t rate_since;         /* start of the current min_body_rate window (mono ms) */
+    uint64_t rate_bytes;         /* req->body_received at rate_since */
+    struct bufferevent *bev;     /* owned; closes the socket on free */
+    struct event *timer;         /* owned; idle/head/body/linger deadline */
+    struct event *kick;          /* owned; runs the state machine from the loop */
+    llhttp_t parser;             /* request parser (strict: no lenient flags) */
+    const char *exec_base;       /* start of the bytes given to the current llhttp_execute */
+    const char *exec_end;        /* and its end */
+    const char *val_end;         /* end of the last header value span in this execute */
+    bool val_tail;               /* that span ended at the end of its execute's bytes */
+    struct gw_hdr_list head;     /* headers of the request being parsed */
+    struct gw_hdr_list trail;    /* trailers of a chunked body */
+    size_t url_off;              /* offset of the target in head.text */
+    size_t url_len;              /* its length */
+    size_t head_bytes;           /* bytes of the current head consumed so far */
+    struct gw_http_limits lim;   /* limits for the current request */
+    const struct gw_config *cfg; /* config for the current request */
+    struct gw_req *req;          /* the request in progress, or NULL */
+    int perr;                    /* last llhttp_execute result */
+    int err_status;              /* a refusal decided in a parser callback: status */
+    const char *err_code;        /* and its S3 code */
+    const char *err_msg;         /* and its message */
+    bool paused;                 /* llhttp returned HPE_PAUSED: resume before feeding */
+    bool head_ready;             /* paused at on_headers_complete: deliver the request */
+    bool in_body;                /* the head of the current message is complete */
+    bool head_started;           /* a byte of the next head has arrived */
+    bool closing;                /* no more requests: close once the output is flushed */
+    bool dead;                   /* free at the end of the current callback */
+    bool peer_eof;               /* the client half-closed (EOF) */
+    bool eof_pending;            /* EOF seen, not yet acted on */
+    bool lingering;              /* FIN sent; discarding input before closing */
+    bool in_process;             /* inside conn_process (re-entrancy guard) */
+    bool is_tls;                 /* accepted on a TLS listener */
+    enum gw_tkind tkind;         /* what the timer is armed for */
+    uint64_t deadline;           /* when (mono ms), 0 if not armed */
+    uint64_t since;              /* start of the current wait (mono ms) */
+    uint64_t lingered;           /* bytes discarded while lingering */
+    unsigned long nrequests;     /* requests completed on this connection */
+    char peer[64];               /* "ip:port" */
 };
 
 struct gw_req {
