@@ -205,9 +205,14 @@ def metrics(gw):
     """/metrics, from an address of its own (127.0.0.1 is the flood's)."""
     conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10,
                                       source_address=("127.0.0.4", 0))
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    except (OSError, http.client.HTTPException) as e:
+        print(f"/metrics: {e!r}", flush=True)  # an older gateway under the flood
+        return {}
+    finally:
+        conn.close()
     out = {}
     for line in text.splitlines():
         if line.startswith("fencegate_") and " " in line:
