@@ -34,7 +34,7 @@
 int
 gw_http_fair_init(struct gw_server *srv)
 {
-    srv->clients = calloc(GW_HTTP_CLIENT_BUCKETS, sizeof(*srv->clients));
+    srv->clients = calloc(GW_HTTP_CLIENT_BUCKETS, sizeof(struct gw_client *));
     TAILQ_INIT(&srv->idle);
     return srv->clients != NULL ? 0 : ERR_NOMEM;
 }
