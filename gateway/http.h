@@ -59,6 +59,13 @@
  * input is read and dropped for up to 2 s) so a final error is not lost to a
  * TCP reset.
  *
+ * Fair use (DESIGN G10, gateway/http_fair.c): one client address holds at
+ * most limits.max_connections_per_client connections (more are closed at
+ * accept) and limits.max_transfers_per_client transfers (gw_req_transfer_begin);
+ * at limits.max_connections the oldest idle connection is closed for a new
+ * one; a body slower than limits.min_body_rate over a window is cut like a
+ * body timeout (on_abort(ERR_TIMEOUT), 400 RequestTimeout).
+ *
  * EOF from the client: while a request body is incomplete, on_abort(ERR_CLOSED);
  * once the body is complete the response is still written (HTTP/1.0 tools
  * half-close) and a write failure then aborts.  An error or reset aborts at once.
