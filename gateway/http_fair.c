@@ -5,7 +5,7 @@
  * Event-loop thread only.
  *
  * A client is an address: the peer without its port (as nginx's limit_conn
- * keys on $binary_remote_addr).  Its entry lives in a hash table of the
+ * keys on $binary_remote_addr), for IPv6 its /64 prefix.  Its entry lives in a hash table of the
  * server while a connection or a transfer holds it; a transfer may outlive
  * the server (a detached fenced write), so the server's cleanup orphans the
  * entries still held and the last release frees them.
@@ -22,9 +22,12 @@
 
 #define LOG_MODULE "http"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/log.h"
 #include "gateway/metrics.h"
@@ -73,21 +76,41 @@ ratelog_due(struct gw_ratelog *rl, unsigned long *skipped)
     return true;
 }
 
-/* The address part of "ip:port" or "[ip6]:port" into out. */
+/*
+ * The client of "ip:port" or "[ip6]:port" into out: the IPv4 address, or the
+ * IPv6 /64 prefix (one host or site gets a whole /64, so a per-address share
+ * would be no bound there; an IPv4-mapped address counts as IPv4).
+ */
 static void
 peer_addr(const char *peer, char *out, size_t outlen)
 {
     const char *colon = strrchr(peer, ':');
     size_t n = colon != NULL ? (size_t)(colon - peer) : strlen(peer);
-    if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') {
+    bool v6 = n >= 2 && peer[0] == '[' && peer[n - 1] == ']';
+    if (v6) {
         peer++;
         n -= 2;
     }
-    if (n >= outlen) {
-        n = outlen - 1;
+    char host[INET6_ADDRSTRLEN];
+    if (n >= sizeof(host)) {
+        n = sizeof(host) - 1;
     }
-    memcpy(out, peer, n);
-    out[n] = '\0';
+    memcpy(host, peer, n);
+    host[n] = '\0';
+    unsigned char a[16];
+    if (v6 && inet_pton(AF_INET6, host, a) == 1) {
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(a, mapped, sizeof(mapped)) == 0) {
+            (void)inet_ntop(AF_INET, a + 12, out, (socklen_t)outlen);
+            return;
+        }
+        memset(a + 8, 0, 8);
+        if (inet_ntop(AF_INET6, a, out, (socklen_t)outlen) != NULL) {
+            (void)snprintf(out + strlen(out), outlen - strlen(out), "/64");
+            return;
+        }
+    }
+    (void)snprintf(out, outlen, "%s", host);
 }
 
 static size_t

@@ -72,7 +72,7 @@ struct gw_client {
     size_t refs;            /* connections + transfers holding it */
     size_t nconns;          /* open connections */
     size_t nxfers;          /* transfers counted by gw_req_transfer_begin */
-    char addr[64];          /* "ip" (the peer without its port) */
+    char addr[64];          /* "ip" (the peer without its port), "ip6/64" for IPv6 */
 };
 
 /* A warning logged at most once a second, with the count of those not logged. */

@@ -71,6 +71,35 @@ test_conns_per_client(void **state)
     cl_close(&e);
 }
 
+/* Adopt a connection from peer (a bufferevent pair); returns gw_http_conn_adopt's result. */
+static int
+adopt(const char *peer, struct bufferevent **other)
+{
+    struct bufferevent *pair[2];
+    assert_int_equal(bufferevent_pair_new(base, 0, pair), 0);
+    *other = pair[1];
+    return gw_http_conn_adopt(srv, pair[0], peer, false);
+}
+
+static void
+test_client_keys(void **state)
+{
+    (void)state;
+    cfg.limits.max_connections_per_client = 1;
+    struct bufferevent *o[6];
+    /* the port does not count; an IPv6 /64 is one client; v4-mapped is IPv4 */
+    assert_int_equal(adopt("10.0.0.1:1000", &o[0]), 0);
+    assert_int_equal(adopt("10.0.0.1:1001", &o[1]), ERR_DENIED);
+    assert_int_equal(adopt("[::ffff:10.0.0.1]:1002", &o[2]), ERR_DENIED);
+    assert_int_equal(adopt("[2001:db8:1:2::1]:5", &o[3]), 0);
+    assert_int_equal(adopt("[2001:db8:1:2:ffff::9]:6", &o[4]), ERR_DENIED);
+    assert_int_equal(adopt("[2001:db8:1:3::1]:5", &o[5]), 0); /* another /64 */
+    assert_int_equal(srv->nconns, 3);
+    for (size_t i = 0; i < 6; i++) {
+        bufferevent_free(o[i]);
+    }
+}
+
 static void
 test_idle_shed_at_limit(void **state)
 {
@@ -207,6 +236,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_conns_per_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_shed_at_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transfers_per_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_body_rate, setup, teardown),
