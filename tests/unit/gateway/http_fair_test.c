@@ -134,6 +134,34 @@ test_idle_shed_at_limit(void **state)
 }
 
 static void
+test_lingering_shed_first(void **state)
+{
+    (void)state;
+    cfg.limits.max_connections = 2;
+    cfg.limits.max_connections_per_client = 10;
+    struct client a, b, c;
+    cl_open(&a);
+    expect_get(&a, 0); /* kept alive: idle, the oldest */
+    cl_open(&b);
+    cl_sends(&b, "get / HTTP/1.1\r\nHost: x\r\n\r\n"); /* refused: lingering close */
+    struct resp r;
+    (void)wait_resp(&b, 0, false, &r, 3000);
+    assert_int_equal(r.status, 400);
+    resp_cleanup(&r);
+    pump_ms(&b, 30);
+    assert_int_equal(srv->nconns, 2); /* b lingers (FIN sent, reading) for GW_HTTP_LINGER_MS */
+    cl_open(&c);
+    expect_get(&c, 0); /* admitted: the lingering one went, not the idle one */
+    assert_int_equal(srv->nconns, 2);
+    pump_ms(&a, 30);
+    assert_false(a.eof);
+    expect_get(&a, a.in.len);
+    cl_close(&a);
+    cl_close(&b);
+    cl_close(&c);
+}
+
+static void
 test_transfers_per_client(void **state)
 {
     (void)state;
@@ -238,6 +266,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_conns_per_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_shed_at_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lingering_shed_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transfers_per_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_body_rate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_body_rate_off, setup, teardown),
