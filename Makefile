@@ -44,7 +44,7 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 
-.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows \
+.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows bench-stays-up \
         fault-long fault-bypass deps run demo clean format
 
 all: $(BIN) $(HELPER_BINS)
@@ -98,6 +98,9 @@ bench-windows: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/windows_bench.py
 
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
+bench-stays-up: $(BIN)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/stays_up_bench.py
+
 bench-proxy: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench.sh
 

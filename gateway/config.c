@@ -572,6 +572,10 @@ static const struct gw_jt_field limits_fields[] = {
     FU32("buffer_bytes", LI(buffer_bytes), 4096, 67108864, 262144),
     FU64("max_object_bytes", LI(max_object_bytes), 1, 5497558138880ull, GW_MAX_OBJECT_BYTES),
     FU64("discard_body_bytes", LI(discard_body_bytes), 1, 5368709120ull, 67108864),
+    FU32("max_connections_per_client", LI(max_connections_per_client), 0, 1000000, 0),
+    FU32("max_transfers_per_client", LI(max_transfers_per_client), 0, 1000000, 0),
+    FU32("min_body_rate", LI(min_body_rate), 0, 1073741824, 1024),
+    FU32("min_body_rate_window_ms", LI(min_body_rate_window_ms), 1000, HOUR_MS, 10000),
 };
 #undef LI
 

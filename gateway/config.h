@@ -135,6 +135,14 @@ struct gw_config {
                                         (S3's PutObject/UploadPart limit) */
         uint64_t discard_body_bytes; /* unread body of a refused request read and dropped
                                         so the client sees the error; default 67108864 */
+        uint32_t max_connections_per_client; /* connections from one address; 0 (default): a
+                                                quarter of max_connections */
+        uint32_t max_transfers_per_client;   /* forwarded requests in flight from one address;
+                                                0 (default): half of upstream.max_connections */
+        uint32_t min_body_rate;              /* request body bytes/s the client must keep up over
+                                                each window while the gateway waits for it; 0 = off;
+                                                default 1024 */
+        uint32_t min_body_rate_window_ms;    /* that window; default 10000 */
     } limits;
 
     struct {

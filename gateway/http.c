@@ -401,10 +401,17 @@ update_io(struct gw_conn *c)
     if (kind != c->tkind) {
         if (kind == GW_TK_BODY) {
             c->since = gw_http_now_ms(); /* the body wait starts now */
+            c->rate_since = c->since;    /* and so does a min_body_rate window */
+            c->rate_bytes = req->body_received + req->discarded;
         }
         c->tkind = kind;
     }
+    gw_http_fair_idle(c);
     uint64_t deadline = kind == GW_TK_NONE ? 0 : c->since + ms;
+    if (kind == GW_TK_BODY && c->lim.min_body_rate > 0 &&
+        c->rate_since + c->lim.min_body_rate_window_ms < deadline) {
+        deadline = c->rate_since + c->lim.min_body_rate_window_ms;
+    }
     if (deadline == c->deadline) {
         return;
     }
@@ -419,8 +426,8 @@ update_io(struct gw_conn *c)
     (void)evtimer_add(c->timer, &tv);
 }
 
-static void
-conn_free(struct gw_conn *c)
+void
+gw_http_conn_free(struct gw_conn *c)
 {
     struct gw_server *srv = c->srv;
     abort_req(c, ERR_CLOSED);
@@ -438,25 +445,37 @@ conn_free(struct gw_conn *c)
     gw_http_hdr_list_cleanup(&c->head);
     gw_http_hdr_list_cleanup(&c->trail);
     TAILQ_REMOVE(&srv->conns, c, link);
+    if (c->is_idle) {
+        TAILQ_REMOVE(&srv->idle, c, idle_link);
+    }
+    if (c->client != NULL) {
+        c->client->nconns--;
+        gw_http_client_put(c->client);
+    }
     srv->nconns--;
     free(c);
-    if (srv->accepting_paused && !srv->draining) {
-        struct gw_http_limits lim;
-        gw_http_limits_from(&lim, srv->cfg);
-        if (srv->nconns < lim.max_connections) {
-            for (size_t i = 0; i < srv->nlisten; i++) {
-                if (srv->lev[i] != NULL) {
-                    (void)evconnlistener_enable(srv->lev[i]);
-                }
-            }
-            srv->accepting_paused = false;
-        }
+    if (srv->accepting_paused) {
+        gw_http_accept_gate(srv);
     }
     if (srv->draining && srv->nconns == 0 && srv->drain_done != NULL) {
         void (*done)(void *) = srv->drain_done;
         srv->drain_done = NULL;
         done(srv->drain_arg);
     }
+}
+
+void
+gw_http_resume_accepting(struct gw_server *srv)
+{
+    if (srv->draining) {
+        return;
+    }
+    for (size_t i = 0; i < srv->nlisten; i++) {
+        if (srv->lev[i] != NULL) {
+            (void)evconnlistener_enable(srv->lev[i]);
+        }
+    }
+    srv->accepting_paused = false;
 }
 
 static void
@@ -486,7 +505,7 @@ conn_process(struct gw_conn *c)
     }
     c->in_process = false;
     if (c->dead) {
-        conn_free(c);
+        gw_http_conn_free(c);
         return;
     }
     update_io(c);
@@ -576,6 +595,26 @@ on_kick(evutil_socket_t fd, short what, void *arg)
     conn_process(c);
 }
 
+/*
+ * The body timer fired: whether the body wait is over, by body_timeout_ms or
+ * by a min_body_rate window the client did not keep up.  If neither, a new
+ * window starts and the timer is armed again.
+ */
+static bool
+body_timed_out(struct gw_conn *c)
+{
+    uint64_t now = gw_http_now_ms();
+    if (now >= c->since + c->lim.body_timeout_ms) {
+        return true;
+    }
+    if (c->lim.min_body_rate > 0 && now >= c->rate_since + c->lim.min_body_rate_window_ms &&
+        !gw_http_fair_rate_check(c, now)) {
+        return true;
+    }
+    conn_process(c); /* re-arms from the new window (tkind unchanged) */
+    return false;
+}
+
 /* the connection timer */
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
@@ -598,6 +637,9 @@ on_timer(evutil_socket_t fd, short what, void *arg)
                            "to within the timeout period.");
         break;
     case GW_TK_BODY:
+        if (req != NULL && !body_timed_out(c)) {
+            return; /* the client kept min_body_rate: a new window is armed */
+        }
         if (req == NULL || req->resp == GW_RESP_ENDED) {
             c->dead = true;
             break;
@@ -622,14 +664,19 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- connections and listeners ---- */
 
-int
-gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls)
+/* Serve bev (owned) for the client cl (its reference and connection count, owned). */
+static int
+conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls,
+            struct gw_client *cl)
 {
     struct gw_conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         bufferevent_free(bev);
+        cl->nconns--;
+        gw_http_client_put(cl);
         return ERR_NOMEM;
     }
+    c->client = cl;
     c->srv = srv;
     c->bev = bev;
     c->is_tls = is_tls;
@@ -644,7 +691,7 @@ gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *p
     c->kick = evtimer_new(srv->base, on_kick, c);
     if (c->timer == NULL || c->kick == NULL) {
         c->dead = true;
-        conn_free(c);
+        gw_http_conn_free(c);
         return ERR_NOMEM;
     }
     llhttp_init(&c->parser, HTTP_REQUEST, &gw_http_settings);
@@ -661,6 +708,20 @@ gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *p
     (void)bufferevent_enable(bev, EV_READ | EV_WRITE);
     update_io(c);
     return 0;
+}
+
+int
+gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls)
+{
+    struct gw_http_limits lim;
+    gw_http_limits_from(&lim, srv->cfg);
+    bool full = false;
+    struct gw_client *cl = gw_http_fair_admit(srv, peer, &lim, &full);
+    if (cl == NULL) {
+        bufferevent_free(bev);
+        return full ? ERR_AGAIN : ERR_DENIED;
+    }
+    return conn_attach(srv, bev, peer, is_tls, cl);
 }
 
 static void
@@ -702,13 +763,23 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
     }
     struct gw_http_limits lim;
     gw_http_limits_from(&lim, srv->cfg);
-    if (srv->draining || idx == srv->nlisten || srv->nconns >= lim.max_connections) {
+    if (srv->draining || idx == srv->nlisten) {
         (void)evutil_closesocket(fd);
         pause_accepting(srv);
         return;
     }
     char peer[64];
     peer_name(sa, (socklen_t)salen, peer, sizeof(peer));
+    bool full = false;
+    struct gw_client *cl = gw_http_fair_admit(srv, peer, &lim, &full);
+    if (cl == NULL) {
+        /* over its address's share (logged there), or at the limit with nothing idle */
+        (void)evutil_closesocket(fd);
+        if (full) {
+            gw_http_accept_gate(srv);
+        }
+        return;
+    }
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     struct bufferevent *bev;
@@ -720,14 +791,26 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
     if (bev == NULL) {
         log_warn("%s: cannot set up the connection", peer);
         (void)evutil_closesocket(fd);
+        cl->nconns--;
+        gw_http_client_put(cl);
         return;
     }
-    if (gw_http_conn_adopt(srv, bev, peer, srv->tls[idx] != NULL) != 0) {
+    if (conn_attach(srv, bev, peer, srv->tls[idx] != NULL, cl) != 0) {
         log_warn("%s: out of memory", peer);
-        return;
     }
-    if (srv->nconns >= lim.max_connections) {
-        log_warn("%zu connections: not accepting more", srv->nconns);
+    gw_http_accept_gate(srv);
+}
+
+void
+gw_http_accept_gate(struct gw_server *srv)
+{
+    struct gw_http_limits lim;
+    gw_http_limits_from(&lim, srv->cfg);
+    bool room = srv->nconns < lim.max_connections || !TAILQ_EMPTY(&srv->idle);
+    if (room && srv->accepting_paused) {
+        gw_http_resume_accepting(srv);
+    } else if (!room && !srv->accepting_paused) {
+        log_warn("%zu connections, none idle: not accepting more", srv->nconns);
         pause_accepting(srv);
     }
 }
@@ -810,6 +893,10 @@ gw_server_new(struct event_base *base, const struct gw_config *cfg, gw_request_f
     srv->on_request = on_request;
     srv->arg = arg;
     TAILQ_INIT(&srv->conns);
+    if (gw_http_fair_init(srv) != 0) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
     for (size_t i = 0; i < cfg->nlisten && i < GW_CONFIG_MAX_LISTEN; i++) {
         srv->nlisten = i + 1;
         if (listen_one(srv, i, &cfg->listen[i], errbuf, errlen) != 0) {
@@ -871,12 +958,13 @@ gw_server_free(struct gw_server *srv)
     struct gw_conn *c = TAILQ_FIRST(&srv->conns);
     while (c != NULL) {
         struct gw_conn *next = TAILQ_NEXT(c, link);
-        conn_free(c); /* on_abort handlers must not free other connections */
+        gw_http_conn_free(c); /* on_abort handlers must not free other connections */
         c = next;
     }
     for (size_t i = 0; i < GW_CONFIG_MAX_LISTEN; i++) {
         gw_tls_free(srv->tls[i]);
     }
+    gw_http_fair_cleanup(srv);
     free(srv->rbuf);
     free(srv);
 }

@@ -51,12 +51,20 @@
  *   501 NotImplemented                Transfer-Encoding other than a lone "chunked" (as S3)
  *   505 HTTPVersionNotSupported       HTTP/1.2+, HTTP/2 preface
  *   405 MethodNotAllowed              CONNECT
- *   400 RequestTimeout                header timeout after a first byte, body timeout
+ *   400 RequestTimeout                header timeout after a first byte, body timeout,
+ *                                     a body slower than limits.min_body_rate over a window
  *   503 ServiceUnavailable            out of memory
  * A connection that never sends a byte, or is idle between requests, is
  * closed silently at its timeout.  Connections close "lingering" (FIN, then
  * input is read and dropped for up to 2 s) so a final error is not lost to a
  * TCP reset.
+ *
+ * Fair use (DESIGN G10, gateway/http_fair.c): one client address holds at
+ * most limits.max_connections_per_client connections (more are closed at
+ * accept) and limits.max_transfers_per_client transfers (gw_req_transfer_begin);
+ * at limits.max_connections the oldest idle connection is closed for a new
+ * one; a body slower than limits.min_body_rate over a window is cut like a
+ * body timeout (on_abort(ERR_TIMEOUT), 400 RequestTimeout).
  *
  * EOF from the client: while a request body is incomplete, on_abort(ERR_CLOSED);
  * once the body is complete the response is still written (HTTP/1.0 tools
@@ -182,6 +190,23 @@ uint64_t gw_req_body_received(const struct gw_req *req);
 
 /* gw_req_set_close - close the connection after this response. */
 void gw_req_set_close(struct gw_req *req);
+
+struct gw_client;
+
+/*
+ * gw_req_transfer_begin - count one upstream transfer against the address
+ * req came from (DESIGN G10: no client holds more than its share of upstream
+ * transfers).  Returns the client's entry, a reference the caller owns until
+ * it calls gw_client_transfer_end (it may outlive req, its connection and the
+ * server), or NULL when that address already has
+ * limits.max_transfers_per_client transfers (counted in
+ * fencegate_client_transfers_refused, logged at most once a second): answer
+ * 503 SlowDown.
+ */
+MUST_USE struct gw_client *gw_req_transfer_begin(struct gw_req *req);
+
+/* gw_client_transfer_end - the transfer counted by gw_req_transfer_begin is over.  NULL-safe. */
+void gw_client_transfer_end(struct gw_client *cl);
 
 /* ---- the response ---- */
 

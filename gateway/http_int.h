@@ -53,6 +53,32 @@ struct gw_http_limits {
     size_t max_connections;      /* open client connections */
     size_t buffer_bytes;         /* request body buffer cap and output watermark */
     uint64_t discard_body_bytes; /* unread body read and dropped after the response */
+    size_t max_conns_per_client; /* open connections from one client address */
+    size_t max_xfers_per_client; /* forwarded requests in flight from one client address */
+    uint32_t min_body_rate;      /* body bytes/s over each window while waiting; 0 = off */
+    uint32_t min_body_rate_window_ms; /* that window */
+};
+
+#define GW_HTTP_CLIENT_BUCKETS 4096 /* hash buckets of the client-address table */
+
+/*
+ * One client address (the host part of the peer, without the port), shared
+ * by its connections and by the upstream transfers it started; freed when the
+ * last of them lets go.  Per-client fair use (DESIGN G10) counts here.
+ */
+struct gw_client {
+    struct gw_server *srv;  /* the table's owner; NULL once the server is freed (orphan) */
+    struct gw_client *next; /* hash chain in srv->clients */
+    size_t refs;            /* connections + transfers holding it */
+    size_t nconns;          /* open connections */
+    size_t nxfers;          /* transfers counted by gw_req_transfer_begin */
+    char addr[64];          /* "ip" (the peer without its port), "ip6/64" for IPv6 */
+};
+
+/* A warning logged at most once a second, with the count of those not logged. */
+struct gw_ratelog {
+    uint64_t last_ms;      /* when the last line was logged */
+    unsigned long skipped; /* occurrences since then */
 };
 
 /* Text and offsets of one header block (the head, or the trailers). */
@@ -98,9 +124,15 @@ struct gw_server {
     uint16_t port[GW_CONFIG_MAX_LISTEN];              /* bound ports */
     size_t nlisten;                                   /* listeners in use */
     bool accepting_paused;                            /* listeners disabled by max_connections */
-    bool draining;                                    /* gw_server_drain was called */
-    void (*drain_done)(void *arg);           /* called once when the last connection closes */
-    void *drain_arg;                         /* its argument */
+    struct gw_client **clients; /* owned; GW_HTTP_CLIENT_BUCKETS chains of client addresses */
+    TAILQ_HEAD(gw_idle_list, gw_conn) idle; /* connections with nothing in progress, oldest first */
+    struct gw_ratelog log_conns;            /* connections refused: one client over its share */
+    struct gw_ratelog log_xfers;            /* transfers refused: one client over its share */
+    struct gw_ratelog log_shed;             /* idle connections closed at the connection limit */
+    struct gw_ratelog log_slow;             /* bodies cut under limits.min_body_rate */
+    bool draining;                          /* gw_server_drain was called */
+    void (*drain_done)(void *arg);          /* called once when the last connection closes */
+    void *drain_arg;                        /* its argument */
     TAILQ_HEAD(gw_conn_list, gw_conn) conns; /* every open connection */
     size_t nconns;                           /* length of conns */
     int64_t date_sec;                        /* second of the cached Date value */
@@ -109,8 +141,14 @@ struct gw_server {
 };
 
 struct gw_conn {
-    struct gw_server *srv;       /* owner */
-    TAILQ_ENTRY(gw_conn) link;   /* in srv->conns */
+    struct gw_server *srv;          /* owner */
+    TAILQ_ENTRY(gw_conn) link;      /* in srv->conns */
+    TAILQ_ENTRY(gw_conn) idle_link; /* in srv->idle while is_idle */
+    bool is_idle;                /* in srv->idle: nothing in progress, or lingering: may be shed */
+    bool idle_linger;            /* in srv->idle as a lingering connection (at its head) */
+    struct gw_client *client;    /* its address's entry (one reference), or NULL */
+    uint64_t rate_since;         /* start of the current min_body_rate window (mono ms) */
+    uint64_t rate_bytes;         /* req->body_received at rate_since */
     struct bufferevent *bev;     /* owned; closes the socket on free */
     struct event *timer;         /* owned; idle/head/body/linger deadline */
     struct event *kick;          /* owned; runs the state machine from the loop */
@@ -203,16 +241,65 @@ bool gw_http_body_discardable(const struct gw_req *req);
 /* gw_http_conn_kick - run the connection's state machine from the event loop soon. */
 void gw_http_conn_kick(struct gw_conn *c);
 
+/* gw_http_conn_free - close c now and free it (its request gets on_abort); c must not be
+ * inside its own state machine (a callback of another connection or the listener). */
+void gw_http_conn_free(struct gw_conn *c);
+
+/* gw_http_resume_accepting - enable the listeners paused at limits.max_connections. */
+void gw_http_resume_accepting(struct gw_server *srv);
+
+/*
+ * gw_http_accept_gate - accept while there is room: below limits.max_connections,
+ * or an idle connection to shed for the next one.  Otherwise pause the listeners
+ * (new connections wait in the kernel's backlog) until a connection closes or
+ * turns idle.
+ */
+void gw_http_accept_gate(struct gw_server *srv);
+
 /* gw_http_now_ms - the monotonic clock in ms. */
 uint64_t gw_http_now_ms(void);
 
 /*
  * gw_http_conn_adopt - serve HTTP on bev (owned from now on: freed with the
- * connection), as if accepted; used by the listener, the fuzz target and tests.
- * [in] peer  "ip:port" (copied).  Returns 0 or ERR_NOMEM (bev freed).
+ * connection), as if accepted (fair-use admission included); used by the fuzz
+ * target and tests.
+ * [in] peer  "ip:port" (copied).  Returns 0, or (bev freed) ERR_NOMEM,
+ * ERR_DENIED (peer's address over limits.max_connections_per_client) or
+ * ERR_AGAIN (at limits.max_connections with no idle connection to shed).
  */
 MUST_USE int gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *peer,
                                 bool is_tls);
+
+/* ---- gateway/http_fair.c: per-client shares, idle shedding, minimum body rate ---- */
+
+/* gw_http_fair_init / _cleanup - the client table of srv (cleanup orphans entries still
+ * held by transfers; they are freed when released).  init returns 0 or ERR_NOMEM. */
+MUST_USE int gw_http_fair_init(struct gw_server *srv);
+void gw_http_fair_cleanup(struct gw_server *srv);
+
+/*
+ * gw_http_fair_admit - a connection from peer ("ip:port") was accepted: make
+ * room for it.  Returns the client entry (a reference for the connection), or
+ * NULL to refuse it (its address already holds limits.max_connections_per_client,
+ * or out of memory; counted and logged).  At limits.max_connections the oldest
+ * idle connection is closed first (counted, logged); with none, NULL as well.
+ * [out] full  true when refused for the global limit (the caller pauses accepting).
+ */
+struct gw_client *gw_http_fair_admit(struct gw_server *srv, const char *peer,
+                                     const struct gw_http_limits *lim, bool *full);
+
+/* gw_http_client_put - drop one reference to cl (NULL-safe); frees it at zero. */
+void gw_http_client_put(struct gw_client *cl);
+
+/* gw_http_fair_idle - keep c's place in the idle list in step with its state. */
+void gw_http_fair_idle(struct gw_conn *c);
+
+/*
+ * gw_http_fair_rate_check - the min_body_rate window of c's request ended
+ * (now >= rate_since + window): true if the client sent enough in it (a new
+ * window starts), false if it must be cut (counted and logged).
+ */
+bool gw_http_fair_rate_check(struct gw_conn *c, uint64_t now);
 
 /* ---- gateway/http_parse.c ---- */
 

@@ -45,6 +45,13 @@ gw_http_limits_from(struct gw_http_limits *l, const struct gw_config *cfg)
     l->buffer_bytes = or_default(cfg->limits.buffer_bytes, 262144);
     l->discard_body_bytes =
         cfg->limits.discard_body_bytes != 0 ? cfg->limits.discard_body_bytes : 67108864;
+    /* fair shares (DESIGN G10): a quarter of the connections, half the upstream ones */
+    l->max_conns_per_client =
+        or_default(cfg->limits.max_connections_per_client, (uint32_t)(l->max_connections + 3) / 4);
+    l->max_xfers_per_client = or_default(cfg->limits.max_transfers_per_client,
+                                         (or_default(cfg->upstream.max_connections, 256) + 1) / 2);
+    l->min_body_rate = cfg->limits.min_body_rate; /* 0: off */
+    l->min_body_rate_window_ms = or_default(cfg->limits.min_body_rate_window_ms, 10000);
 }
 
 /* ---- header lists ---- */

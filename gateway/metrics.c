@@ -47,6 +47,12 @@ gw_metrics_render(struct buf *out)
         ROW(window_cuts, "counter", "Writes cut before their last byte: no write window."),
         ROW(checksum_trailers_forwarded, "gauge",
             "1 if client checksum trailers are forwarded upstream, 0 if only verified."),
+        ROW(client_conns_refused, "counter",
+            "Connections closed at accept: their address held max_connections_per_client."),
+        ROW(client_transfers_refused, "counter",
+            "Requests answered 503 SlowDown: their address held max_transfers_per_client."),
+        ROW(idle_shed, "counter", "Idle connections closed to admit new ones at max_connections."),
+        ROW(slow_bodies_cut, "counter", "Request bodies cut: slower than min_body_rate."),
 #undef ROW
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

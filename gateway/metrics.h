@@ -32,6 +32,10 @@ struct gw_metrics {
     uint64_t window_holds;                /* last bytes held for a write window */
     uint64_t window_cuts;                 /* writes cut before their last byte: no window */
     uint64_t checksum_trailers_forwarded; /* 1: client checksum trailers go upstream */
+    uint64_t client_conns_refused;        /* connections refused: address over its share */
+    uint64_t client_transfers_refused;    /* requests answered 503: address over its share */
+    uint64_t idle_shed;                   /* idle connections closed at the connection limit */
+    uint64_t slow_bodies_cut;             /* bodies cut under limits.min_body_rate */
 };
 
 /* The one instance. */

@@ -66,20 +66,21 @@ struct preq {
     char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
     uint64_t token;                   /* fenced write: the admitted token */
     char principal[64];               /* fenced write: for the audit */
-    struct gw_s3xml *tap; /* owned; fenced Create/Complete: the answer parsed on its way */
-    char *query;          /* owned; fenced Create/Complete/Abort: the raw query, for
-                             gw_upload_response (also once the client is gone) */
-    int status;           /* the upstream's status */
-    bool held;            /* fenced: the body's last byte is held for a write window */
-    char held_byte;       /* ... that byte */
-    bool start_pending;   /* fenced, body-less: the head waits for a write window */
-    struct gw_s3msg msg;  /* the signed upstream request until its transfer starts */
-    const char *method;   /* the client's method (borrowed from req) */
-    int64_t up_length;    /* the upstream body length, -1 for none */
-    bool is_write;        /* for the metrics */
-    bool detached;        /* the client left after the whole request was sent: the transfer
-                             runs on for the barrier (G3), its answer discarded */
-    char reqid[24];       /* detached: the request id, for the log */
+    struct gw_s3xml *tap;     /* owned; fenced Create/Complete: the answer parsed on its way */
+    char *query;              /* owned; fenced Create/Complete/Abort: the raw query, for
+                                 gw_upload_response (also once the client is gone) */
+    int status;               /* the upstream's status */
+    bool held;                /* fenced: the body's last byte is held for a write window */
+    char held_byte;           /* ... that byte */
+    bool start_pending;       /* fenced, body-less: the head waits for a write window */
+    struct gw_s3msg msg;      /* the signed upstream request until its transfer starts */
+    const char *method;       /* the client's method (borrowed from req) */
+    int64_t up_length;        /* the upstream body length, -1 for none */
+    bool is_write;            /* for the metrics */
+    struct gw_client *client; /* its address's transfer share (gw_req_transfer_begin) */
+    bool detached;            /* the client left after the whole request was sent: the transfer
+                                 runs on for the barrier (G3), its answer discarded */
+    char reqid[24];           /* detached: the request id, for the log */
     /* detached: in px->detached */
     TAILQ_ENTRY(preq) link;
 };
@@ -217,6 +218,7 @@ preq_free(struct preq *p)
         return;
     }
     gw_xfer_cancel(p->x);
+    gw_client_transfer_end(p->client);  /* the upstream slot is free again */
     gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
     gw_s3msg_cleanup(&p->msg);
     if (p->detached) {
@@ -690,6 +692,19 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     p->req = req;
     p->is_head = strcmp(gw_req_method(req), "HEAD") == 0;
     gw_req_set_ops(req, &preq_ops, p);
+    p->client = gw_req_transfer_begin(req);
+    if (p->client == NULL) {
+        /* DESIGN G10: this address holds its share of upstream transfers (logged) */
+        gw_metrics_count_status(503);
+        gw_s3err_send(req, 503, "SlowDown",
+                      "Too many requests in flight from your address. Please reduce your "
+                      "request rate.");
+        p->req = NULL;
+        if (fenced != NULL) {
+            p->ticket = fenced->ticket; /* released with p */
+        }
+        goto fail_quiet;
+    }
     if (fenced != NULL) {
         p->ticket = fenced->ticket;
         gw_fence_ticket_rebind(p->ticket, on_cut, on_resume, p);

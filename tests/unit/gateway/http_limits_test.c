@@ -229,9 +229,13 @@ test_max_connections(void **state)
 {
     (void)state;
     cfg.limits.max_connections = 2;
+    cfg.limits.max_connections_per_client = 3;
     struct client a, b, c;
     cl_open(&a);
     cl_open(&b);
+    /* heads in progress: nothing idle to shed (http_fair_test.c sheds) */
+    cl_sends(&a, "GET /a HTTP/1.1\r\n");
+    cl_sends(&b, "GET /b HTTP/1.1\r\n");
     pump_ms(&a, 30);
     assert_int_equal(srv->nconns, 2);
     assert_true(srv->accepting_paused);
