@@ -103,9 +103,9 @@ date_http_format(int64_t sec, char out[DATE_HTTP_LEN + 1])
     unsigned m;
     unsigned d;
     date_civil_from_days(days, &y, &m, &d);
-    int n = snprintf(out, DATE_HTTP_LEN + 1, "%s, %02u %s %04d %02d:%02d:%02d GMT", wdays[days % 7],
-                     d, months[m - 1], (int)y, (int)(rem / 3600), (int)(rem / 60 % 60),
-                     (int)(rem % 60));
+    int n =
+        snprintf(out, DATE_HTTP_LEN + 1, "%s, %02u %s %04d %02d:%02d:%02d GMT", wdays[days % 7], d,
+                 months[m - 1], (int)y, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
     return n == DATE_HTTP_LEN ? 0 : ERR_INVAL;
 }
 

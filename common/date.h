@@ -18,9 +18,9 @@
 
 #include "common/err.h"
 
-#define DATE_RFC3339_LEN 24                        /* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
-#define DATE_HTTP_LEN    29                        /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-#define DATE_MAX_MS      INT64_C(253402300799999)  /* 9999-12-31T23:59:59.999Z */
+#define DATE_RFC3339_LEN 24                       /* "YYYY-MM-DDTHH:MM:SS.mmmZ" */
+#define DATE_HTTP_LEN    29                       /* "Sun, 06 Nov 1994 08:49:37 GMT" */
+#define DATE_MAX_MS      INT64_C(253402300799999) /* 9999-12-31T23:59:59.999Z */
 
 /* date_days_from_civil - days since 1970-01-01 of y-m-d (m 1..12, d 1..31; not checked). */
 int64_t date_days_from_civil(int64_t y, unsigned m, unsigned d);

@@ -100,8 +100,14 @@ test_rfc3339(void **state)
     assert_int_equal(date_rfc3339_format(-1, t), ERR_INVAL);
     assert_int_equal(date_rfc3339_format(DATE_MAX_MS + 1, t), ERR_INVAL);
     static const char *const bad[] = {
-        NULL, "", "2026-02-29T00:00:00.000Z", "2026-11-21T10:15:30Z", "2026-11-21t10:15:30.123Z",
-        "1969-12-31T23:59:59.999Z", "2026-11-21T24:00:00.000Z", "2026-13-01T00:00:00.000Z",
+        NULL,
+        "",
+        "2026-02-29T00:00:00.000Z",
+        "2026-11-21T10:15:30Z",
+        "2026-11-21t10:15:30.123Z",
+        "1969-12-31T23:59:59.999Z",
+        "2026-11-21T24:00:00.000Z",
+        "2026-13-01T00:00:00.000Z",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ms = 42;
