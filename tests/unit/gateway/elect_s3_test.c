@@ -1,7 +1,7 @@
 /*
  * tests/unit/gateway/elect_s3_test.c: the s3 election backend's pure parts
- * (IMF-fixdate parser, status mapping) through its statics, and the
- * asynchronous contract without a store: synchronous refusals run no
+ * (the IMF-fixdate parser of common/time.c it uses, status mapping through
+ * its statics), and the asynchronous contract without a store: synchronous refusals run no
  * callback, a refused connection is ERR_UPSTREAM from the loop (never before
  * the call returns), and free cancels pending operations silently.  The
  * behaviour against a real S3 is tests/integration/test_elect_s3_backend.py.
@@ -27,19 +27,19 @@ test_http_date(void **state)
     (void)state;
     int64_t ms = 0;
     /* RFC 9110 5.6.7's example. */
-    assert_int_equal(http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT", &ms), 0);
+    assert_int_equal(time_http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT", &ms), 0);
     assert_int_equal(ms, 784111777LL * 1000);
-    assert_int_equal(http_date_parse("Thu, 01 Jan 1970 00:00:00 GMT", &ms), 0);
+    assert_int_equal(time_http_date_parse("Thu, 01 Jan 1970 00:00:00 GMT", &ms), 0);
     assert_int_equal(ms, 0);
     /* An RGW answer from the integration run. */
-    assert_int_equal(http_date_parse("Sat, 21 Nov 2026 22:45:45 GMT", &ms), 0);
+    assert_int_equal(time_http_date_parse("Sat, 21 Nov 2026 22:45:45 GMT", &ms), 0);
     assert_int_equal(ms, 1795301145LL * 1000);
-    assert_int_equal(http_date_parse("Tue, 29 Feb 2028 23:59:59 GMT", &ms), 0);
+    assert_int_equal(time_http_date_parse("Tue, 29 Feb 2028 23:59:59 GMT", &ms), 0);
     assert_int_equal(ms, 1835481599LL * 1000);
-    assert_int_equal(http_date_parse("Fri, 31 Dec 9999 23:59:59 GMT", &ms), 0);
+    assert_int_equal(time_http_date_parse("Fri, 31 Dec 9999 23:59:59 GMT", &ms), 0);
     assert_int_equal(ms, 253402300799LL * 1000);
     /* A leap second reads as :59. */
-    assert_int_equal(http_date_parse("Sat, 31 Dec 2016 23:59:60 GMT", &ms), 0);
+    assert_int_equal(time_http_date_parse("Sat, 31 Dec 2016 23:59:60 GMT", &ms), 0);
     assert_int_equal(ms, 1483228799LL * 1000);
 
     static const char *const bad[] = {
@@ -69,7 +69,7 @@ test_http_date(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ms = 42;
-        assert_int_equal(http_date_parse(bad[i], &ms), ERR_INVAL);
+        assert_int_equal(time_http_date_parse(bad[i], &ms), ERR_INVAL);
         assert_int_equal(ms, 42);
     }
 }
