@@ -14,15 +14,17 @@ def _path():
     return Path(root) / "clients.json"
 
 
-def record(client, token, tested):
-    """client: name and version/mode; token: how it sends a fencing token; tested: what ran."""
+def record(client, tested, token=None):
+    """client: name and version/mode; tested: what ran; token: how the test sent it a
+    fencing token (None: this test sent none)."""
     p = _path()
     p.parent.mkdir(parents=True, exist_ok=True)
     with open(p.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = json.loads(p.read_text()) if p.exists() else {}
-        entry = data.setdefault(client, {"token": token, "tested": []})
-        entry["token"] = token
+        entry = data.setdefault(client, {"token": [], "tested": []})
+        if token is not None and token not in entry["token"]:
+            entry["token"].append(token)
         if tested not in entry["tested"]:
             entry["tested"].append(tested)
         tmp = p.with_suffix(".tmp")

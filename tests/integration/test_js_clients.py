@@ -119,12 +119,12 @@ def test_aws_sdk_js_v3(jsdir, jsgw, rgw, bucket):
     print(f"sdk v3 script: {took:.1f} s")
     version = json.loads((jsdir / "node_modules/@aws-sdk/client-s3/package.json").read_text())
     record(f"AWS SDK for JavaScript v3 ({version['version']})",
-           "X-Fencing-Token header via a build-step middleware; metadata on "
-           "CreateMultipartUpload (lib-storage Upload)",
            "PutObject (CRC32; streamed aws-chunked with trailer), lib-storage multipart 64 MiB, "
            "ranged GET, LIST v2 with continuation, COPY, DeleteObjects, presigned GET/PUT, "
            "fenced PUT and multipart, stale token → 409 StaleFencingToken in 1 attempt, "
-           "wrong secret refused")
+           "wrong secret refused",
+           "X-Fencing-Token header added by a build-step middleware; Metadata on "
+           "CreateMultipartUpload (lib-storage Upload)")
 
 
 def test_minio_js(jsdir, jsgw, rgw, bucket):
@@ -138,7 +138,7 @@ def test_minio_js(jsdir, jsgw, rgw, bucket):
     print(f"minio script: {took:.1f} s")
     version = json.loads((jsdir / "node_modules/minio/package.json").read_text())
     record(f"MinIO JavaScript client ({version['version']})",
-           "metadata (x-amz-meta-fencing-token) on PutObject and CreateMultipartUpload",
            "putObject small and multipart 64 MiB, getPartialObject, listObjectsV2Query with "
            "continuation, copyObject, removeObjects, presigned GET/PUT, fenced put and "
-           "multipart, stale token → 409 StaleFencingToken, wrong secret refused")
+           "multipart, stale token → 409 StaleFencingToken, wrong secret refused",
+           "metadata (x-amz-meta-fencing-token) on PutObject and CreateMultipartUpload")

@@ -95,8 +95,7 @@ def test_rclone_default_operations(rgw_gw, rgw, bucket, tmp_path):
     assert sorted(rgw_keys(rgw, bucket, "rc/sync/")) == \
         ["rc/sync/four", "rc/sync/sub/three", "rc/sync/two"]
     assert body_at_rgw(rgw, bucket, "rc/sync/two") == b"changed"
-    record("rclone (Debian, default settings)", "--header \"X-Fencing-Token: N\" (sent "
-           "unsigned) or --header-upload \"X-Amz-Meta-Fencing-Token: N\"",
+    record("rclone (Debian, default settings)",
            "mkdir, copyto, copy, rcat, multipart copyto, ls, lsjson, cat, moveto, delete, sync")
 
 
@@ -133,3 +132,8 @@ def test_rclone_fenced_uploads(rgw_gw, rgw, bucket, tmp_path):
     # (its first request is a HEAD: the 403 has no body to name the code)
     assert r.returncode != 0 and "status code: 403" in r.stderr, r.stderr
     assert rgw_keys(rgw, bucket, "rc/bad.txt") == []
+    record("rclone (Debian, default settings)", "fenced copyto; no token 428",
+           "--header \"X-Fencing-Token: N\" (sent unsigned)")
+    record("rclone (Debian, default settings)",
+           "fenced copyto with metadata; stale token refused once; wrong secret refused",
+           "--header-upload \"X-Amz-Meta-Fencing-Token: N\"")

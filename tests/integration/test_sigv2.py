@@ -87,8 +87,7 @@ def test_boto3_header_form_object_ops(v2gw, rgw, bucket):
                                                             for i in range(3)]})
     assert len(r["Deleted"]) == 3
     assert rgw_keys(rgw, bucket, "v2/list/") == []
-    record("boto3 (SigV2)", "X-Fencing-Token header (event hook) or x-amz-meta-fencing-token",
-           "SigV2 header form: PUT, ranged GET, COPY, LIST v2 + continuation, multipart, "
+    record("boto3 (SigV2)", "PUT, ranged GET, COPY, LIST v2 with continuation, multipart, "
            "DeleteObjects")
 
 
@@ -115,7 +114,7 @@ def test_presigned_get_put(v2gw, rgw, bucket):
         "get_object", Params={"Bucket": bucket, "Key": "v2/pre"}, ExpiresIn=300)
     r = requests.get(url, timeout=10)
     assert r.status_code == 200 and r.content == b"presigned v2", (url, r.text)
-    record("boto3 generate_presigned_url (SigV2)", "X-Fencing-Token header sent with the URL",
+    record("boto3 generate_presigned_url (SigV2)",
            "presigned GET (with response-content-type) and PUT")
 
 
@@ -203,6 +202,11 @@ def test_fenced_writes_via_sigv2(v2gw, rgw, bucket):
                      headers={"X-Fencing-Token": str(stale), "X-Fencing-Lock": LOCK})
     assert r.status_code == 409 and error_code(r) == "StaleFencingToken", r.text
     assert rgw_keys(rgw, bucket, "orders/v2pre-stale") == []
+    record("boto3 (SigV2)", "fenced PUT, stale token 409, no token 428",
+           "X-Fencing-Token header (before-sign hook)")
+    record("boto3 (SigV2)", "fenced PUT with metadata", "Metadata={\"fencing-token\": N}")
+    record("boto3 generate_presigned_url (SigV2)", "fenced presigned PUT, stale token 409",
+           "X-Fencing-Token header sent with the URL (unsigned)")
 
 
 def test_s3cmd_sigv2_and_signurl(v2gw, rgw, bucket, tmp_path):
@@ -226,8 +230,7 @@ def test_s3cmd_sigv2_and_signurl(v2gw, rgw, bucket, tmp_path):
     r = gw.s3cmd(["del", f"s3://{bucket}/v2/s3cmd"], **kw)
     assert r.returncode == 0, r.stderr
     assert rgw_keys(rgw, bucket, "v2/s3cmd") == []
-    record("s3cmd signature_v2 = True", "--add-header=X-Fencing-Token:N or metadata",
-           "SigV2 put, ls, get, del; signurl GET")
+    record("s3cmd signature_v2 = True", "put, ls, get, del; signurl GET")
 
 
 def test_aws_cli_presign(v2gw, rgw, bucket):
@@ -240,4 +243,4 @@ def test_aws_cli_presign(v2gw, rgw, bucket):
     got = requests.get(url, timeout=10)
     assert got.status_code == 200 and got.content == b"cli presign", (url, got.text)
     form = "SigV2" if "AWSAccessKeyId=" in url else "SigV4"
-    record(f"aws cli presign ({form})", "-", "presigned GET")
+    record(f"aws cli v2 presign ({form})", "presigned GET")
