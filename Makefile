@@ -1,10 +1,11 @@
-# fencegate build.  Targets: all check unit integration lint check-deps fuzz
+# fencegate build.  Targets: all check unit integration js-deps lint check-deps fuzz
 # fuzz-smoke bench fault-long fault-bypass deps run demo clean.  Sources, unit tests (tests/unit/**/
 # *_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
 #
 #   make deps                      install Debian packages (root)
 #   make                           build/fencegate
 #   make check                     unit + integration tests
+#   make js-deps                   npm packages of the JS client tests, into build/js
 #   make SAN=address,undefined check   the same under sanitizers (in build/san)
 
 PKGS    := libevent libevent_openssl libcurl openssl jansson lmdb expat
@@ -44,7 +45,7 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 
-.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows bench-stays-up \
+.PHONY: all check unit integration js-deps lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows bench-stays-up \
         fault-long fault-bypass deps run demo clean format
 
 all: $(BIN) $(HELPER_BINS)
@@ -86,9 +87,19 @@ check: unit integration
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(BIN) $(HELPER_BINS)
+integration: $(BIN) $(HELPER_BINS) js-deps
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \
 	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra tests/integration $(PYTEST_ARGS)
+
+# npm packages the JS client tests drive, pinned by tests/js/package-lock.json,
+# installed into the build tree (never into the repository).
+JS_STAMP := $(BUILD)/js/node_modules/.fencegate-installed
+js-deps: $(JS_STAMP)
+$(JS_STAMP): tests/js/package.json tests/js/package-lock.json
+	mkdir -p $(BUILD)/js
+	cp tests/js/package.json tests/js/package-lock.json $(BUILD)/js/
+	cd $(BUILD)/js && npm ci --no-audit --no-fund --loglevel=error </dev/null
+	touch $@
 
 bench: $(BENCH_BINS) $(BIN)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done

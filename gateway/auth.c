@@ -11,6 +11,7 @@
 #include "gateway/config.h"
 #include "gateway/http.h"
 #include "gateway/s3req.h"
+#include "gateway/sigv2.h"
 
 static int
 refuse(struct gw_auth_fail *fail, int status, const char *code, const char *message)
@@ -113,6 +114,119 @@ fail_from_verify(enum gw_sigv4_fail why, struct gw_auth_fail *fail)
     }
 }
 
+/* The request's headers as signer input (owned array, borrowed strings), or NULL (OOM). */
+static struct gw_sigv4_header *
+headers_view(struct gw_req *req)
+{
+    size_t n = gw_req_header_count(req);
+    struct gw_sigv4_header *hs = calloc(n > 0 ? n : 1, sizeof(*hs));
+    for (size_t i = 0; hs != NULL && i < n; i++) {
+        const struct gw_header *h = gw_req_header_at(req, i);
+        hs[i].name = h->name;
+        hs[i].value = h->value;
+    }
+    return hs;
+}
+
+static int
+fail_from_sigv2(enum gw_sigv2_fail why, struct gw_auth_fail *fail)
+{
+    switch (why) {
+    case GW_SIGV2_FAIL_NODATE:
+        return refuse(fail, 403, "AccessDenied",
+                      "AWS authentication requires a valid Date or x-amz-date header");
+    case GW_SIGV2_FAIL_SKEW:
+        return refuse(fail, 403, "RequestTimeTooSkewed",
+                      "The difference between the request time and the current time is too "
+                      "large.");
+    case GW_SIGV2_FAIL_EXPIRED:
+        return refuse(fail, 403, "AccessDenied", "Request has expired");
+    case GW_SIGV2_FAIL_MISMATCH:
+        return refuse(fail, 403, "SignatureDoesNotMatch",
+                      "The request signature we calculated does not match the signature you "
+                      "provided. Check your key and signing method.");
+    case GW_SIGV2_FAIL_INTERNAL:
+        return refuse(fail, 400, "InvalidRequest", "The request is too large to authenticate.");
+    case GW_SIGV2_FAIL_NONE:
+    default:
+        return refuse(fail, 500, "InternalError", "The signature could not be checked.");
+    }
+}
+
+/*
+ * SigV2 (gateway/sigv2.h): the Authorization header "AWS AK:sig" (presigned
+ * false) or AWSAccessKeyId/Signature/Expires in the query.  A query without
+ * them is anonymous.  The body is passed through as sent (SigV2 signs no
+ * payload hash; Content-MD5, if sent, is signed and checked upstream).
+ */
+static int
+check_sigv2(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
+            bool presigned, struct gw_auth *out, struct gw_auth_fail *fail)
+{
+    struct gw_sigv2_authz a;
+    int rc = presigned ? gw_sigv2_presigned_parse(gw_req_query(req), &a)
+                       : gw_sigv2_authz_parse(gw_req_header(req, "authorization"), &a);
+    if (rc == ERR_NOTFOUND) {
+        return refuse(fail, 403, "AccessDenied", "Anonymous access is not allowed.");
+    }
+    if (!cfg->auth.sigv2) {
+        return refuse(fail, 400, "InvalidRequest",
+                      "SigV2 is disabled on this gateway; use SigV4 (AWS4-HMAC-SHA256).");
+    }
+    if (rc != 0) {
+        return presigned ? refuse(fail, 403, "AccessDenied",
+                                  "Query-string authentication requires the Signature, Expires "
+                                  "and AWSAccessKeyId parameters")
+                         : refuse(fail, 400, "InvalidArgument",
+                                  "Authorization header is invalid -- one and only one ' ' "
+                                  "(space) required");
+    }
+    const struct gw_principal *p = gw_config_principal_by_key(cfg, a.access_key);
+    if (p == NULL) {
+        return refuse(fail, 403, "InvalidAccessKeyId",
+                      "The AWS Access Key Id you provided does not exist in our records.");
+    }
+    rc = payload_mode(req, false, out, fail);
+    if (rc != 0) {
+        return rc;
+    }
+    if (out->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+        out->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL) {
+        return refuse(fail, 400, "InvalidRequest",
+                      "Signed aws-chunked uploads need SigV4 (AWS4-HMAC-SHA256).");
+    }
+    size_t n = gw_req_header_count(req);
+    struct gw_sigv4_header *hs = headers_view(req);
+    if (hs == NULL) {
+        return ERR_NOMEM;
+    }
+    struct gw_sigv2_input in = {
+        .method = gw_req_method(req),
+        .path = gw_req_path(req),
+        .query = gw_req_query(req),
+        .headers = hs,
+        .nheaders = n,
+        .vhost_bucket = s3->style == GW_S3_STYLE_VIRTUAL ? s3->bucket : NULL,
+    };
+    enum gw_sigv2_fail why = GW_SIGV2_FAIL_NONE;
+    rc = gw_sigv2_verify(p->secret_key, &a, &in, clock_wall_ms(), &why);
+    free(hs);
+    if (rc == ERR_NOMEM) {
+        return ERR_NOMEM;
+    }
+    if (rc != 0) {
+        log_info("req %s: SigV2 %s for access key %s (principal %s)", gw_req_id(req),
+                 why == GW_SIGV2_FAIL_MISMATCH ? "SignatureDoesNotMatch" : "refused", a.access_key,
+                 p->name);
+        return fail_from_sigv2(why, fail);
+    }
+    out->principal = p;
+    if (!bucket_allowed(p, s3)) {
+        return refuse(fail, 403, "AccessDenied", "Access Denied.");
+    }
+    return 0;
+}
+
 int
 gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
               struct gw_sigv4_keycache *kc, struct gw_auth *out, struct gw_auth_fail *fail)
@@ -137,6 +251,9 @@ gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s
         return rc;
     }
 
+    if (authz != NULL && strncmp(authz, "AWS ", 4) == 0) {
+        return check_sigv2(req, cfg, s3, false, out, fail);
+    }
     if (authz != NULL) {
         rc = gw_sigv4_authz_parse(authz, &a);
         if (rc == ERR_UNSUPPORTED) {
@@ -151,7 +268,7 @@ gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s
     } else {
         rc = gw_sigv4_presigned_parse(gw_req_query(req), &a);
         if (rc == ERR_NOTFOUND) {
-            return refuse(fail, 403, "AccessDenied", "Anonymous access is not allowed.");
+            return check_sigv2(req, cfg, s3, true, out, fail);
         }
         if (rc == ERR_UNSUPPORTED) {
             return refuse(fail, 400, "AuthorizationQueryParametersError",
@@ -174,14 +291,9 @@ gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s
     }
 
     size_t n = gw_req_header_count(req);
-    hs = calloc(n > 0 ? n : 1, sizeof(*hs));
+    hs = headers_view(req);
     if (hs == NULL) {
         return ERR_NOMEM;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct gw_header *h = gw_req_header_at(req, i);
-        hs[i].name = h->name;
-        hs[i].value = h->value;
     }
     struct gw_sigv4_input in = {
         .method = gw_req_method(req),
@@ -226,4 +338,39 @@ gw_auth_cleanup(struct gw_auth *a)
     }
     gw_sigv4_wipe(&a->v, sizeof(a->v));
     a->verified = false;
+}
+
+/* Query parameters that carry a presigned URL's credentials. */
+static const char *const auth_params[] = {
+    "AWSAccessKeyId",       "Signature",           "Expires",
+    "X-Amz-Algorithm",      "X-Amz-Credential",    "X-Amz-Date",
+    "X-Amz-Expires",        "X-Amz-SignedHeaders", "X-Amz-Signature",
+    "X-Amz-Security-Token",
+};
+
+static bool
+is_auth_param(const char *p, size_t n)
+{
+    for (size_t i = 0; i < sizeof(auth_params) / sizeof(auth_params[0]); i++) {
+        if (strlen(auth_params[i]) == n && memcmp(auth_params[i], p, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int
+gw_auth_query_strip(const char *query, struct buf *out)
+{
+    int rc = 0;
+    for (const char *p = query != NULL ? query : ""; rc == 0 && *p != '\0';) {
+        size_t plen = strcspn(p, "&");
+        if (!is_auth_param(p, strcspn(p, "=&")) && plen > 0) {
+            rc = out->len > 0 ? buf_append(out, "&", 1) : 0;
+            rc = rc == 0 ? buf_append(out, p, plen) : rc;
+        }
+        p += plen;
+        p += *p == '&';
+    }
+    return rc;
 }

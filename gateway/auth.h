@@ -1,5 +1,6 @@
 /*
- * gateway/auth.h: inbound authentication (AWS Signature Version 4).
+ * gateway/auth.h: inbound authentication (AWS Signature Version 4, and
+ * Version 2 when auth.sigv2 allows it: gateway/sigv2.h).
  *
  * gw_auth_check() decides who sent a request and how its body is protected:
  * it parses the Authorization header or the presigned query, finds the
@@ -19,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/err.h"
 #include "gateway/sigv4.h"
 
@@ -67,6 +69,18 @@ struct gw_auth_fail {
 MUST_USE int gw_auth_check(struct gw_req *req, const struct gw_config *cfg,
                            const struct gw_s3req *s3, struct gw_sigv4_keycache *kc,
                            struct gw_auth *out, struct gw_auth_fail *fail);
+
+/*
+ * gw_auth_query_strip - the query to forward upstream: query (raw, borrowed)
+ * less the parameters that carry a presigned URL's credentials (SigV2
+ * AWSAccessKeyId, Signature, Expires; SigV4 X-Amz-Algorithm, -Credential,
+ * -Date, -Expires, -SignedHeaders, -Signature, -Security-Token): the upstream
+ * request is signed with the gateway's own credentials in a header.  Other
+ * parameters keep their order and bytes.
+ * [out] out  appended to (empty buffer expected); NUL-terminated
+ * Returns 0, ERR_NOMEM, ERR_TOOBIG (out's cap).
+ */
+MUST_USE int gw_auth_query_strip(const char *query, struct buf *out);
 
 /* gw_auth_cleanup - wipe the secrets in a (possibly zeroed) gw_auth. */
 void gw_auth_cleanup(struct gw_auth *a);

@@ -545,7 +545,13 @@ on_fences(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
     return rc;
 }
 
-/* ---- fencing, limits, audit: plain sections ---- */
+/* ---- auth, fencing, limits, audit: plain sections ---- */
+
+#define AUTH(m) offsetof(struct gw_config, auth.m)
+static const struct gw_jt_field auth_fields[] = {
+    FBOOL("sigv2", AUTH(sigv2), true),
+};
+#undef AUTH
 
 #define FE(m) offsetof(struct gw_config, fencing.m)
 static const struct gw_jt_field fencing_fields[] = {
@@ -587,7 +593,14 @@ static const struct gw_jt_field audit_fields[] = {
 };
 #undef AU
 
-/* GW_JT_CUSTOM for "fencing", "limits", "audit" (base: that member of struct gw_config) */
+/* GW_JT_CUSTOM for "auth", "fencing", "limits", "audit" (base: that member of struct gw_config) */
+static int
+on_auth(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
+{
+    return gw_jt_walk(c, path, v, auth_fields, GW_JT_NFIELDS(auth_fields),
+                      (char *)dst - offsetof(struct gw_config, auth), NULL, NULL);
+}
+
 static int
 on_fencing(struct gw_jt_ctx *c, const char *path, json_t *v, void *dst)
 {
@@ -620,6 +633,7 @@ static const struct gw_jt_field top_fields[] = {
     FBOOL("allow_anonymous", TOP(allow_anonymous), false),
     FLIST("virtual_host_domains", TOP(virtual_host_domains), V_DOMAIN),
     FCUSTOM("upstream", TOP(upstream), on_upstream),
+    FCUSTOM("auth", TOP(auth), on_auth),
     FCUSTOM("principals", TOP(principals), on_principals),
     FCUSTOM("election", TOP(election), on_election),
     FCUSTOM("fences", TOP(fences), on_fences),

@@ -90,6 +90,10 @@ struct gw_config {
         enum gw_trailers checksum_trailers; /* default auto */
     } upstream;
 
+    struct {
+        bool sigv2; /* accept AWS Signature Version 2 from principals; default true */
+    } auth;
+
     struct gw_principal *principals; /* owned array of nprincipals */
     size_t nprincipals;
 

@@ -31,7 +31,8 @@
 
 /* Upper bound on the header block sent upstream (client headers are capped lower). */
 /* Content-Encoding headers rewritten (aws-chunked removed) on one request. */
-#define PROXY_MAX_CE 4
+#define PROXY_MAX_CE    4
+#define PROXY_MAX_QUERY 65536 /* limits.max_url_bytes is at most this */
 
 struct preq;
 
@@ -678,6 +679,8 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     struct gw_sigv4_header *extra = NULL;
     const char *what = "The request could not be forwarded.";
     int rc = ERR_NOMEM;
+    struct buf query; /* the client's query less presigned credentials */
+    buf_init(&query, PROXY_MAX_QUERY);
 
     if (p == NULL) {
         if (fenced != NULL) {
@@ -886,11 +889,16 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
             key = ""; /* "/bucket/": keep the slash the client sent */
         }
     }
+    rc = gw_auth_query_strip(gw_req_query(req), &query);
+    if (rc != 0) {
+        what = "The request could not be forwarded.";
+        goto fail_ours;
+    }
     struct gw_s3sign_req sr = {
         .method = method,
         .bucket = s3->bucket_len > 0 ? s3->bucket : NULL,
         .key = key,
-        .query = gw_req_query(req),
+        .query = buf_cstr(&query),
         .extra = extra,
         .nextra = ne,
         .payload_hash = payload_hash,
@@ -932,6 +940,7 @@ fail_quiet:
     preq_free(p);
 out:
     free(extra);
+    buf_cleanup(&query);
 }
 
 void

@@ -17,6 +17,15 @@ for p in "${PKGS[@]}"; do
         missing+=("$p")
     fi
 done
+# The JS client tests need node and npm: Debian's nodejs and npm, unless the
+# image already has them (a nodesource nodejs bundles npm and conflicts with
+# Debian's npm package).
+if ! command -v node >/dev/null 2>&1; then
+    missing+=(nodejs)
+fi
+if ! command -v npm >/dev/null 2>&1; then
+    missing+=(npm)
+fi
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "deps: all ${#PKGS[@]} packages present"
     exit 0

@@ -19,6 +19,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
+from clients_record import record
 from conftest import gateway_bin
 
 AK = "AKIAFENCEGATEWORKER"
@@ -99,6 +100,9 @@ def test_boto3_cli_s3cmd_with_principals(authgw, rgw, bucket, tmp_path):
                                    ExpiresIn=300)
     r = requests.get(url, timeout=10)
     assert r.status_code == 200 and r.content == body
+    record("boto3 (SigV4)", "PUT, GET, presigned GET with a principal")
+    record("aws cli v2 (Debian)", "multipart s3 cp, s3 ls with a principal")
+    record("s3cmd (SigV4)", "put, ls with a principal")
 
 
 def test_wrong_secret_unknown_key_refused(authgw, rgw, bucket):

@@ -8,6 +8,7 @@ import os
 import pytest
 from botocore.exceptions import ClientError
 
+from clients_record import record
 from test_windows import LOCK, acquire, body_at_rgw, dir_gateway
 
 MiB = 1024 * 1024
@@ -33,6 +34,8 @@ def test_aws_cli_cp_with_token_in_metadata_only(gateway, tmp_path, bucket, rgw):
     assert r.returncode == 0, r.stderr
     assert body_at_rgw(rgw, bucket, "orders/big") == data
     assert not rgw.client().list_multipart_uploads(Bucket=bucket).get("Uploads")
+    record("aws cli v2 (Debian)", "fenced multipart s3 cp (parts and Complete without a token)",
+           "--metadata fencing-token=N,fencing-lock=L (sent on CreateMultipartUpload only)")
 
 
 def test_boto3_parts_and_complete_without_token(gateway, tmp_path, bucket, rgw):
@@ -48,6 +51,8 @@ def test_boto3_parts_and_complete_without_token(gateway, tmp_path, bucket, rgw):
     c.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up, MultipartUpload={
         "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
     assert body_at_rgw(rgw, bucket, key) == p1 + b"tail"
+    record("boto3 (SigV4)", "fenced multipart (parts and Complete without a token)",
+           "Metadata={\"fencing-token\": N} on create_multipart_upload")
 
     # Abort without a token is claimed the same way.
     up2 = c.create_multipart_upload(Bucket=bucket, Key=key + "2",

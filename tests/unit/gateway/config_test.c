@@ -271,6 +271,7 @@ test_defaults(void **state)
     assert_true(cfg->fencing.record_epoch_metadata);
     assert_true(cfg->fencing.abort_stale_uploads);
     assert_false(cfg->fencing.allow_bucket_writes);
+    assert_true(cfg->auth.sigv2);
     assert_int_equal(cfg->limits.max_header_bytes, 65536);
     assert_int_equal(cfg->limits.max_headers, 100);
     assert_int_equal(cfg->limits.max_url_bytes, 8192);
@@ -307,6 +308,7 @@ test_all_keys(void **state)
         "\"fencing\":{\"allow_unfenced_writes\":false,\"record_epoch_metadata\":false,"
         "\"abort_stale_uploads\":false,\"allow_bucket_writes\":true,\"commit_margin_ms\":100,"
         "\"complete_margin_ms\":200},"
+        "\"auth\":{\"sigv2\":false},"
         "\"limits\":{\"max_header_bytes\":1024,\"max_headers\":8,\"max_url_bytes\":256,"
         "\"header_timeout_ms\":100,\"body_timeout_ms\":200,\"idle_timeout_ms\":300,"
         "\"write_timeout_ms\":400,\"max_connections\":1,\"buffer_bytes\":4096,"
@@ -348,6 +350,7 @@ test_all_keys(void **state)
     assert_false(cfg->fencing.record_epoch_metadata);
     assert_false(cfg->fencing.abort_stale_uploads);
     assert_true(cfg->fencing.allow_bucket_writes);
+    assert_false(cfg->auth.sigv2);
     assert_int_equal(cfg->limits.max_header_bytes, 1024);
     assert_int_equal(cfg->limits.body_timeout_ms, 200);
     assert_int_equal(cfg->limits.idle_timeout_ms, 300);
