@@ -355,6 +355,28 @@ is_auth_param(const char *name, size_t len, bool icase)
     return false;
 }
 
+/*
+ * is_hoisted_header - an x-amz-* header carried in the query, as presigners do
+ * (the AWS SDK for JavaScript v3 puts x-amz-checksum-crc32 and
+ * x-amz-sdk-checksum-algorithm there; botocore x-amz-meta-*).  They select no
+ * operation, so a write may carry them; except x-amz-copy-source*, which would
+ * turn a PutObject or UploadPart into a copy whose source nobody checked, and
+ * an authentication parameter spelled in another case ("x-amz-signature").
+ */
+static bool
+is_hoisted_header(const char *name, size_t len)
+{
+    if (is_auth_param(name, len, true)) {
+        return false;
+    }
+    static const char amz[] = "x-amz-";
+    static const char copy[] = "x-amz-copy-source";
+    if (len <= sizeof(amz) - 1 || strncasecmp(name, amz, sizeof(amz) - 1) != 0) {
+        return false;
+    }
+    return len < sizeof(copy) - 1 || strncasecmp(name, copy, sizeof(copy) - 1) != 0;
+}
+
 /* What the query says beyond its GW_S3_Q_* bits (writes are judged on it). */
 struct qinfo {
     bool list_v2;    /* list-type=2 */
@@ -388,7 +410,7 @@ note_param(const char *name, size_t dn, const char *value, size_t dv, struct gw_
 {
     const struct qparam *p = dn != SIZE_MAX ? find_qparam(name, dn, false) : NULL;
     if (p == NULL) {
-        if (dn == SIZE_MAX || !is_auth_param(name, dn, false)) {
+        if (dn == SIZE_MAX || (!is_auth_param(name, dn, false) && !is_hoisted_header(name, dn))) {
             qi->unknown = true;
             qi->folded = qi->folded || (dn != SIZE_MAX && (find_qparam(name, dn, true) != NULL ||
                                                            is_auth_param(name, dn, true)));

@@ -18,8 +18,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "common/num.h"
 #include "common/date.h"
+#include "common/num.h"
 
 #define MAX_PARAMS     256       /* query parameters or x-amz-* headers considered */
 #define MAX_STS        (1 << 20) /* cap on a string to sign */

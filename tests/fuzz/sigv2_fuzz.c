@@ -48,8 +48,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     struct gw_sigv4_header h[] = {{"Date", "Tue, 27 Mar 2007 19:36:42 +0000"}, {hname, hvalue}};
-    struct gw_sigv2_input in = {"GET", "/b/k", presigned ? first : "acl&uploadId=1", h, 2,
-                                (data[0] & 2) ? "b" : NULL};
+    struct gw_sigv2_input in = {"GET", "/b/k", presigned ? first : "acl&uploadId=1",
+                                h,     2,      (data[0] & 2) ? "b" : NULL};
     if (err == 0) {
         enum gw_sigv2_fail why;
         if (gw_sigv2_verify("secret", &a, &in, 1175024202000LL, &why) == 0 ||

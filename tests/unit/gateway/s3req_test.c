@@ -307,6 +307,10 @@ struct refusal {
 #define FORM "multipart/form-data; boundary=xyz"
 
 static const struct refusal refusals[] = {
+    /* a copy source hoisted into the query would make a PutObject a copy */
+    {"PUT", "/abuse/orders/x?x-amz-copy-source=other%2Fk", NULL, false, 400, "InvalidArgument"},
+    {"PUT", "/abuse/orders/x?X-Amz-Copy-Source-Range=bytes%3D0-1", NULL, false, 400,
+     "InvalidArgument"},
     /* browser POST form uploads: the key is a form field */
     {"POST", "/abuse", FORM, false, 501, "NotImplemented"},
     {"POST", "/abuse/", FORM, false, 501, "NotImplemented"},
@@ -424,6 +428,11 @@ test_refusals(void **state)
         {"PUT", "/abuse?policy", NULL, false, 0, NULL},
         {"PUT", "/abuse/k", "multipart/form-data", false, 0, NULL}, /* not a POST: a body */
         {"POST", "/abuse/k?uploads", "application/octet-stream", false, 0, NULL},
+        /* the JS SDK v3 presigner hoists its checksum headers into the query */
+        {"PUT",
+         "/abuse/k?x-id=PutObject&x-amz-checksum-crc32=AAAAAA%3D%3D&"
+         "x-amz-sdk-checksum-algorithm=CRC32&X-Amz-Algorithm=AWS4-HMAC-SHA256",
+         NULL, false, 0, NULL},
     };
     for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
         struct gw_s3req r;
