@@ -44,7 +44,7 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 
-.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-windows \
+.PHONY: all check unit integration lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-windows \
         fault-long fault-bypass deps run demo clean format
 
 all: $(BIN) $(HELPER_BINS)
@@ -97,8 +97,14 @@ bench: $(BENCH_BINS) $(BIN)
 bench-windows: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/windows_bench.py
 
-# Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
+# The gateway (without and with principals) against nginx, both in front of an
+# nginx dav origin on tmpfs, pinned CPUs (about 6 minutes; BENCH_PERF=SECS adds a
+# perf profile of the gateway under GET 1 KiB).
 bench-proxy: $(BIN)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench_dav.sh
+
+# Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
+bench-proxy-rgw: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench.sh
 
 # Fault injection, Jepsen style (tests/fault/jepsen.py: workers, nemesis, fault
