@@ -98,7 +98,7 @@ bench-windows: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/windows_bench.py
 
 # The gateway (without and with principals) against nginx, both in front of an
-# nginx dav origin on tmpfs, pinned CPUs (about 6 minutes; BENCH_PERF=SECS adds a
+# nginx dav origin on tmpfs, pinned CPUs (about 7 minutes; BENCH_PERF=SECS adds a
 # perf profile of the gateway under GET 1 KiB).
 bench-proxy: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench_dav.sh
