@@ -44,7 +44,8 @@
 #   BENCH_PERF=SECS  after the table, perf-record gw_auth under GET 1 KiB at
 #                    16 connections for SECS s; prints the top libraries and
 #                    functions (perf report) and keeps the data file in
-#                    build/perf-gw-auth-get1k.data
+#                    build/perf-gw-auth-get-1024-c16.data
+#   BENCH_PERF_CASE  METHOD:BYTES:CONNS to profile instead (GET:1024:16)
 #   BENCH_PERF_CG    perf record --call-graph mode (none: flat; "dwarf,16384"
 #                    for callers: the binaries have no frame pointers)
 #   BENCH_KEEP=1     keep the temp dir
@@ -414,28 +415,35 @@ echo
 echo
 echo "command: FENCEGATE_BIN=$BIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS bash tests/bench/proxy_bench_dav.sh"
 
-# ---- optional profile of gw_auth under GET 1 KiB ----
+# ---- optional profile of gw_auth under one case (GET 1 KiB at 16) ----
 if [ "$PERF_SECS" != 0 ]; then
     command -v perf >/dev/null || die "perf missing (apt-get install linux-perf)"
-    u=${URL[gw_auth.GET.1024]:-$("$PY" "$HELPER" presign-op get_object "${BASE[gw_auth]}" "$AK" "$SK" bench obj-GET-1024)}
-    [ -e "$T/origin/bench/obj-GET-1024" ] || head -c 1024 /dev/urandom >"$T/origin/bench/obj-GET-1024"
+    IFS=: read -r m b conns <<<"${BENCH_PERF_CASE:-GET:1024:16}"
+    op=get_object body="" wrk_token=""
+    [ "$m" = PUT ] && op=put_object body=$T/body-perf wrk_token=$TOKEN
+    u=${URL[gw_auth.$m.$b]:-$("$PY" "$HELPER" presign-op "$op" "${BASE[gw_auth]}" "$AK" "$SK" bench "obj-$m-$b")}
+    [ "$m" = GET ] && [ ! -e "$T/origin/bench/obj-GET-$b" ] && head -c "$b" /dev/urandom >"$T/origin/bench/obj-GET-$b"
+    [ "$m" = PUT ] && head -c "$b" /dev/urandom >"$T/body-perf"
     cg=()
     [ "${BENCH_PERF_CG:-none}" != none ] && cg=(--call-graph "$BENCH_PERF_CG")
     perf record -q -F 999 "${cg[@]}" -p "$GWA_PID" -o "$T/perf.data" >"$T/perf.log" 2>&1 &
     PERF_PID=$!
     sleep 0.5
-    taskset -c "$LOAD_CPU" wrk -t1 -c16 -d"${PERF_SECS}s" "$u" >"$T/wrk-perf.out" 2>&1
+    BENCH_BODY=$body BENCH_TOKEN=$wrk_token taskset -c "$LOAD_CPU" wrk -t1 -c"$conns" -d"${PERF_SECS}s" \
+        -s "$T/wrk.lua" "$u" >"$T/wrk-perf.out" 2>&1
     kill -INT "$PERF_PID"
     wait "$PERF_PID" || true # perf exits non-zero on SIGINT
     PERF_PID=""
     set +o pipefail # head closes the pipe early
     echo
-    echo "== perf profile of gateway+auth, GET 1 KiB -c16, ${PERF_SECS}s ($(grep Requests/sec "$T/wrk-perf.out"))"
+    echo "== perf profile of gateway+auth, $m $(size_label "$b") -c$conns, ${PERF_SECS}s" \
+        "($(grep Requests/sec "$T/wrk-perf.out"); errors: $(wrkstats "$T/wrk-perf.out" | awk '{print $5}'))"
     perf report -i "$T/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null | grep -v '^#' | grep . | head -12
     echo
     perf report -i "$T/perf.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null |
         grep -v '^#' | grep . | head -40
+    kept=$ROOT/build/perf-gw-auth-$(echo "$m-$b-c$conns" | tr '[:upper:]' '[:lower:]').data
     mkdir -p "$ROOT/build"
-    cp "$T/perf.data" "$ROOT/build/perf-gw-auth-get1k.data" && note "perf data kept in build/perf-gw-auth-get1k.data"
+    cp "$T/perf.data" "$kept" && note "perf data kept in $kept"
     set -o pipefail
 fi
