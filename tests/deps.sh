@@ -9,7 +9,7 @@ PKGS=(
     clang libclang-rt-14-dev clang-format clang-tidy cppcheck
     python3 python3-pytest python3-boto3 python3-requests awscli s3cmd rclone
     radosgw ceph-mon ceph-osd
-    nginx-light wrk
+    nginx-light wrk linux-perf
 )
 missing=()
 for p in "${PKGS[@]}"; do

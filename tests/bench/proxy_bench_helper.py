@@ -8,10 +8,15 @@
   presign EP AK SK BUCKET KEY [KEY...]     one presigned PUT URL per key, for
                                            the Host of EP (the Host is signed)
   presign-get EP AK SK BUCKET KEY [KEY...] the same for GET
+  presign-op OP EP AK SK BUCKET KEY...     the same for boto3 operation OP
   check EP AK SK BUCKET SIZE KEY [KEY...]  HEAD each key: exit 1 unless its
                                            ContentLength is SIZE; then delete
   wrkstats FILE                            wrk --latency output -> one line
                                            "rps p50_ms p99_ms requests errors"
+  acquire URL AK SK HOLDER LEASE_MS        SigV4-signed POST to the election
+                                           API's acquire URL; prints the token
+  report TSV                               proxy_bench_dav.sh's results ->
+                                           markdown tables
 """
 import re
 import socket
@@ -61,6 +66,10 @@ def cmd_presign_get(ep, ak, sk, bucket, *keys):
     cmd_presign(ep, ak, sk, bucket, *keys, op="get_object")
 
 
+def cmd_presign_op(op, ep, ak, sk, bucket, *keys):
+    cmd_presign(ep, ak, sk, bucket, *keys, op=op)
+
+
 def cmd_check(ep, ak, sk, bucket, size, *keys):
     c = client(ep, ak, sk)
     bad = 0
@@ -98,9 +107,31 @@ def cmd_wrkstats(path):
     print(f"{rps:.1f} {pct.get('50', 0):.3f} {pct.get('99', 0):.3f} {reqs} {errs}")
 
 
+def cmd_acquire(url, ak, sk, holder, lease_ms):
+    import json
+    import urllib.request
+
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    body = json.dumps({"holder": holder, "lease_ms": int(lease_ms)}).encode()
+    req = AWSRequest(method="POST", url=url, data=body, headers={"Content-Type": "application/json"})
+    S3SigV4Auth(Credentials(ak, sk), "s3", "us-east-1").add_auth(req)
+    r = urllib.request.Request(url, data=body, method="POST", headers=dict(req.headers.items()))
+    with urllib.request.urlopen(r, timeout=10) as resp:
+        print(json.load(resp)["token"])
+
+
+def cmd_report(path):
+    from proxy_bench_report import report
+
+    report(path)
+
+
 if __name__ == "__main__":
-    cmds = {"ports": cmd_ports, "setup": cmd_setup, "presign": cmd_presign, "presign-get": cmd_presign_get,
-            "check": cmd_check, "wrkstats": cmd_wrkstats}
+    cmds = {"ports": cmd_ports, "setup": cmd_setup, "presign": cmd_presign, "presign-get": cmd_presign_get, "presign-op": cmd_presign_op,
+            "check": cmd_check, "wrkstats": cmd_wrkstats, "acquire": cmd_acquire, "report": cmd_report}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
