@@ -79,8 +79,8 @@ struct gw_fence_claim {
  * [out] fail  on refusal: status and S3 code (MissingFencingToken 428,
  *             FencingLockMismatch 400, InvalidFencingToken 400, AccessDenied 403
  *             for bucket-level writes unless fencing.allow_bucket_writes)
- * [out] kind  on refusal: the audit kind (enum store_audit_kind), 0 if the
- *             refusal is not about fencing (bucket writes)
+ * [out] kind  on refusal: the audit kind (enum store_audit_kind; "refused"
+ *             for bucket-level writes)
  * A write into a multipart upload (UploadPart, UploadPartCopy, Complete,
  * Abort) that names a lock (rule or header) but no token comes back with
  * claim->by_upload and claim->lock set, and the result it would have had

@@ -97,8 +97,8 @@ gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct g
 {
     memset(claim, 0, sizeof(*claim));
     *kind = 0;
-    if (s3->bucket_write && !s3->object_write && !cfg->fencing.allow_bucket_writes) {
-        return refuse(fail, kind, 0, 403, "AccessDenied",
+    if (s3->bucket_write && !cfg->fencing.allow_bucket_writes) {
+        return refuse(fail, kind, STORE_AUDIT_REFUSED, 403, "AccessDenied",
                       "Bucket-level writes are disabled on this gateway "
                       "(fencing.allow_bucket_writes).");
     }

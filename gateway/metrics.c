@@ -42,6 +42,9 @@ gw_metrics_render(struct buf *out)
         ROW(bytes_out, "counter", "Response body bytes sent to clients."),
         ROW(fence_rejections, "counter", "Writes refused by the fence."),
         ROW(audit_failures, "counter", "Refusals answered 503 SlowDown: audit queue full."),
+        ROW(classify_refusals, "counter",
+            "Requests refused before the fence: method, query, form upload, bucket-level write, "
+            "principal's bounds (G9)."),
         ROW(window_reads, "counter", "Epoch files read to open a write window."),
         ROW(window_holds, "counter", "Last bytes held until a write window was confirmed."),
         ROW(window_cuts, "counter", "Writes cut before their last byte: no write window."),

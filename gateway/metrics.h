@@ -28,6 +28,7 @@ struct gw_metrics {
     uint64_t bytes_out;                   /* response-body bytes handed to clients */
     uint64_t fence_rejections;            /* writes refused by the fence */
     uint64_t audit_failures;              /* refusals answered 503: record not queued */
+    uint64_t classify_refusals;           /* requests refused as not classified exactly (G9) */
     uint64_t window_reads;                /* epoch files read to open a write window */
     uint64_t window_holds;                /* last bytes held for a write window */
     uint64_t window_cuts;                 /* writes cut before their last byte: no window */

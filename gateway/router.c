@@ -111,6 +111,84 @@ principal_name(const struct gw_auth *auth)
     return auth->principal != NULL ? auth->principal->name : "";
 }
 
+/*
+ * refuse_audited - answer a request refused before the fence (G9: not
+ * classified exactly, a bucket-level write, a principal's bounds): counted,
+ * audited as "refused" (G7: never answered without its record), never
+ * forwarded.
+ */
+static void
+refuse_audited(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+               const char *principal, const char *lock, int status, const char *code,
+               const char *message)
+{
+    gw_metrics.classify_refusals++;
+    log_info("req %s: %s %s refused (%d %s): %s", gw_req_id(req), gw_req_method(req), s3->name,
+             status, code, message);
+    if (rt->fence != NULL && gw_fence_audit(rt->fence, req, s3, principal, STORE_AUDIT_REFUSED,
+                                            lock != NULL ? lock : "", 0, 0) != 0) {
+        gw_fence_send_slowdown(req);
+        return;
+    }
+    gw_metrics_count_status(status);
+    gw_s3err_send(req, status, code, message);
+}
+
+/* principal_holds - the principal may write under lock (its locks name it, or it has none). */
+static bool
+principal_holds(const struct gw_auth *auth, const char *lock)
+{
+    if (auth->principal == NULL || auth->principal->locks == NULL) {
+        return true;
+    }
+    for (char **l = auth->principal->locks; *l != NULL; l++) {
+        if (strcmp(*l, lock) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * lock_not_held - the lock of a fence rule covering one of keys (n of them,
+ * in bucket) that the principal does not hold, or NULL: a principal writes
+ * under no rule of a lock outside its `locks`, with or without a token.
+ */
+static const char *
+lock_not_held(const struct gw_config *cfg, const struct gw_auth *auth, const char *bucket,
+              const char *const *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_fence_rule *r = gw_config_fence_rule(cfg, bucket, keys[i]);
+        if (r != NULL && !principal_holds(auth, r->lock)) {
+            return r->lock;
+        }
+    }
+    return NULL;
+}
+
+/* copy_source_allowed - a copy reads only from a bucket the principal's `buckets` name. */
+static bool
+copy_source_allowed(struct gw_req *req, const struct gw_auth *auth)
+{
+    const char *src = gw_req_header(req, "x-amz-copy-source");
+    if (src == NULL || auth->principal == NULL || auth->principal->buckets == NULL) {
+        return true;
+    }
+    src += *src == '/';
+    size_t n = strcspn(src, "/?"); /* compared as sent: an encoded name matches nothing */
+    for (char **b = auth->principal->buckets; *b != NULL; b++) {
+        if (strlen(*b) == n && memcmp(*b, src, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char msg_not_held[] =
+    "This principal may not write under this lock (its locks do not name the lock whose rule "
+    "covers this key).";
+
 /* gw_req_ops.on_abort: the client left while its write waited for the fence. */
 static void
 on_pending_abort(struct gw_req *req, int err, void *arg)
@@ -269,21 +347,23 @@ on_admitted(void *arg, int err, uint64_t current)
 
 /* A CreateBucket waiting for the HEAD of its bucket. */
 struct mkbucket {
-    struct gw_req *req;                /* the request (owned by the server) */
-    struct gw_bucket_probe_op *op;     /* the HEAD in flight */
-    char bucket[GW_S3_MAX_BUCKET + 1]; /* its bucket, for the log */
+    struct gw_router *rt;          /* the router */
+    struct gw_req *req;            /* the request (owned by the server) */
+    struct gw_bucket_probe_op *op; /* the HEAD in flight */
+    struct gw_s3req s3;            /* its parse (bucket, for the log and the audit) */
+    char principal[128];           /* its principal's name, for the audit */
 };
 
 /* Ops of a CreateBucket no longer waiting. */
 static const struct gw_req_ops mkbucket_idle_ops = {0};
 
 static void
-bucket_writes_refused(struct gw_req *req)
+bucket_writes_refused(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+                      const char *principal)
 {
-    gw_metrics_count_status(403);
-    gw_s3err_send(req, 403, "AccessDenied",
-                  "Bucket-level writes are disabled on this gateway "
-                  "(fencing.allow_bucket_writes).");
+    refuse_audited(rt, req, s3, principal, NULL, 403, "AccessDenied",
+                   "Bucket-level writes are disabled on this gateway "
+                   "(fencing.allow_bucket_writes).");
 }
 
 /* gw_bucket_probe_fn: the bucket exists for the upstream credentials, or not. */
@@ -296,9 +376,9 @@ on_mkbucket_probed(void *arg, int err, int status)
     if (err == 0 && status == 200) {
         /* us-east-1 (and RGW) answer a CreateBucket of one's own bucket with 200 */
         log_info("req %s: CreateBucket of existing bucket %s answered 200", gw_req_id(req),
-                 mb->bucket);
+                 mb->s3.bucket);
         char location[GW_S3_MAX_BUCKET + 2];
-        (void)snprintf(location, sizeof(location), "/%s", mb->bucket);
+        (void)snprintf(location, sizeof(location), "/%s", mb->s3.bucket);
         gw_metrics_count_status(200);
         gw_resp_start(req, 200);
         if (gw_resp_header(req, "Location", location) != 0) {
@@ -311,7 +391,8 @@ on_mkbucket_probed(void *arg, int err, int status)
         gw_s3err_send(req, 503, "ServiceUnavailable",
                       "Whether the bucket exists could not be checked; retry later.");
     } else {
-        bucket_writes_refused(req); /* no such bucket, or not the upstream credentials' */
+        /* no such bucket, or not the upstream credentials' */
+        bucket_writes_refused(mb->rt, req, &mb->s3, mb->principal);
     }
     free(mb);
 }
@@ -363,10 +444,11 @@ mkbucket_plain(struct gw_req *req)
 
 /* CreateBucket with bucket writes disabled: 200 if the bucket exists, else 403. */
 static void
-mkbucket_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3)
+mkbucket_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
+               const struct gw_auth *auth)
 {
     if (!mkbucket_plain(req) || s3->bucket[0] == '\0') {
-        bucket_writes_refused(req);
+        bucket_writes_refused(rt, req, s3, principal_name(auth));
         return;
     }
     struct mkbucket *mb = calloc(1, sizeof(*mb));
@@ -374,8 +456,10 @@ mkbucket_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *
         gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
         return;
     }
+    mb->rt = rt;
     mb->req = req;
-    (void)snprintf(mb->bucket, sizeof(mb->bucket), "%s", s3->bucket);
+    mb->s3 = *s3;
+    (void)snprintf(mb->principal, sizeof(mb->principal), "%s", principal_name(auth));
     int rc = gw_bucket_probe_head(rt->probe, s3->bucket, on_mkbucket_probed, mb, &mb->op);
     if (rc != 0) {
         free(mb);
@@ -401,6 +485,28 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
     struct gw_auth_fail fail;
     int kind = 0;
 
+    const struct gw_config *cfg = gw_req_config(req);
+    if (s3->bucket_write && !cfg->fencing.allow_bucket_writes) {
+        if (s3->op == GW_S3_OP_CREATE_BUCKET && rt->probe != NULL) {
+            mkbucket_start(rt, req, s3, auth); /* "ensure the bucket" (rclone): as S3 answers */
+        } else {
+            bucket_writes_refused(rt, req, s3, principal_name(auth));
+        }
+        return;
+    }
+    if ((s3->op == GW_S3_OP_COPY_OBJECT || s3->op == GW_S3_OP_UPLOAD_PART_COPY) &&
+        !copy_source_allowed(req, auth)) {
+        refuse_audited(rt, req, s3, principal_name(auth), NULL, 403, "AccessDenied",
+                       "This principal may not read the copy source's bucket.");
+        return;
+    }
+    const char *key = s3->key;
+    const char *not_held = s3->object_write ? lock_not_held(cfg, auth, s3->bucket, &key, 1) : NULL;
+    if (not_held != NULL) {
+        refuse_audited(rt, req, s3, principal_name(auth), not_held, 403, "AccessDenied",
+                       msg_not_held);
+        return;
+    }
     if (rt->fence == NULL) {
         gw_proxy_forward(rt->proxy, req, s3, auth, NULL);
         return;
@@ -409,12 +515,7 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
         delobj_start(rt, req, s3, auth); /* the keys are in the body */
         return;
     }
-    if (s3->op == GW_S3_OP_CREATE_BUCKET && rt->probe != NULL &&
-        !gw_req_config(req)->fencing.allow_bucket_writes) {
-        mkbucket_start(rt, req, s3); /* "ensure the bucket" (rclone): answered as S3 does */
-        return;
-    }
-    int rc = gw_fence_resolve(req, gw_req_config(req), s3, &claim, &fail, &kind);
+    int rc = gw_fence_resolve(req, cfg, s3, &claim, &fail, &kind);
     if (claim.by_upload && gw_fence_uploads(rt->fence) != NULL) {
         /* a tokenless write into an upload the gateway saw created: its epoch */
         uint64_t epoch = 0;
@@ -464,17 +565,10 @@ admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
       const struct gw_auth *auth, const struct gw_fence_claim *c, struct buf *body)
 {
     struct gw_fence_claim claim = *c;
-    if (auth->principal != NULL && auth->principal->locks != NULL) {
-        bool allowed = false;
-        for (char **l = auth->principal->locks; *l != NULL; l++) {
-            allowed = allowed || strcmp(*l, claim.lock) == 0;
-        }
-        if (!allowed) {
-            gw_metrics_count_status(403);
-            gw_s3err_send(req, 403, "AccessDenied",
-                          "This principal may not write under this lock.");
-            return;
-        }
+    if (!principal_holds(auth, claim.lock)) {
+        refuse_audited(rt, req, s3, principal_name(auth), claim.lock, 403, "AccessDenied",
+                       "This principal may not write under this lock.");
+        return;
     }
     struct pending *pd = calloc(1, sizeof(*pd));
     if (pd == NULL) {
@@ -540,6 +634,17 @@ delobj_refuse(struct delobj *d, int status, const char *code, const char *messag
     delobj_free(d);
 }
 
+/* A document the gateway cannot read exactly (or too big to): a G9 refusal, audited. */
+static void
+delobj_malformed(struct delobj *d, const char *message)
+{
+    gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
+    gw_req_set_close(d->req); /* the rest of the body may not have been read */
+    refuse_audited(d->rt, d->req, &d->s3, principal_name(&d->auth), NULL, 400, "MalformedXML",
+                   message);
+    delobj_free(d);
+}
+
 /* The whole document is here: find its keys, then fence it as one write. */
 static void
 delobj_judge(struct delobj *d)
@@ -559,13 +664,20 @@ delobj_judge(struct delobj *d)
     }
     size_t n = 0;
     const char *const *keys = gw_s3xml_keys(x, &n);
+    const char *not_held = NULL;
     if (rc == ERR_NOMEM) {
         gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
         delobj_free(d);
     } else if (rc != 0 || gw_s3xml_root(x) != GW_S3XML_ROOT_DELETE || n == 0) {
-        delobj_refuse(d, 400, "MalformedXML",
-                      "The XML you provided was not well-formed or did not validate against "
-                      "the DeleteObjects schema (1 to 1000 keys).");
+        delobj_malformed(d,
+                         "The XML you provided was not well-formed or did not validate against "
+                         "the DeleteObjects schema (1 to 1000 keys; exactly Delete, Object, Key, "
+                         "VersionId and Quiet, without prefixes).");
+    } else if ((not_held = lock_not_held(gw_req_config(req), &d->auth, d->s3.bucket, keys, n)) !=
+               NULL) {
+        refuse_audited(rt, req, &d->s3, principal_name(&d->auth), not_held, 403, "AccessDenied",
+                       msg_not_held);
+        delobj_free(d);
     } else {
         struct gw_fence_claim claim;
         struct gw_auth_fail fail;
@@ -627,9 +739,8 @@ delobj_pump(struct delobj *d)
             return;
         }
         if (rc != 0) {
-            delobj_refuse(d, 400, "MalformedXML",
-                          "The DeleteObjects document is larger than this gateway accepts "
-                          "(1 MiB).");
+            delobj_malformed(d, "The DeleteObjects document is larger than this gateway accepts "
+                                "(1 MiB).");
             return;
         }
     }
@@ -682,8 +793,8 @@ delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3
     }
     int64_t len = gw_body_upstream_length(d->body);
     if (len > (int64_t)DELOBJ_MAX_BYTES) {
-        delobj_refuse(d, 400, "MalformedXML",
-                      "The DeleteObjects document is larger than this gateway accepts (1 MiB).");
+        delobj_malformed(d,
+                         "The DeleteObjects document is larger than this gateway accepts (1 MiB).");
         return;
     }
     gw_req_set_ops(req, &delobj_ops, d);
@@ -732,16 +843,20 @@ gw_router_on_request(struct gw_req *req, void *arg)
         .host = gw_req_header(req, "host"),
         .copy_source = gw_req_header(req, "x-amz-copy-source") != NULL,
         .virtual_host_domains = gw_req_config(req)->virtual_host_domains,
+        .content_type = gw_req_header(req, "content-type"),
+        .method_override = gw_req_header(req, "x-http-method-override") != NULL ||
+                           gw_req_header(req, "x-http-method") != NULL ||
+                           gw_req_header(req, "x-method-override") != NULL,
     };
-    int rc = gw_s3req_parse(&in, &s3);
-    if (rc != 0) {
-        gw_metrics_count_status(400);
-        gw_s3err_send(req, 400, "InvalidURI", "Couldn't parse the specified URI.");
+    int parsed = gw_s3req_parse(&in, &s3);
+    if (parsed != 0 && parsed != ERR_DENIED) {
+        gw_metrics_count_status(s3.refuse_status);
+        gw_s3err_send(req, s3.refuse_status, s3.refuse_code, s3.refuse_msg);
         return;
     }
     struct gw_auth auth;
     struct gw_auth_fail fail;
-    rc = gw_auth_check(req, gw_req_config(req), &s3, rt->kc, &auth, &fail);
+    int rc = gw_auth_check(req, gw_req_config(req), &s3, rt->kc, &auth, &fail);
     if (rc != 0) {
         if (rc == ERR_NOMEM) {
             gw_metrics_count_status(503);
@@ -756,7 +871,12 @@ gw_router_on_request(struct gw_req *req, void *arg)
     }
     log_debug("req %s: %s %s bucket=%s principal=%s", gw_req_id(req), method, s3.name, s3.bucket,
               auth.principal != NULL ? auth.principal->name : "(anonymous)");
-    if (s3.op != GW_S3_OP_GATEWAY_API && too_large(req, &auth)) {
+    if (parsed == ERR_DENIED) {
+        /* not classified exactly (G9): refused, whoever asks; after authentication, so the
+         * audit names the principal and strangers cannot fill the audit log */
+        refuse_audited(rt, req, &s3, principal_name(&auth), NULL, s3.refuse_status, s3.refuse_code,
+                       s3.refuse_msg);
+    } else if (s3.op != GW_S3_OP_GATEWAY_API && too_large(req, &auth)) {
         gw_metrics_count_status(400);
         gw_s3err_send(req, 400, "EntityTooLarge",
                       "Your proposed upload exceeds the maximum allowed object size.");

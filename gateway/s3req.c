@@ -27,7 +27,6 @@ struct op_info {
 /* clang-format off */
 static const struct op_info ops[GW_S3_OP_COUNT] = {
     [GW_S3_OP_UNKNOWN]                 = {"Unknown", 0},
-    [GW_S3_OP_UNKNOWN_WRITE]           = {"UnknownWrite", F_WRITE | F_OBJECT_WRITE | F_BUCKET_WRITE},
     [GW_S3_OP_GATEWAY_API]             = {"GatewayApi", 0},
     [GW_S3_OP_LIST_BUCKETS]            = {"ListBuckets", 0},
     [GW_S3_OP_GET_OBJECT]              = {"GetObject", 0},
@@ -43,7 +42,6 @@ static const struct op_info ops[GW_S3_OP_COUNT] = {
     [GW_S3_OP_OPTIONS]                 = {"OptionsObject", 0},
     [GW_S3_OP_PUT_OBJECT]              = {"PutObject", OW},
     [GW_S3_OP_COPY_OBJECT]             = {"CopyObject", OW},
-    [GW_S3_OP_POST_OBJECT]             = {"PostObject", OW},
     [GW_S3_OP_CREATE_MULTIPART]        = {"CreateMultipartUpload", OW},
     [GW_S3_OP_UPLOAD_PART]             = {"UploadPart", OW},
     [GW_S3_OP_UPLOAD_PART_COPY]        = {"UploadPartCopy", OW},
@@ -56,7 +54,7 @@ static const struct op_info ops[GW_S3_OP_COUNT] = {
     [GW_S3_OP_PUT_OBJECT_ACL]          = {"PutObjectAcl", OW},
     [GW_S3_OP_PUT_OBJECT_RETENTION]    = {"PutObjectRetention", OW},
     [GW_S3_OP_PUT_OBJECT_LEGAL_HOLD]   = {"PutObjectLegalHold", OW},
-    [GW_S3_OP_RESTORE_OBJECT]          = {"RestoreObject", F_WRITE},
+    [GW_S3_OP_RESTORE_OBJECT]          = {"RestoreObject", OW},
     [GW_S3_OP_LIST_OBJECTS]            = {"ListObjects", 0},
     [GW_S3_OP_LIST_OBJECTS_V2]         = {"ListObjectsV2", 0},
     [GW_S3_OP_LIST_OBJECT_VERSIONS]    = {"ListObjectVersions", 0},
@@ -121,21 +119,30 @@ static const struct qparam qparams[] = {
     {"intelligent-tiering", GW_S3_Q_INTELLIGENT_TIERING},
     {"attributes", GW_S3_Q_ATTRIBUTES},     {"restore", GW_S3_Q_RESTORE},
     {"select", GW_S3_Q_SELECT},             {"torrent", GW_S3_Q_TORRENT},
-    {"x-id", GW_S3_Q_X_ID},
+    {"x-id", GW_S3_Q_X_ID},                 {"select-type", GW_S3_Q_SELECT_TYPE},
+    {"id", GW_S3_Q_ID},
+};
+
+/* Authentication parameters a write may carry (presigned URLs: SigV4, SigV2). */
+static const char *const auth_params[] = {
+    "X-Amz-Algorithm",     "X-Amz-Credential", "X-Amz-Date",           "X-Amz-Expires",
+    "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Security-Token", "X-Amz-Content-Sha256",
+    "AWSAccessKeyId",      "Signature",        "Expires",              "x-amz-security-token",
 };
 
 /* Parameters that modify an operation rather than select one. */
-#define Q_MODIFIERS (GW_S3_Q_PART_NUMBER | GW_S3_Q_VERSION_ID | GW_S3_Q_X_ID)
+#define Q_MODIFIERS                                                                               \
+    (GW_S3_Q_PART_NUMBER | GW_S3_Q_VERSION_ID | GW_S3_Q_X_ID | GW_S3_Q_SELECT_TYPE | GW_S3_Q_ID)
 
 /* Operations selected by a sub-resource on a bucket (no key), per method. */
 struct bucket_sub {
     uint64_t bit;                        /* the selecting GW_S3_Q_* */
-    enum gw_s3_op get, put, del;         /* UNKNOWN(_WRITE): not valid with that method */
+    enum gw_s3_op get, put, del;         /* UNKNOWN: not valid with that method */
     const char *get_name, *put_name, *del_name; /* names for the generic BUCKET_READ/WRITE */
 };
 
 #define U  GW_S3_OP_UNKNOWN
-#define UW GW_S3_OP_UNKNOWN_WRITE
+#define UW GW_S3_OP_UNKNOWN
 #define BR GW_S3_OP_BUCKET_READ
 #define BWR GW_S3_OP_BUCKET_WRITE
 static const struct bucket_sub bucket_subs[] = {
@@ -319,70 +326,127 @@ gateway_path(const char *path)
            strcmp(path, "/readyz") == 0;
 }
 
+/* same_name - s[0..n) is name, exactly or (icase) ignoring ASCII case. */
+static bool
+same_name(const char *name, const char *s, size_t n, bool icase)
+{
+    return strlen(name) == n && (icase ? strncasecmp(name, s, n) : memcmp(name, s, n)) == 0;
+}
+
 static const struct qparam *
-find_qparam(const char *name, size_t len)
+find_qparam(const char *name, size_t len, bool icase)
 {
     for (size_t i = 0; i < sizeof(qparams) / sizeof(qparams[0]); i++) {
-        if (strlen(qparams[i].name) == len && memcmp(qparams[i].name, name, len) == 0) {
+        if (same_name(qparams[i].name, name, len, icase)) {
             return &qparams[i];
         }
     }
     return NULL;
 }
 
+static bool
+is_auth_param(const char *name, size_t len, bool icase)
+{
+    for (size_t i = 0; i < sizeof(auth_params) / sizeof(auth_params[0]); i++) {
+        if (same_name(auth_params[i], name, len, icase)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* What the query says beyond its GW_S3_Q_* bits (writes are judged on it). */
+struct qinfo {
+    bool list_v2;    /* list-type=2 */
+    bool select2;    /* select-type=2 */
+    bool unknown;    /* a parameter neither recognised nor an authentication one */
+    bool folded;     /* ... of which one matches a known name ignoring case ("Delete") */
+    bool eq_in_name; /* a decoded name holding '=' ("delete%3D"): S3 and RGW split it apart */
+};
+
 /*
- * parse_query - set r->query bits and r->part_number; validate every escape.
- * [out] list_v2  list-type had the value "2".
+ * decode_field - percent-decode s[0..n) ('+' is a space) into out (cap bytes
+ * with its NUL); a field too long for out is still checked and gives
+ * *outlen SIZE_MAX and out "".  Returns 0 or ERR_INVAL.
  */
 static int
-parse_query(const char *q, struct gw_s3req *r, bool *list_v2)
+decode_field(const char *s, size_t n, char *out, size_t cap, size_t *outlen)
 {
-    *list_v2 = false;
+    int rc = pct_decode(s, n, true, out, cap - 1, outlen);
+    if (rc == ERR_TOOBIG) {
+        rc = pct_decode(s, n, true, NULL, SIZE_MAX, outlen);
+        out[0] = '\0';
+        *outlen = SIZE_MAX;
+    }
+    return rc;
+}
+
+/* note_param - record one decoded parameter (name[0..dn), value[0..dv)). */
+static int
+note_param(const char *name, size_t dn, const char *value, size_t dv, struct gw_s3req *r,
+           struct qinfo *qi)
+{
+    const struct qparam *p = dn != SIZE_MAX ? find_qparam(name, dn, false) : NULL;
+    if (p == NULL) {
+        if (dn == SIZE_MAX || !is_auth_param(name, dn, false)) {
+            qi->unknown = true;
+            qi->folded = qi->folded || (dn != SIZE_MAX && (find_qparam(name, dn, true) != NULL ||
+                                                           is_auth_param(name, dn, true)));
+        }
+        return 0;
+    }
+    if ((r->query & p->bit) != 0) {
+        return ERR_INVAL; /* repeated: which one would the upstream use? */
+    }
+    r->query |= p->bit;
+    if (p->bit == GW_S3_Q_PART_NUMBER) {
+        uint64_t pn = 0;
+        if (dv == SIZE_MAX || parse_u64n(value, dv, 1, 10000, &pn) != 0) {
+            return ERR_INVAL;
+        }
+        r->part_number = (uint32_t)pn;
+    } else if (p->bit == GW_S3_Q_LIST_TYPE) {
+        qi->list_v2 = dv == 1 && value[0] == '2';
+    } else if (p->bit == GW_S3_Q_SELECT_TYPE) {
+        qi->select2 = dv == 1 && value[0] == '2';
+    }
+    return 0;
+}
+
+/*
+ * parse_query - set r->query bits, r->part_number and *qi; validate every
+ * escape.  A name is read as RGW reads it: up to the first '=' of the
+ * decoded parameter; one that held an encoded '=' is flagged (qi->eq_in_name).
+ */
+static int
+parse_query(const char *q, struct gw_s3req *r, struct qinfo *qi)
+{
+    memset(qi, 0, sizeof(*qi));
     if (q == NULL) {
         return 0;
     }
     while (*q != '\0') {
         size_t seg = strcspn(q, "&");
-        const char *eq = memchr(q, '=', seg);
-        size_t nlen = eq != NULL ? (size_t)(eq - q) : seg;
-        const char *val = eq != NULL ? eq + 1 : q + seg;
-        size_t vlen = (size_t)(q + seg - val);
-        char name[32];
-        size_t dn = 0;
-        /* names longer than any we know still get their escapes checked */
-        int rc = pct_decode(q, nlen, true, name, sizeof(name) - 1, &dn);
-        if (rc == ERR_TOOBIG) {
-            rc = pct_decode(q, nlen, true, NULL, (size_t)-1, &dn);
-            dn = 0;
-        }
-        if (rc != 0) {
-            return ERR_INVAL;
-        }
-        char value[8];
-        size_t dv = 0;
-        rc = pct_decode(val, vlen, true, value, sizeof(value) - 1, &dv);
-        if (rc == ERR_TOOBIG) {
-            rc = pct_decode(val, vlen, true, NULL, (size_t)-1, &dv);
-            value[0] = '\0';
-            dv = (size_t)-1; /* too long for any value we interpret */
-        }
-        if (rc != 0) {
-            return ERR_INVAL;
-        }
-        const struct qparam *p = dn > 0 ? find_qparam(name, dn) : NULL;
-        if (p != NULL) {
-            if ((r->query & p->bit) != 0) {
-                return ERR_INVAL; /* repeated: which one would the upstream use? */
+        if (seg > 0) {
+            const char *eq = memchr(q, '=', seg);
+            size_t nlen = eq != NULL ? (size_t)(eq - q) : seg;
+            const char *val = eq != NULL ? eq + 1 : q + seg;
+            char name[64];
+            char value[8];
+            size_t dn = 0;
+            size_t dv = 0;
+            if (decode_field(q, nlen, name, sizeof(name), &dn) != 0 ||
+                decode_field(val, (size_t)(q + seg - val), value, sizeof(value), &dv) != 0) {
+                return ERR_INVAL;
             }
-            r->query |= p->bit;
-            if (p->bit == GW_S3_Q_PART_NUMBER) {
-                uint64_t pn = 0;
-                if (dv == (size_t)-1 || parse_u64n(value, dv, 1, 10000, &pn) != 0) {
-                    return ERR_INVAL;
-                }
-                r->part_number = (uint32_t)pn;
-            } else if (p->bit == GW_S3_Q_LIST_TYPE) {
-                *list_v2 = dv == 1 && value[0] == '2';
+            const char *in_name = dn != SIZE_MAX ? memchr(name, '=', dn) : NULL;
+            if (in_name != NULL) {
+                qi->eq_in_name = true;
+                dn = (size_t)(in_name - name);
+            }
+            int rc = note_param(name, dn, value, dv, r, qi);
+            if (rc != 0) {
+                return rc;
             }
         }
         q += seg;
@@ -393,16 +457,24 @@ parse_query(const char *q, struct gw_s3req *r, bool *list_v2)
     return 0;
 }
 
-static bool
-is_read_method(const char *m)
-{
-    return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0;
-}
+enum method { M_OTHER, M_GET, M_HEAD, M_OPTIONS, M_PUT, M_POST, M_DELETE };
 
-static enum gw_s3_op
-unknown(const char *method)
+static enum method
+method_of(const char *m)
 {
-    return is_read_method(method) ? GW_S3_OP_UNKNOWN : GW_S3_OP_UNKNOWN_WRITE;
+    static const struct {
+        const char *name;
+        enum method m;
+    } methods[] = {
+        {"GET", M_GET}, {"HEAD", M_HEAD}, {"OPTIONS", M_OPTIONS},
+        {"PUT", M_PUT}, {"POST", M_POST}, {"DELETE", M_DELETE},
+    };
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+        if (strcmp(m, methods[i].name) == 0) {
+            return methods[i].m;
+        }
+    }
+    return M_OTHER;
 }
 
 /* popcount of a small mask, portable */
@@ -417,49 +489,53 @@ nbits(uint64_t v)
     return n;
 }
 
-/* classify_object - an operation on bucket + key; sel: the selecting sub-resource (0: none). */
+/* classify_object_read - a read on bucket + key; sel: the selecting sub-resource (0: none). */
 static enum gw_s3_op
-classify_object(const char *m, uint64_t sel, uint64_t q, bool copy)
+classify_object_read(enum method m, uint64_t sel)
 {
-    if (strcmp(m, "GET") == 0) {
-        switch (sel) {
-        case 0:
-            return GW_S3_OP_GET_OBJECT;
-        case GW_S3_Q_UPLOAD_ID:
-            return GW_S3_OP_LIST_PARTS;
-        case GW_S3_Q_TAGGING:
-            return GW_S3_OP_GET_OBJECT_TAGGING;
-        case GW_S3_Q_ACL:
-            return GW_S3_OP_GET_OBJECT_ACL;
-        case GW_S3_Q_RETENTION:
-            return GW_S3_OP_GET_OBJECT_RETENTION;
-        case GW_S3_Q_LEGAL_HOLD:
-            return GW_S3_OP_GET_OBJECT_LEGAL_HOLD;
-        case GW_S3_Q_ATTRIBUTES:
-            return GW_S3_OP_GET_OBJECT_ATTRIBUTES;
-        case GW_S3_Q_TORRENT:
-            return GW_S3_OP_GET_OBJECT_TORRENT;
-        default:
-            return GW_S3_OP_UNKNOWN;
-        }
-    }
-    if (strcmp(m, "HEAD") == 0) {
-        return sel == 0 ? GW_S3_OP_HEAD_OBJECT : GW_S3_OP_UNKNOWN;
-    }
-    if (strcmp(m, "OPTIONS") == 0) {
+    if (m == M_OPTIONS) {
         return GW_S3_OP_OPTIONS;
     }
-    if (strcmp(m, "PUT") == 0) {
-        bool part = (q & GW_S3_Q_PART_NUMBER) != 0;
+    if (m == M_HEAD) {
+        return sel == 0 ? GW_S3_OP_HEAD_OBJECT : GW_S3_OP_UNKNOWN;
+    }
+    switch (sel) {
+    case 0:
+        return GW_S3_OP_GET_OBJECT;
+    case GW_S3_Q_UPLOAD_ID:
+        return GW_S3_OP_LIST_PARTS;
+    case GW_S3_Q_TAGGING:
+        return GW_S3_OP_GET_OBJECT_TAGGING;
+    case GW_S3_Q_ACL:
+        return GW_S3_OP_GET_OBJECT_ACL;
+    case GW_S3_Q_RETENTION:
+        return GW_S3_OP_GET_OBJECT_RETENTION;
+    case GW_S3_Q_LEGAL_HOLD:
+        return GW_S3_OP_GET_OBJECT_LEGAL_HOLD;
+    case GW_S3_Q_ATTRIBUTES:
+        return GW_S3_OP_GET_OBJECT_ATTRIBUTES;
+    case GW_S3_Q_TORRENT:
+        return GW_S3_OP_GET_OBJECT_TORRENT;
+    default:
+        return GW_S3_OP_UNKNOWN;
+    }
+}
+
+/* classify_object_write - a write on bucket + key; UNKNOWN when none is named. */
+static enum gw_s3_op
+classify_object_write(enum method m, uint64_t sel, uint64_t q, bool copy)
+{
+    bool part = (q & GW_S3_Q_PART_NUMBER) != 0;
+    if (m == M_PUT) {
         switch (sel) {
         case 0:
             if (part) {
-                return GW_S3_OP_UNKNOWN_WRITE; /* partNumber without uploadId */
+                return GW_S3_OP_UNKNOWN; /* partNumber without uploadId */
             }
             return copy ? GW_S3_OP_COPY_OBJECT : GW_S3_OP_PUT_OBJECT;
         case GW_S3_Q_UPLOAD_ID:
             if (!part) {
-                return GW_S3_OP_UNKNOWN_WRITE;
+                return GW_S3_OP_UNKNOWN;
             }
             return copy ? GW_S3_OP_UPLOAD_PART_COPY : GW_S3_OP_UPLOAD_PART;
         case GW_S3_Q_TAGGING:
@@ -471,10 +547,10 @@ classify_object(const char *m, uint64_t sel, uint64_t q, bool copy)
         case GW_S3_Q_LEGAL_HOLD:
             return GW_S3_OP_PUT_OBJECT_LEGAL_HOLD;
         default:
-            return GW_S3_OP_UNKNOWN_WRITE;
+            return GW_S3_OP_UNKNOWN;
         }
     }
-    if (strcmp(m, "POST") == 0) {
+    if (m == M_POST) {
         switch (sel) {
         case GW_S3_Q_UPLOADS:
             return GW_S3_OP_CREATE_MULTIPART;
@@ -482,81 +558,176 @@ classify_object(const char *m, uint64_t sel, uint64_t q, bool copy)
             return GW_S3_OP_COMPLETE_MULTIPART;
         case GW_S3_Q_RESTORE:
             return GW_S3_OP_RESTORE_OBJECT;
-        case GW_S3_Q_SELECT:
-            return GW_S3_OP_SELECT_OBJECT_CONTENT;
         default:
-            return GW_S3_OP_UNKNOWN_WRITE;
+            return GW_S3_OP_UNKNOWN;
         }
     }
-    if (strcmp(m, "DELETE") == 0) {
-        switch (sel) {
-        case 0:
-            return GW_S3_OP_DELETE_OBJECT;
-        case GW_S3_Q_UPLOAD_ID:
-            return GW_S3_OP_ABORT_MULTIPART;
-        case GW_S3_Q_TAGGING:
-            return GW_S3_OP_DELETE_OBJECT_TAGGING;
-        default:
-            return GW_S3_OP_UNKNOWN_WRITE;
-        }
+    switch (sel) { /* DELETE */
+    case 0:
+        return GW_S3_OP_DELETE_OBJECT;
+    case GW_S3_Q_UPLOAD_ID:
+        return GW_S3_OP_ABORT_MULTIPART;
+    case GW_S3_Q_TAGGING:
+        return GW_S3_OP_DELETE_OBJECT_TAGGING;
+    default:
+        return GW_S3_OP_UNKNOWN;
     }
-    return GW_S3_OP_UNKNOWN_WRITE;
 }
 
 /* classify_bucket - an operation on a bucket (no key); sets *name for generic ops. */
 static enum gw_s3_op
-classify_bucket(const char *m, uint64_t sel, bool list_v2, const char **name)
+classify_bucket(enum method m, uint64_t sel, bool list_v2, const char **name)
 {
-    if (strcmp(m, "HEAD") == 0) {
+    if (m == M_HEAD) {
         return sel == 0 ? GW_S3_OP_HEAD_BUCKET : GW_S3_OP_UNKNOWN;
     }
-    if (strcmp(m, "OPTIONS") == 0) {
+    if (m == M_OPTIONS) {
         return GW_S3_OP_OPTIONS;
     }
-    if (strcmp(m, "POST") == 0) {
-        if (sel == GW_S3_Q_DELETE) {
-            return GW_S3_OP_DELETE_OBJECTS;
-        }
-        return sel == 0 ? GW_S3_OP_POST_OBJECT : GW_S3_OP_UNKNOWN_WRITE;
+    if (m == M_POST) {
+        return sel == GW_S3_Q_DELETE ? GW_S3_OP_DELETE_OBJECTS : GW_S3_OP_UNKNOWN;
     }
-    bool get = strcmp(m, "GET") == 0;
-    bool put = strcmp(m, "PUT") == 0;
-    bool del = strcmp(m, "DELETE") == 0;
     if (sel == 0) {
-        if (get) {
-            return GW_S3_OP_LIST_OBJECTS;
-        }
-        if (put) {
-            return GW_S3_OP_CREATE_BUCKET;
-        }
-        return del ? GW_S3_OP_DELETE_BUCKET : GW_S3_OP_UNKNOWN_WRITE;
+        return m == M_GET   ? GW_S3_OP_LIST_OBJECTS
+               : m == M_PUT ? GW_S3_OP_CREATE_BUCKET
+                            : GW_S3_OP_DELETE_BUCKET;
     }
     for (size_t i = 0; i < sizeof(bucket_subs) / sizeof(bucket_subs[0]); i++) {
         const struct bucket_sub *b = &bucket_subs[i];
         if (b->bit != sel) {
             continue;
         }
-        if (get) {
+        if (m == M_GET) {
             if (sel == GW_S3_Q_LIST_TYPE && !list_v2) {
                 return GW_S3_OP_LIST_OBJECTS; /* list-type=1 or junk: S3 lists v1 */
             }
             *name = b->get_name;
             return b->get;
         }
-        if (put) {
-            *name = b->put_name;
-            return b->put;
-        }
-        if (del) {
-            *name = b->del_name;
-            return b->del;
-        }
-        return GW_S3_OP_UNKNOWN_WRITE;
+        *name = m == M_PUT ? b->put_name : b->del_name;
+        return m == M_PUT ? b->put : b->del;
     }
-    /* an object-only sub-resource (uploadId, retention, ...) on a bucket */
-    return get ? GW_S3_OP_UNKNOWN : GW_S3_OP_UNKNOWN_WRITE;
+    return GW_S3_OP_UNKNOWN; /* an object-only sub-resource (uploadId, retention, ...) */
 }
 #undef UW
+
+static int
+refuse(struct gw_s3req *r, int rc, int status, const char *code, const char *msg)
+{
+    r->refuse_status = status;
+    r->refuse_code = code;
+    r->refuse_msg = msg;
+    return rc;
+}
+
+/* form_upload - a Content-Type naming a multipart body (a browser form upload). */
+static bool
+form_upload(const char *ct)
+{
+    static const char mp[] = "multipart";
+    for (const char *p = ct; p != NULL && *p != '\0'; p++) {
+        if (strncasecmp(p, mp, sizeof(mp) - 1) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The refusals of a write's query (strict: every parameter known, exactly). */
+static int
+check_write_query(struct gw_s3req *r, const struct qinfo *qi)
+{
+    if (qi->eq_in_name) {
+        return refuse(r, ERR_DENIED, 400, "InvalidArgument",
+                      "A query parameter's name holds an encoded '=' (S3 and the upstream would "
+                      "read it differently); the write was not forwarded.");
+    }
+    if (qi->folded) {
+        return refuse(r, ERR_DENIED, 400, "InvalidArgument",
+                      "A query parameter matches a sub-resource only ignoring case (sub-resources "
+                      "are case-sensitive); the write was not forwarded.");
+    }
+    if (qi->unknown) {
+        return refuse(r, ERR_DENIED, 400, "InvalidArgument",
+                      "A write may carry only known sub-resources, modifiers (partNumber, "
+                      "uploadId, versionId, x-id, id) and presigned-URL parameters; the write was "
+                      "not forwarded.");
+    }
+    if (nbits(r->query & ~Q_MODIFIERS) > 1) {
+        return refuse(r, ERR_DENIED, 400, "InvalidRequest",
+                      "The query names more than one operation (several sub-resources); the "
+                      "write was not forwarded.");
+    }
+    if (r->bucket_len == 0) {
+        return refuse(r, ERR_DENIED, 400, "InvalidRequest",
+                      "Service-level writes are not accepted: a write names a bucket.");
+    }
+    return 0;
+}
+
+/*
+ * classify - the operation of a parsed request (bucket, key and query done).
+ * Returns 0 with *op and *name, or ERR_DENIED with r->refuse_* set.
+ */
+static int
+classify(const struct gw_s3req_in *in, struct gw_s3req *r, const struct qinfo *qi,
+         enum gw_s3_op *op, const char **name)
+{
+    enum method m = method_of(in->method);
+    uint64_t sel = r->query & ~Q_MODIFIERS;
+    *op = GW_S3_OP_UNKNOWN;
+    if (m == M_OTHER) {
+        return refuse(r, ERR_DENIED, 405, "MethodNotAllowed",
+                      "The specified method is not allowed against this resource (GET, HEAD, "
+                      "PUT, POST, DELETE, OPTIONS only).");
+    }
+    if (in->method_override) {
+        return refuse(r, ERR_DENIED, 400, "InvalidRequest",
+                      "Method-override headers (X-HTTP-Method-Override, X-HTTP-Method, "
+                      "X-Method-Override) are not accepted.");
+    }
+    if (m == M_POST && form_upload(in->content_type)) {
+        return refuse(r, ERR_DENIED, 501, "NotImplemented",
+                      "Browser POST form uploads (multipart/form-data) are not supported by this "
+                      "gateway: their key is a form field it does not fence.");
+    }
+    if (m == M_GET || m == M_HEAD || m == M_OPTIONS) {
+        if (r->bucket_len == 0) {
+            *op = m == M_GET && sel == 0 ? GW_S3_OP_LIST_BUCKETS : GW_S3_OP_UNKNOWN;
+        } else if (nbits(sel) > 1) {
+            *op = GW_S3_OP_UNKNOWN;
+        } else if (r->key_len > 0) {
+            *op = classify_object_read(m, sel);
+        } else {
+            *op = classify_bucket(m, sel, qi->list_v2, name);
+        }
+        return 0;
+    }
+    if (m == M_POST && r->key_len > 0 && sel == GW_S3_Q_SELECT && qi->select2) {
+        *op = GW_S3_OP_SELECT_OBJECT_CONTENT; /* the one POST that reads */
+        return 0;
+    }
+    int rc = check_write_query(r, qi);
+    if (rc != 0) {
+        return rc;
+    }
+    if (r->key_len > 0) {
+        *op = classify_object_write(m, sel, r->query, in->copy_source);
+    } else {
+        *op = classify_bucket(m, sel, qi->list_v2, name);
+    }
+    if (*op != GW_S3_OP_UNKNOWN) {
+        return 0;
+    }
+    if (m == M_POST && (r->key_len > 0 || sel == 0)) {
+        return refuse(r, ERR_DENIED, 501, "NotImplemented",
+                      "This POST names no operation the gateway knows (a browser form upload?); "
+                      "it is not supported and was not forwarded.");
+    }
+    return refuse(r, ERR_DENIED, 400, "InvalidRequest",
+                  "This sub-resource names no operation with this method at this level; the "
+                  "write was not forwarded.");
+}
 
 /* ---- public ---- */
 
@@ -576,12 +747,14 @@ gw_s3req_parse(const struct gw_s3req_in *in, struct gw_s3req *out)
     out->raw_key_off = plen;
     out->query = 0;
     out->part_number = 0;
+    out->name = ops[GW_S3_OP_UNKNOWN].name;
+    (void)refuse(out, 0, 400, "InvalidURI", "Couldn't parse the specified URI.");
 
     if (path[0] != '/') {
         return ERR_INVAL;
     }
-    bool list_v2 = false;
-    rc = parse_query(in->query, out, &list_v2);
+    struct qinfo qi;
+    rc = parse_query(in->query, out, &qi);
     if (rc != 0) {
         return rc;
     }
@@ -622,24 +795,21 @@ gw_s3req_parse(const struct gw_s3req_in *in, struct gw_s3req *out)
     if (out->raw_key_off < plen) {
         rc = pct_decode(path + out->raw_key_off, plen - out->raw_key_off, false, out->key,
                         GW_S3_MAX_KEY, &out->key_len);
+        if (rc == ERR_TOOBIG) {
+            out->key[0] = '\0';
+            out->key_len = 0;
+            return refuse(out, rc, 400, "KeyTooLongError", "Your key is too long.");
+        }
         if (rc != 0) {
             return rc;
         }
     }
 
     const char *name = NULL;
-    uint64_t sel = out->query & ~Q_MODIFIERS;
-    enum gw_s3_op op;
-    if (nbits(sel) > 1) {
-        op = unknown(in->method);
-    } else if (out->bucket_len == 0) {
-        /* service level: only ListBuckets exists (GET /, any hint such as ?x-id=ListBuckets) */
-        op = strcmp(in->method, "GET") == 0 && sel == 0 ? GW_S3_OP_LIST_BUCKETS
-                                                        : unknown(in->method);
-    } else if (out->key_len > 0) {
-        op = classify_object(in->method, sel, out->query, in->copy_source);
-    } else {
-        op = classify_bucket(in->method, sel, list_v2, &name);
+    enum gw_s3_op op = GW_S3_OP_UNKNOWN;
+    rc = classify(in, out, &qi, &op, &name);
+    if (rc != 0) {
+        return rc;
     }
     out->op = op;
     out->name = name != NULL ? name : ops[op].name;

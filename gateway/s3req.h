@@ -14,24 +14,37 @@
  * path is the key; the bucket, taken from a host name, is lower-cased because
  * DNS names are case-insensitive.  Otherwise it is path style: "/bucket/key".
  *
- * Classification rules (fail safe):
- *  - The request itself decides, never botocore's "x-id" hint.
+ * Classification rules (fail closed, DESIGN.md "Request classification: fail
+ * closed"): a request is either a read, or a write that names exactly one
+ * known operation and its keys; anything else is refused (ERR_DENIED, with
+ * the status, S3 code and message in refuse_*) and must never be forwarded.
+ *  - Methods: GET, HEAD, OPTIONS (reads) and PUT, POST, DELETE (writes),
+ *    case-sensitive; anything else is 405 MethodNotAllowed.  A method-override
+ *    header (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override) is 400.
+ *  - The query is read as RGW reads it (RGWHTTPArgs::parse): each '&'-separated
+ *    parameter is percent-decoded ('+' is a space), then split at its first
+ *    '='; sub-resources are matched case-sensitively.  S3 splits before
+ *    decoding; the two differ only when a name holds an encoded '='.
+ *  - Reads (GET/HEAD/OPTIONS, and POST ?select&select-type=2 on an object)
+ *    pass with unknown parameters, which S3 ignores; a read the table cannot
+ *    name is GW_S3_OP_UNKNOWN.
+ *  - Writes are strict, 400 for: a parameter that is neither a sub-resource
+ *    nor a known modifier or authentication parameter (partNumber, uploadId,
+ *    versionId, x-id, id, X-Amz-* presign parameters, SigV2's AWSAccessKeyId/
+ *    Signature/Expires); a name that matches a known one only ignoring case
+ *    ("?Delete"); a decoded name holding '=' ("?delete%3D"); a set of
+ *    sub-resources that does not name exactly one operation at this level
+ *    ("?delete&uploads", "PUT /b?policy&acl", "PUT /b?uploadId=1"); a
+ *    service-level write ("POST /").  So DeleteObjects is recognised whatever
+ *    comes with "delete": exactly "POST /b?delete" (plus modifiers) is
+ *    DeleteObjects, every other write carrying "delete" is refused.
+ *  - Any POST whose Content-Type is multipart/form-data (a browser form upload,
+ *    whose key is a form field), POST /bucket without a sub-resource and a POST
+ *    on an object without a known operation are 501 NotImplemented.
  *  - A recognised sub-resource given twice ("?uploadId=a&uploadId=b") is
- *    refused (ERR_INVAL): the gateway and the upstream could pick different ones.
- *  - Two operation-selecting sub-resources at once ("?tagging&acl"), or one
- *    that does not belong at this level ("PUT /b/k?policy") give UNKNOWN.
- *  - UNKNOWN is GW_S3_OP_UNKNOWN for GET/HEAD/OPTIONS and GW_S3_OP_UNKNOWN_WRITE
- *    for every other method, and UNKNOWN_WRITE counts as both an object write
- *    and a bucket write: a request we cannot name is fenced where a rule
- *    covers its key and refused as a bucket write unless bucket writes are
- *    allowed.  So every method other than GET, HEAD and OPTIONS yields a
- *    write, with one exception: SelectObjectContent (POST ?select) reads.
- *  - Unrecognised query parameters (prefix, max-keys, response-*, ...) are
- *    ignored for classification, as S3 does.
- *  - POST /bucket without a sub-resource is PostObject (browser form upload):
- *    an object write whose key is only in the form body (key_len is 0).
- *  - RestoreObject is a write (it creates a temporary copy) but neither an
- *    object-data write nor a bucket write: it is not fenced.
+ *    ERR_INVAL: the gateway and the upstream could pick different ones.
+ *  - The request itself decides, never botocore's "x-id" hint.
+ *  - RestoreObject is fenced like an object write (it acts on its key).
  *
  * Gateway paths: in path style, a request whose first path segment is exactly
  * "_fencegate", or whose whole path is exactly "/metrics", "/healthz" or
@@ -39,9 +52,6 @@
  * decoding).  So a bucket named "metrics" can still be used path-style with a
  * key ("/metrics/k") but not listed as "GET /metrics"; virtual-hosted
  * requests are never gateway paths.
- *
- * Query strings: names and values are percent-decoded and '+' means a space
- * there (as RGW and S3 read query strings); in the path '+' is a plus.
  *
  * Pure functions, no allocation; any thread.
  */
@@ -58,9 +68,9 @@
 #define GW_S3_MAX_BUCKET 255  /* longest bucket name (S3's legacy limit) */
 
 enum gw_s3_op {
-    GW_S3_OP_UNKNOWN = 0,   /* not recognised; GET/HEAD/OPTIONS: a read */
-    GW_S3_OP_UNKNOWN_WRITE, /* not recognised; any other method: treated as a write */
-    GW_S3_OP_GATEWAY_API,   /* /_fencegate/..., /metrics, /healthz, /readyz */
+    GW_S3_OP_UNKNOWN = 0, /* a read (GET/HEAD/OPTIONS) the table does not name; for a
+                             refused request (ERR_DENIED) the op is UNKNOWN too */
+    GW_S3_OP_GATEWAY_API, /* /_fencegate/..., /metrics, /healthz, /readyz */
 
     /* service */
     GW_S3_OP_LIST_BUCKETS, /* GET / */
@@ -81,7 +91,6 @@ enum gw_s3_op {
     /* object writes (DESIGN.md "Writes"): fenced */
     GW_S3_OP_PUT_OBJECT,            /* PUT /b/k */
     GW_S3_OP_COPY_OBJECT,           /* PUT /b/k + x-amz-copy-source */
-    GW_S3_OP_POST_OBJECT,           /* POST /b (form upload; key in the body) */
     GW_S3_OP_CREATE_MULTIPART,      /* POST /b/k?uploads */
     GW_S3_OP_UPLOAD_PART,           /* PUT /b/k?partNumber=N&uploadId=U */
     GW_S3_OP_UPLOAD_PART_COPY,      /* the same + x-amz-copy-source */
@@ -95,7 +104,6 @@ enum gw_s3_op {
     GW_S3_OP_PUT_OBJECT_RETENTION,  /* PUT /b/k?retention */
     GW_S3_OP_PUT_OBJECT_LEGAL_HOLD, /* PUT /b/k?legal-hold */
 
-    /* object, other mutation: not fenced */
     GW_S3_OP_RESTORE_OBJECT, /* POST /b/k?restore */
 
     /* bucket reads */
@@ -183,6 +191,8 @@ enum gw_s3_style {
 #define GW_S3_Q_SELECT              (UINT64_C(1) << 33) /* select */
 #define GW_S3_Q_TORRENT             (UINT64_C(1) << 34) /* torrent */
 #define GW_S3_Q_X_ID                (UINT64_C(1) << 35) /* x-id: an SDK hint, ignored */
+#define GW_S3_Q_SELECT_TYPE         (UINT64_C(1) << 36) /* select-type (modifier) */
+#define GW_S3_Q_ID                  (UINT64_C(1) << 37) /* id: a bucket configuration's id */
 
 /* What to parse.  Every pointer is borrowed for the call only. */
 struct gw_s3req_in {
@@ -193,6 +203,8 @@ struct gw_s3req_in {
     char *const *virtual_host_domains; /* NULL-terminated (gw_config.virtual_host_domains) or
                                           NULL: virtual-hosted style is then never used */
     bool copy_source;                  /* the request carries x-amz-copy-source */
+    const char *content_type;          /* the Content-Type header, or NULL */
+    bool method_override;              /* a method-override header is present */
 };
 
 /*
@@ -215,17 +227,26 @@ struct gw_s3req {
                                           to its end; equals strlen(in->path) when no key */
     uint64_t query;                    /* GW_S3_Q_* bits present in the query */
     uint32_t part_number;              /* partNumber (1..10000) when present, else 0 */
+    int refuse_status;                 /* when gw_s3req_parse failed: the HTTP status */
+    const char *refuse_code;           /* ... the static S3 <Code> */
+    const char *refuse_msg;            /* ... the static <Message> */
 };
 
 /*
  * gw_s3req_parse - parse and classify one request.
  * [in] in    the request (borrowed for the call).
  * [out] out  filled on success; on failure its contents are unspecified.
- * Returns 0; ERR_INVAL for a path not starting with '/', an invalid or NUL
- * percent-escape (path or query), an invalid bucket name (outside
- * [A-Za-z0-9._-]{1,255}, from path or Host), a repeated recognised query
- * parameter, or a partNumber outside 1..10000; ERR_TOOBIG for a decoded key
- * longer than GW_S3_MAX_KEY.
+ * Returns 0: a read, or a write naming exactly one operation (out->op, its
+ * bucket and key: non-empty bucket; non-empty key for an object write other
+ * than DeleteObjects).  On failure out->refuse_* say how to answer, and
+ * nothing may be forwarded: ERR_INVAL for a path not starting with '/', an
+ * invalid or NUL percent-escape (path or query), an invalid bucket name
+ * (outside [A-Za-z0-9._-]{1,255}, from path or Host), a repeated recognised
+ * query parameter, or a partNumber outside 1..10000 (400 InvalidURI or
+ * InvalidArgument); ERR_TOOBIG for a decoded key longer than GW_S3_MAX_KEY
+ * (400 KeyTooLongError); ERR_DENIED for a request refused by the rules above
+ * (405, 400 or 501; bucket and key are then filled when the path gave them,
+ * for the audit record).
  */
 MUST_USE int gw_s3req_parse(const struct gw_s3req_in *in, struct gw_s3req *out);
 
@@ -238,10 +259,10 @@ const char *gw_s3_op_name(enum gw_s3_op op);
 /* gw_s3_op_is_write - op may change stored state (objects, buckets or their settings). */
 bool gw_s3_op_is_write(enum gw_s3_op op);
 
-/* gw_s3_op_is_object_write - op is one of DESIGN.md's "Writes" (fenced), or UNKNOWN_WRITE. */
+/* gw_s3_op_is_object_write - op is one of DESIGN.md's "Writes" (fenced) or RestoreObject. */
 bool gw_s3_op_is_object_write(enum gw_s3_op op);
 
-/* gw_s3_op_is_bucket_write - op is a bucket-level write, or UNKNOWN_WRITE. */
+/* gw_s3_op_is_bucket_write - op is a bucket-level write. */
 bool gw_s3_op_is_bucket_write(enum gw_s3_op op);
 
 /*

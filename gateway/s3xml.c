@@ -31,6 +31,7 @@ struct gw_s3xml {
     int depth;               /* current element depth (root = 1) */
     enum gw_s3xml_root root; /* the root element */
     bool in_contents;        /* inside ListBucketResult/Contents or Delete/Object */
+    unsigned obj_keys;       /* Key elements in the current Delete/Object */
     enum field cur;          /* the text being captured, F_NONE if none */
     int cur_depth;           /* depth of the element being captured */
     struct buf text;         /* the captured text (cap GW_S3XML_MAX_TEXT) */
@@ -94,16 +95,56 @@ field_of(const struct gw_s3xml *x, const char *name)
     return F_NONE;
 }
 
+/*
+ * delete_element_ok - whether an element of a Delete document is exactly one
+ * S3 defines at its place (x->depth already counts it): Delete/Object,
+ * Delete/Quiet, Delete/Object/Key (once), Delete/Object/VersionId; no prefix,
+ * no attribute but xmlns with S3's namespace.  Anything else would let the
+ * upstream read keys the gateway did not (or the reverse).
+ */
+static bool
+delete_element_ok(struct gw_s3xml *x, const char *name, const XML_Char **attrs)
+{
+    static const char s3ns[] = "http://s3.amazonaws.com/doc/2006-03-01/";
+    for (const XML_Char **a = attrs; a != NULL && a[0] != NULL; a += 2) {
+        if (strcmp(a[0], "xmlns") != 0 || strcmp(a[1], s3ns) != 0) {
+            return false;
+        }
+    }
+    switch (x->depth) {
+    case 1:
+        return true; /* "Delete", exactly (on_start) */
+    case 2:
+        return strcmp(name, "Object") == 0 || strcmp(name, "Quiet") == 0;
+    case 3:
+        if (!x->in_contents) {
+            return false; /* nothing inside Quiet */
+        }
+        if (strcmp(name, "Key") == 0) {
+            return ++x->obj_keys == 1;
+        }
+        return strcmp(name, "VersionId") == 0;
+    default:
+        return false;
+    }
+}
+
 /* XML_SetElementHandler (start) */
 static void XMLCALL
 on_start(void *arg, const XML_Char *name, const XML_Char **attrs)
 {
     struct gw_s3xml *x = arg;
-    (void)attrs;
     if (x->err != 0) {
         return;
     }
     x->depth++;
+    if (x->depth == 1 && strcmp(name, "Delete") == 0) {
+        x->root = GW_S3XML_ROOT_DELETE;
+    }
+    if (x->root == GW_S3XML_ROOT_DELETE && !delete_element_ok(x, name, attrs)) {
+        stop(x, ERR_INVAL);
+        return;
+    }
     if (x->depth == 1) {
         if (strcmp(name, "ListBucketResult") == 0) {
             x->root = GW_S3XML_ROOT_LIST;
@@ -121,6 +162,7 @@ on_start(void *arg, const XML_Char *name, const XML_Char **attrs)
     if (x->depth == 2 && ((x->root == GW_S3XML_ROOT_LIST && strcmp(name, "Contents") == 0) ||
                           (x->root == GW_S3XML_ROOT_DELETE && strcmp(name, "Object") == 0))) {
         x->in_contents = true;
+        x->obj_keys = 0;
         return;
     }
     if (x->cur == F_NONE) {
@@ -230,6 +272,10 @@ on_end(void *arg, const XML_Char *name)
         }
     }
     if (x->depth == 2) {
+        if (x->root == GW_S3XML_ROOT_DELETE && x->in_contents && x->obj_keys != 1) {
+            stop(x, ERR_INVAL); /* an Object without its Key */
+            return;
+        }
         x->in_contents = false;
     }
     x->depth--;

@@ -11,14 +11,20 @@
  *   Error             the error document: Code and Message.
  *   InitiateMultipartUploadResult  (CreateMultipartUpload): UploadId.
  *   Delete            a DeleteObjects request body: the Key of every Object
- *                     (never url-encoded), through gw_s3xml_keys.
+ *                     (never url-encoded), through gw_s3xml_keys.  Strict
+ *                     (fail closed): only Delete, Object, Quiet, Key and
+ *                     VersionId, exactly so spelled, at their places; each
+ *                     Object has exactly one Key; no namespace prefix and no
+ *                     attribute but xmlns="http://s3.amazonaws.com/doc/2006-03-01/";
+ *                     anything else is ERR_INVAL.
  * Other roots parse (so a caller can tell) but yield nothing.
  *
  * Limits: total input bytes (max_bytes), number of keys (max_keys), and any
  * one text value (GW_S3XML_MAX_TEXT).  A DOCTYPE (and with it every entity
  * declaration) is refused: S3 never sends one, and refusing it rules out
  * entity-expansion attacks.  Namespaces are not processed: elements are
- * matched by their local names as written (S3 uses a default namespace).
+ * matched by their names as written (S3 uses a default namespace), so a
+ * prefixed name ("s3:Key") is not the S3 name.
  *
  * Ownership: struct gw_s3xml is owned by its creator (gw_s3xml_new /
  * gw_s3xml_free).  Strings and arrays it returns are owned by it and valid

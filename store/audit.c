@@ -30,6 +30,7 @@ static const char *const kind_names[STORE_AUDIT_KIND_MAX + 1] = {
     [STORE_AUDIT_LOCK_MISMATCH] = "lock_mismatch",
     [STORE_AUDIT_INVALID_TOKEN] = "invalid_token",
     [STORE_AUDIT_LEASE_EXPIRED] = "lease_expired",
+    [STORE_AUDIT_REFUSED] = "refused",
 };
 
 const char *

@@ -133,8 +133,10 @@ enum store_audit_kind {
     STORE_AUDIT_LOCK_MISMATCH = 5, /* "lock_mismatch": lock header contradicts the rule */
     STORE_AUDIT_INVALID_TOKEN = 6, /* "invalid_token": malformed token or lock name */
     STORE_AUDIT_LEASE_EXPIRED = 7, /* "lease_expired": the epoch's lease ended, no write window */
+    STORE_AUDIT_REFUSED = 8,       /* "refused": not forwarded as classified (G9: method, query,
+                                      form upload, bucket-level write, principal's bounds) */
 };
-#define STORE_AUDIT_KIND_MAX 7
+#define STORE_AUDIT_KIND_MAX 8
 
 /*
  * One audit record.  On append every string is borrowed until the call

@@ -82,7 +82,6 @@ static const struct op_case op_cases[] = {
     C("PUT", "/b/k?x-id=PutObject", GW_S3_OP_PUT_OBJECT, "PutObject"),
     CC("PUT", "/b/k", GW_S3_OP_COPY_OBJECT, "CopyObject"),
     CC("PUT", "/b/k?x-id=CopyObject", GW_S3_OP_COPY_OBJECT, "CopyObject"),
-    C("POST", "/b", GW_S3_OP_POST_OBJECT, "PostObject"),
     C("POST", "/b/k?uploads", GW_S3_OP_CREATE_MULTIPART, "CreateMultipartUpload"),
     C("POST", "/b/k?uploads=&x-id=CreateMultipartUpload", GW_S3_OP_CREATE_MULTIPART,
       "CreateMultipartUpload"),
@@ -189,33 +188,26 @@ static const struct op_case op_cases[] = {
     C("GET", "/metrics/k", GW_S3_OP_GET_OBJECT, "GetObject"),
     C("GET", "/metrics/", GW_S3_OP_LIST_OBJECTS, "ListObjects"),
     C("GET", "/_fencegatex/k", GW_S3_OP_GET_OBJECT, "GetObject"),
-    /* unknown: reads stay reads, everything else is a write */
+    /* reads the table does not name stay reads (S3 ignores what it does not know) */
     C("HEAD", "/", GW_S3_OP_UNKNOWN, "Unknown"),
     C("GET", "/?acl", GW_S3_OP_UNKNOWN, "Unknown"),
-    C("PUT", "/", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("DELETE", "/", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("PATCH", "/b/k", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("put", "/b/k", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("get", "/b/k", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
     C("GET", "/b/k?tagging&acl", GW_S3_OP_UNKNOWN, "Unknown"),
-    C("PUT", "/b/k?tagging&acl", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("PUT", "/b/k?uploadId=x", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("PUT", "/b/k?partNumber=1", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("PUT", "/b/k?policy", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("POST", "/b/k", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("POST", "/b/k?delete", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("POST", "/b?uploads", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
     C("HEAD", "/b/k?acl", GW_S3_OP_UNKNOWN, "Unknown"),
     C("HEAD", "/b?acl", GW_S3_OP_UNKNOWN, "Unknown"),
     C("GET", "/b?uploadId=x", GW_S3_OP_UNKNOWN, "Unknown"),
     C("GET", "/b?delete", GW_S3_OP_UNKNOWN, "Unknown"),
     C("GET", "/b/k?uploads", GW_S3_OP_UNKNOWN, "Unknown"),
-    C("DELETE", "/b?versioning", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("DELETE", "/b?retention", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("DELETE", "/b/k?acl", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("PUT", "/b?location", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("PUT", "/b?policyStatus", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
-    C("TRACE", "/b", GW_S3_OP_UNKNOWN_WRITE, "UnknownWrite"),
+    C("GET", "/b/k?Delete&mdsearch&foo=bar", GW_S3_OP_GET_OBJECT, "GetObject"),
+    C("GET", "/b?delete%3D", GW_S3_OP_UNKNOWN, "Unknown"), /* RGW reads "delete" */
+    C("POST", "/b/k?select&select-type=2&unknown=1", GW_S3_OP_SELECT_OBJECT_CONTENT,
+      "SelectObjectContent"),
+    /* writes with modifiers and presigned-URL parameters */
+    C("PUT",
+      "/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=a&X-Amz-Date=d&"
+      "X-Amz-Expires=60&X-Amz-SignedHeaders=host&X-Amz-Signature=s&x-id=PutObject",
+      GW_S3_OP_PUT_OBJECT, "PutObject"),
+    C("PUT", "/b/k?AWSAccessKeyId=a&Expires=1&Signature=s", GW_S3_OP_PUT_OBJECT, "PutObject"),
+    C("POST", "/b?delete&x-id=DeleteObjects", GW_S3_OP_DELETE_OBJECTS, "DeleteObjects"),
 };
 
 static void
@@ -250,7 +242,7 @@ static void
 test_names_and_flags(void **state)
 {
     (void)state;
-    /* DESIGN.md "Writes", plus PostObject (a form upload writes an object) and UnknownWrite */
+    /* DESIGN.md "Writes", plus RestoreObject (it acts on its key) */
     static const enum gw_s3_op object_writes[] = {
         GW_S3_OP_PUT_OBJECT,
         GW_S3_OP_COPY_OBJECT,
@@ -266,8 +258,7 @@ test_names_and_flags(void **state)
         GW_S3_OP_PUT_OBJECT_RETENTION,
         GW_S3_OP_PUT_OBJECT_LEGAL_HOLD,
         GW_S3_OP_DELETE_OBJECT_TAGGING,
-        GW_S3_OP_POST_OBJECT,
-        GW_S3_OP_UNKNOWN_WRITE,
+        GW_S3_OP_RESTORE_OBJECT,
     };
     bool is_ow[GW_S3_OP_COUNT] = {false};
     for (size_t i = 0; i < sizeof(object_writes) / sizeof(object_writes[0]); i++) {
@@ -281,12 +272,12 @@ test_names_and_flags(void **state)
         if (gw_s3_op_is_object_write(op) != is_ow[i]) {
             fail_msg("%s: object write %d, want %d", name, gw_s3_op_is_object_write(op), is_ow[i]);
         }
-        /* bucket writes: exactly the bucket-level rows from CreateBucket on, and UnknownWrite */
-        bool want_bw = i >= GW_S3_OP_CREATE_BUCKET || op == GW_S3_OP_UNKNOWN_WRITE;
+        /* bucket writes: exactly the bucket-level rows from CreateBucket on */
+        bool want_bw = i >= GW_S3_OP_CREATE_BUCKET;
         if (gw_s3_op_is_bucket_write(op) != want_bw) {
             fail_msg("%s: bucket write %d, want %d", name, gw_s3_op_is_bucket_write(op), want_bw);
         }
-        bool want_w = is_ow[i] || want_bw || op == GW_S3_OP_RESTORE_OBJECT;
+        bool want_w = is_ow[i] || want_bw;
         assert_int_equal(gw_s3_op_is_write(op), want_w);
         /* names are unique */
         for (int j = 0; j < i; j++) {
@@ -299,9 +290,156 @@ test_names_and_flags(void **state)
     assert_false(gw_s3_op_is_object_write((enum gw_s3_op)1000));
 }
 
-/* Every method other than GET/HEAD/OPTIONS gives a write, whatever the target (fail safe). */
+/* A request refused by the classifier (issue 11's list, and its neighbours). */
+struct refusal {
+    const char *method;
+    const char *target;
+    const char *content_type; /* NULL: none */
+    bool override;            /* a method-override header */
+    int status;               /* refuse_status */
+    const char *code;         /* refuse_code */
+};
+
+#define R(m, t, st, code)                                                                          \
+    {                                                                                              \
+        m, t, NULL, false, st, code                                                                \
+    }
+#define FORM "multipart/form-data; boundary=xyz"
+
+static const struct refusal refusals[] = {
+    /* browser POST form uploads: the key is a form field */
+    {"POST", "/abuse", FORM, false, 501, "NotImplemented"},
+    {"POST", "/abuse/", FORM, false, 501, "NotImplemented"},
+    {"POST", "/abuse/free/x", FORM, false, 501, "NotImplemented"},
+    {"POST", "/abuse/orders/x?select", FORM, false, 501, "NotImplemented"},
+    {"POST", "/abuse/orders/x?restore", FORM, false, 501, "NotImplemented"},
+    {"POST", "/abuse?delete", FORM, false, 501, "NotImplemented"},
+    {"POST", "/abuse/k?uploads", "Multipart/Form-Data", false, 501, "NotImplemented"},
+    {"POST", "/abuse/k?select&select-type=2", FORM, false, 501, "NotImplemented"},
+    {"POST", "/", FORM, false, 501, "NotImplemented"},
+    R("POST", "/abuse", 501, "NotImplemented"),
+    R("POST", "/abuse/", 501, "NotImplemented"),
+    R("POST", "/abuse/free/x", 501, "NotImplemented"),
+    R("POST", "/abuse/orders/x?select", 501, "NotImplemented"),
+    R("POST", "/abuse/orders/x?select&select-type=1", 501, "NotImplemented"),
+    R("POST", "/abuse/orders/x?delete", 501, "NotImplemented"),
+    /* DeleteObjects with anything else, or spelled otherwise */
+    R("POST", "/abuse?delete&uploads", 400, "InvalidRequest"),
+    R("POST", "/abuse?uploads&delete", 400, "InvalidRequest"),
+    R("POST", "/abuse?delete&versions", 400, "InvalidRequest"),
+    R("POST", "/abuse?delete&policy", 400, "InvalidRequest"),
+    R("POST", "/abuse?delete%3D", 400, "InvalidArgument"),
+    R("POST", "/abuse?delete%3Dx", 400, "InvalidArgument"),
+    R("POST", "/abuse?delete%3D=x", 400, "InvalidArgument"),
+    R("POST", "/abuse?Delete", 400, "InvalidArgument"),
+    R("POST", "/abuse?DELETE", 400, "InvalidArgument"),
+    R("POST", "/abuse?delete&mdsearch", 400, "InvalidArgument"),
+    R("POST", "/abuse?delete&prefix=a", 400, "InvalidArgument"),
+    R("POST", "/abuse?delete+", 400, "InvalidArgument"),
+    R("POST", "/abuse?uploads", 400, "InvalidRequest"),
+    /* bucket-level writes with more than one (or a foreign) sub-resource */
+    R("PUT", "/abuse?policy&uploads", 400, "InvalidRequest"),
+    R("PUT", "/abuse?lifecycle&uploads", 400, "InvalidRequest"),
+    R("PUT", "/abuse?acl&uploads", 400, "InvalidRequest"),
+    R("PUT", "/abuse?policy&acl", 400, "InvalidRequest"),
+    R("PUT", "/newbucket?uploadId=1", 400, "InvalidRequest"),
+    R("PUT", "/b?retention", 400, "InvalidRequest"),
+    R("PUT", "/b?location", 400, "InvalidRequest"),
+    R("PUT", "/b?policyStatus", 400, "InvalidRequest"),
+    R("DELETE", "/b?uploads", 400, "InvalidRequest"),
+    R("DELETE", "/b?versioning", 400, "InvalidRequest"),
+    R("DELETE", "/b?retention", 400, "InvalidRequest"),
+    R("POST", "/abuse?mdsearch", 400, "InvalidArgument"),
+    R("PUT", "/abuse?mdsearch", 400, "InvalidArgument"),
+    R("PUT", "/abuse?Policy", 400, "InvalidArgument"),
+    /* service level */
+    R("POST", "/", 400, "InvalidRequest"),
+    R("PUT", "/", 400, "InvalidRequest"),
+    R("DELETE", "/", 400, "InvalidRequest"),
+    R("POST", "/?delete", 400, "InvalidRequest"),
+    /* object-level writes the table does not name */
+    R("PUT", "/b/k?tagging&acl", 400, "InvalidRequest"),
+    R("PUT", "/b/k?uploadId=x", 400, "InvalidRequest"),
+    R("PUT", "/b/k?partNumber=1", 400, "InvalidRequest"),
+    R("PUT", "/b/k?policy", 400, "InvalidRequest"),
+    R("PUT", "/b/k?delete", 400, "InvalidRequest"),
+    R("DELETE", "/b/k?acl", 400, "InvalidRequest"),
+    R("PUT", "/b/k?response-content-type=x", 400, "InvalidArgument"),
+    R("PUT", "/b/k?x-amz-signature=s", 400, "InvalidArgument"),
+    R("PUT", "/b/k?foo", 400, "InvalidArgument"),
+    R("PUT", "/b/k?=x", 400, "InvalidArgument"),
+    R("DELETE", "/b/k?versionid=v", 400, "InvalidArgument"),
+    /* methods */
+    R("COPY", "/abuse/orders/x", 405, "MethodNotAllowed"),
+    R("MOVE", "/abuse/orders/x", 405, "MethodNotAllowed"),
+    R("PATCH", "/b/k", 405, "MethodNotAllowed"),
+    R("TRACE", "/b", 405, "MethodNotAllowed"),
+    R("put", "/b/k", 405, "MethodNotAllowed"),
+    R("get", "/b/k", 405, "MethodNotAllowed"),
+    R("", "/b/k", 405, "MethodNotAllowed"),
+    {"POST", "/abuse/orders/x", NULL, true, 400, "InvalidRequest"},
+    {"GET", "/abuse/orders/x", NULL, true, 400, "InvalidRequest"},
+};
+
+static int
+parse_full(const struct refusal *c, struct gw_s3req *r)
+{
+    static char path[512];
+    const char *q = strchr(c->target, '?');
+    size_t plen = q != NULL ? (size_t)(q - c->target) : strlen(c->target);
+    memcpy(path, c->target, plen);
+    path[plen] = '\0';
+    struct gw_s3req_in in = {
+        .method = c->method,
+        .path = path,
+        .query = q != NULL ? q + 1 : "",
+        .content_type = c->content_type,
+        .method_override = c->override,
+    };
+    return gw_s3req_parse(&in, r);
+}
+
 static void
-test_fail_safe(void **state)
+test_refusals(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+        const struct refusal *c = &refusals[i];
+        struct gw_s3req r;
+        int rc = parse_full(c, &r);
+        if (rc != ERR_DENIED || r.refuse_status != c->status ||
+            strcmp(r.refuse_code, c->code) != 0) {
+            fail_msg("%s %s%s%s: want %d %s, got rc %d (%s) %d %s", c->method, c->target,
+                     c->content_type != NULL ? " form" : "", c->override ? " override" : "",
+                     c->status, c->code, rc, rc == 0 ? r.name : "-", r.refuse_status,
+                     r.refuse_code != NULL ? r.refuse_code : "-");
+        }
+        assert_non_null(r.refuse_msg);
+        assert_int_equal(r.op, GW_S3_OP_UNKNOWN);
+        assert_false(r.write);
+    }
+    /* the same shapes without what makes them ambiguous pass */
+    static const struct refusal fine[] = {
+        {"POST", "/abuse?delete", "application/xml", false, 0, NULL},
+        {"PUT", "/abuse?policy", NULL, false, 0, NULL},
+        {"PUT", "/abuse/k", "multipart/form-data", false, 0, NULL}, /* not a POST: a body */
+        {"POST", "/abuse/k?uploads", "application/octet-stream", false, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        struct gw_s3req r;
+        assert_int_equal(parse_full(&fine[i], &r), 0);
+        assert_true(r.write);
+    }
+}
+
+/*
+ * The invariant, over every method and a grid of targets: a request either is
+ * refused (a status, code and message), or passes as a read with a read method
+ * (POST ?select&select-type=2 the one POST), or passes as a write that names
+ * one known operation with a bucket and, at object level, a key.
+ */
+static void
+test_fail_closed(void **state)
 {
     (void)state;
     static const char *const methods[] = {"GET",   "HEAD", "OPTIONS", "PUT",   "POST", "DELETE",
@@ -329,28 +467,38 @@ test_fail_safe(void **state)
         "/b/k?foo=bar",
         "/b/k?legal-hold",
         "/b/k?torrent",
+        "/b/k?select&select-type=2",
+        "/b/k?select",
         "/b?versions",
         "/b?location",
+        "/b?delete%3D",
+        "/b?Delete",
     };
     for (size_t m = 0; m < sizeof(methods) / sizeof(methods[0]); m++) {
         bool read = strcmp(methods[m], "GET") == 0 || strcmp(methods[m], "HEAD") == 0 ||
                     strcmp(methods[m], "OPTIONS") == 0;
+        bool write = strcmp(methods[m], "PUT") == 0 || strcmp(methods[m], "POST") == 0 ||
+                     strcmp(methods[m], "DELETE") == 0;
         for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
             struct gw_s3req r;
-            assert_int_equal(parse(methods[m], targets[t], NULL, false, &r), 0);
-            if (read) {
-                if (r.write) {
-                    fail_msg("%s %s: a read method classified as write %s", methods[m], targets[t],
-                             r.name);
+            int rc = parse(methods[m], targets[t], NULL, false, &r);
+            if (rc != 0) {
+                assert_int_equal(rc, ERR_DENIED);
+                assert_true(r.refuse_status >= 400 && r.refuse_status <= 501);
+                assert_false(read); /* reads are never refused by the table */
+                continue;
+            }
+            if (!r.write) {
+                if (!read && r.op != GW_S3_OP_SELECT_OBJECT_CONTENT) {
+                    fail_msg("%s %s: passed as a read (%s)", methods[m], targets[t], r.name);
                 }
                 continue;
             }
-            if (r.op == GW_S3_OP_SELECT_OBJECT_CONTENT) {
-                continue; /* the one POST that reads */
-            }
-            if (!r.write ||
-                (!r.object_write && !r.bucket_write && r.op != GW_S3_OP_RESTORE_OBJECT)) {
-                fail_msg("%s %s: not a write (%s)", methods[m], targets[t], r.name);
+            if (!write || r.op == GW_S3_OP_UNKNOWN || r.bucket_len == 0 ||
+                r.object_write == r.bucket_write ||
+                (r.object_write && r.key_len == 0 && r.op != GW_S3_OP_DELETE_OBJECTS)) {
+                fail_msg("%s %s: passed as write %s without naming it", methods[m], targets[t],
+                         r.name);
             }
         }
     }
@@ -464,9 +612,9 @@ test_bad_requests(void **state)
     assert_true((r.query & GW_S3_Q_UPLOAD_ID) != 0);
     assert_int_equal(parse("PUT", "/b/k?partNumber=00042&uploadId=u", NULL, false, &r), 0);
     assert_int_equal(r.part_number, 42);
-    /* case matters: "UPLOADS" is not a sub-resource */
-    assert_int_equal(parse("POST", "/b/k?UPLOADS", NULL, false, &r), 0);
-    assert_int_equal(r.op, GW_S3_OP_UNKNOWN_WRITE);
+    /* case matters: "UPLOADS" is not a sub-resource, and on a write it is refused */
+    assert_int_equal(parse("POST", "/b/k?UPLOADS", NULL, false, &r), ERR_DENIED);
+    assert_int_equal(r.refuse_status, 400);
 }
 
 static void
@@ -676,10 +824,11 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify_table), cmocka_unit_test(test_names_and_flags),
-        cmocka_unit_test(test_fail_safe),      cmocka_unit_test(test_keys),
-        cmocka_unit_test(test_bad_requests),   cmocka_unit_test(test_key_length),
-        cmocka_unit_test(test_virtual_hosted), cmocka_unit_test(test_query_get),
-        cmocka_unit_test(test_query_bits),     cmocka_unit_test(test_cleanup),
+        cmocka_unit_test(test_fail_closed),    cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_keys),           cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_key_length),     cmocka_unit_test(test_virtual_hosted),
+        cmocka_unit_test(test_query_get),      cmocka_unit_test(test_query_bits),
+        cmocka_unit_test(test_cleanup),
     };
     return cmocka_run_group_tests_name("s3req", tests, NULL, NULL);
 }

@@ -182,7 +182,7 @@ test_delete_doc(void **state)
     static const char doc[] =
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
         "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>"
-        "<Key>no</Key><Object><Key>orders/a%20b</Key><VersionId>v1</VersionId></Object>"
+        "<Object><Key>orders/a%20b</Key><VersionId>v1</VersionId></Object>"
         "<Object><Key>orders/&amp;c</Key></Object></Delete>";
     for (size_t step = 1; step <= 64; step *= 2) {
         struct gw_s3xml *x = parse(doc, step, 10, 0);
@@ -206,6 +206,64 @@ test_delete_doc(void **state)
     gw_s3xml_free(parse("<Delete><Object><Key>a</Key></Object><Object><Key>b</Key></Object>"
                         "</Delete>",
                         7, 1, ERR_TOOBIG));
+}
+
+/*
+ * A Delete document is strict: what S3 (or a lenient S3) could read as a key
+ * the gateway did not see is refused (issue 11: lower-case and prefixed
+ * elements, stray keys, two keys in one Object).
+ */
+static void
+test_delete_strict(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "<Delete><object><key>orders/x</key></object></Delete>",
+        "<Delete><Object><key>orders/x</key></Object></Delete>",
+        "<Delete><Object><Key>free/a</Key></Object><object><Key>orders/x</Key></object></Delete>",
+        "<Delete xmlns:s3=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Object><Key>free/a</Key>"
+        "</Object><s3:Object><s3:Key>orders/x</s3:Key></s3:Object></Delete>",
+        "<Delete><Object><s3:Key xmlns:s3=\"http://s3.amazonaws.com/doc/2006-03-01/\">orders/x"
+        "</s3:Key></Object></Delete>",
+        "<Delete xmlns=\"urn:other\"><Object><Key>a</Key></Object></Delete>",
+        "<Delete><Object foo=\"1\"><Key>a</Key></Object></Delete>",
+        "<Delete><Key>orders/x</Key><Object><Key>a</Key></Object></Delete>",
+        "<Delete><Object><Key>a</Key><Key>orders/x</Key></Object></Delete>",
+        "<Delete><Object><VersionId>v</VersionId></Object></Delete>",
+        "<Delete><Object><Key>a<Key>orders/x</Key></Key></Object></Delete>",
+        "<Delete><Quiet><Key>orders/x</Key></Quiet><Object><Key>a</Key></Object></Delete>",
+        "<Delete><Object><Key>a</Key><ETag>x</ETag></Object></Delete>",
+        "<Delete><Objects><Key>orders/x</Key></Objects><Object><Key>a</Key></Object></Delete>",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct gw_s3xml *x = gw_s3xml_new(10, 1 << 20);
+        assert_non_null(x);
+        int rc = gw_s3xml_feed(x, bad[i], strlen(bad[i]));
+        if (rc == 0) {
+            rc = gw_s3xml_finish(x);
+        }
+        if (rc != ERR_INVAL) {
+            fail_msg("accepted (%d): %s", rc, bad[i]);
+        }
+        gw_s3xml_free(x);
+    }
+    /* a root spelled otherwise is not a Delete document (the router refuses it) */
+    struct gw_s3xml *x = parse("<delete><Object><Key>a</Key></Object></delete>", 7, 10, 0);
+    assert_int_equal(gw_s3xml_root(x), GW_S3XML_ROOT_OTHER);
+    gw_s3xml_free(x);
+    x = parse("<s3:Delete xmlns:s3=\"http://s3.amazonaws.com/doc/2006-03-01/\"><s3:Object><s3:Key>"
+              "a</s3:Key></s3:Object></s3:Delete>",
+              7, 10, 0);
+    assert_int_equal(gw_s3xml_root(x), GW_S3XML_ROOT_OTHER);
+    gw_s3xml_free(x);
+    /* what boto3 sends passes */
+    x = parse("<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Object><Key>a</Key>"
+              "<VersionId>v</VersionId></Object><Quiet>true</Quiet></Delete>",
+              5, 10, 0);
+    size_t n;
+    assert_string_equal(gw_s3xml_keys(x, &n)[0], "a");
+    assert_int_equal(n, 1);
+    gw_s3xml_free(x);
 }
 
 /* CreateMultipartUpload's answer: the UploadId, at depth 2 only. */
@@ -313,7 +371,8 @@ main(void)
         cmocka_unit_test(test_list_truncated), cmocka_unit_test(test_list_encodings),
         cmocka_unit_test(test_error_doc),      cmocka_unit_test(test_structure),
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_delete_doc),
-        cmocka_unit_test(test_initiate_doc),   cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_delete_strict),  cmocka_unit_test(test_initiate_doc),
+        cmocka_unit_test(test_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
