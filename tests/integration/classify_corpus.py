@@ -252,6 +252,9 @@ def _spellings(name, value):
         enc_first, name.capitalize(), f"{name}+", f"+{name}", f"&{name}", f"{name}&",
         f"{_q(name, value)}&{_q(name, value)}",
     ]
+    if value and "{" not in value:  # the value percent-encoded, every byte
+        forms.append(f"{name}=" + "".join("%{:02X}".format(ord(ch)) for ch in value))
+        forms.append(f"{enc_first}=" + "".join("%{:02x}".format(ord(ch)) for ch in value))
     return list(dict.fromkeys(forms))
 
 
