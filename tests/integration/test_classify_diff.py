@@ -5,19 +5,23 @@ A generated corpus of hostile request variants (classify_corpus.py: every
 method, every pair of S3's sub-resources, encoded and mis-spelled names and
 values, bucket and object level, browser form uploads, DeleteObjects in odd
 forms, copies into the fence, method overrides) is sent through the gateway
-exactly as written on the wire, in batches.  Around each batch the store is
+exactly as written on the wire, in batches (the requests of a batch
+concurrently, each on its own connection).  Around each batch the store is
 read directly (boto3 to RGW, not through the gateway): the objects, delete
 markers, multipart uploads and parts under the fenced prefix, the fenced
 object's tagging and ACL, the bucket's configuration, and the set of the
 test's buckets.  No request carries a valid token of the fenced lock and
 bucket writes are not allowed, so any change there fails the test.  A dirty
-batch is bisected, each half replayed on a fresh bucket, until the
-culprits are named (request, response, what changed at the store).
+batch is bisected, each half replayed after the store is put back (repaired
+in place, or a fresh fenced bucket when its configuration changed), until the
+culprits are named (request, response, what changed at the store).  A GET
+the gateway refuses with its own error document (no RGW request id) fails
+the test too: reads pass with parameters S3 ignores.
 
 Runs: without principals (unsigned, allow_unfenced_writes true), and the writes
 signed by a principal whose `locks` names only another lock, without a token,
-and carrying that lock's valid token with allow_unfenced_writes false.  Controls prove the
-harness can see a change (a valid fenced write through the gateway, a
+and carrying that lock's valid token with allow_unfenced_writes false.
+Controls prove the harness can see a change (a valid fenced write through the gateway, a
 direct bucket write at RGW), and normal traffic still passes.
 
 FENCEGATE_DIFF_BUDGET (seconds, default 60) bounds the bisection of each run;
