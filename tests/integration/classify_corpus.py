@@ -170,6 +170,14 @@ class Req:
     headers: dict = field(default_factory=dict)
     body: str = ""
     tag: str = ""
+    refuse: bool = False  # must be answered by the gateway, never forwarded
+
+    def __post_init__(self):
+        # What RGW 16 ignores but a more lenient store might act on: other methods,
+        # method overrides, DeleteObjects documents S3 would not parse.
+        self.refuse = self.refuse or (
+            self.method not in METHODS or self.tag == "override"
+            or (self.body.startswith(("<delete>", "<s3:Delete")) and self.method == "POST"))
 
     def describe(self):
         """One line: request line, headers, what the body is."""
