@@ -9,8 +9,8 @@ exactly as written on the wire, in batches (the requests of a batch
 concurrently, each on its own connection).  Around each batch the store is
 read directly (boto3 to RGW, not through the gateway): the objects, delete
 markers, multipart uploads and parts under the fenced prefix, the fenced
-object's tagging and ACL, the bucket's configuration, and the set of the
-test's buckets.  No request carries a valid token of the fenced lock and
+object's tagging and ACL, the bucket's configuration, and the set of
+buckets.  No request carries a valid token of the fenced lock and
 bucket writes are not allowed, so any change there fails the test.  A dirty
 batch is bisected, each half replayed after the store is put back (repaired
 in place, or a fresh fenced bucket when its configuration changed), until the
@@ -134,9 +134,8 @@ class Store:
             r = c.list_multipart_uploads(Bucket=b, Prefix=cc.FENCED)
             return sorted((u["Key"], u["UploadId"]) for u in r.get("Uploads", []))
 
-        def buckets():
-            return sorted(x["Name"] for x in c.list_buckets().get("Buckets", [])
-                          if x["Name"].startswith(self.prefix))
+        def buckets():  # all of them: a request may name a bucket of its own
+            return sorted(x["Name"] for x in c.list_buckets().get("Buckets", []))
 
         calls = {
             "versions": versions, "uploads": uploads, "buckets": buckets,
