@@ -30,7 +30,7 @@
  *    name is GW_S3_OP_UNKNOWN.
  *  - Writes are strict, 400 for: a parameter that is neither a sub-resource
  *    nor a known modifier or authentication parameter (partNumber, uploadId,
- *    versionId, x-id, id, X-Amz-* presign parameters, SigV2's AWSAccessKeyId/
+ *    versionId, x-id, id, select-type, X-Amz-* presign parameters, SigV2's AWSAccessKeyId/
  *    Signature/Expires); a name that matches a known one only ignoring case
  *    ("?Delete"); a decoded name holding '=' ("?delete%3D"); a set of
  *    sub-resources that does not name exactly one operation at this level
@@ -38,9 +38,10 @@
  *    service-level write ("POST /").  So DeleteObjects is recognised whatever
  *    comes with "delete": exactly "POST /b?delete" (plus modifiers) is
  *    DeleteObjects, every other write carrying "delete" is refused.
- *  - Any POST whose Content-Type is multipart/form-data (a browser form upload,
- *    whose key is a form field), POST /bucket without a sub-resource and a POST
- *    on an object without a known operation are 501 NotImplemented.
+ *  - Any POST whose Content-Type names a multipart body ("multipart" anywhere,
+ *    any case: a browser form upload, whose key is a form field), POST /bucket
+ *    without a sub-resource and a POST on an object without a known operation
+ *    are 501 NotImplemented.
  *  - A recognised sub-resource given twice ("?uploadId=a&uploadId=b") is
  *    ERR_INVAL: the gateway and the upstream could pick different ones.
  *  - The request itself decides, never botocore's "x-id" hint.
@@ -51,7 +52,8 @@
  * "/readyz", is GW_S3_OP_GATEWAY_API (compared on the raw bytes, before
  * decoding).  So a bucket named "metrics" can still be used path-style with a
  * key ("/metrics/k") but not listed as "GET /metrics"; virtual-hosted
- * requests are never gateway paths.
+ * requests are never gateway paths.  Gateway paths are recognised before the
+ * rules above (the gateway's API checks its own methods) and never forwarded.
  *
  * Pure functions, no allocation; any thread.
  */
