@@ -531,6 +531,10 @@ start_transfer(struct preq *p)
     p->start_pending = false;
     struct gw_xfer_req xr;
     gw_s3msg_xfer_req(&p->msg, p->method, p->up_length, &xr);
+    /* A HEAD with a query is not a plain HeadObject/HeadBucket: a store may
+     * answer it with a body (RGW 16 does for ?acl), which would poison the
+     * connection for the next request.  Plain HEADs keep their connection. */
+    xr.no_reuse = p->is_head && strchr(xr.url, '?') != NULL;
     if (p->ticket != NULL && p->up_length <= 0) {
         /* no body, or an empty one: the head is the whole request (G3) */
         gw_fence_ticket_sent(p->ticket);

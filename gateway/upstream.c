@@ -253,8 +253,7 @@ gw_xfer_result(struct gw_xfer *x, CURLcode rc)
         err = ERR_NOMEM;
         break;
     case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-        err = ERR_INVAL;
+        err = ERR_INVAL; /* ours: the URL is built here */
         break;
     default:
         err = ERR_UPSTREAM;

@@ -45,6 +45,10 @@ struct gw_xfer_req {
     size_t nheaders;            /* number of entries in headers (the NULL not counted) */
     int64_t body_length;        /* -1: no request body; >= 0: a body of exactly this many
                                    bytes, sent with Content-Length */
+    bool no_reuse;              /* close the connection after this transfer: its answer's
+                                   framing cannot be trusted (RGW answers HEAD ?acl with a
+                                   body; the next answer on that connection would be read
+                                   from the middle of it) */
 };
 
 /* Callbacks for one transfer; arg is the one given to gw_xfer_start. */

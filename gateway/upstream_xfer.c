@@ -295,6 +295,7 @@ setup_easy(struct gw_xfer *x, const struct gw_xfer_req *rq)
     if (strcmp(rq->method, "HEAD") == 0) {
         SETOPT(CURLOPT_NOBODY, 1L); /* do not wait for the body a Content-Length announces */
     }
+    SETOPT(CURLOPT_FORBID_REUSE, rq->no_reuse ? 1L : 0L); /* the handle may be reused */
     if (rq->body_length >= 0) {
         SETOPT(CURLOPT_UPLOAD, 1L);
         SETOPT(CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_length);
