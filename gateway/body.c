@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/codec.h"
 #include "common/log.h"
 #include "gateway/chunk_enc.h"
 #include "gateway/http.h"
@@ -126,18 +127,6 @@ gw_body_fail(const struct gw_body *b, struct gw_auth_fail *out)
     return true;
 }
 
-/* Lowercase hex of n bytes. */
-static void
-to_hex(const unsigned char *p, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* Decodes standard base64 (with padding) into out; returns the byte count or -1. */
 static int
 from_b64(const char *s, unsigned char *out, size_t outlen)
@@ -200,7 +189,7 @@ read_hashed(struct gw_body *b, char *dst, size_t len)
         from_b64(b64, raw, sizeof(raw)) != (int)sizeof(raw)) {
         return set_fail(b, ERR_NOMEM, 500, "InternalError", "Could not hash the body.");
     }
-    to_hex(raw, sizeof(raw), hex);
+    hex_encode(raw, sizeof(raw), hex);
     if (strcmp(hex, b->want) != 0) {
         log_info("req %s: body SHA-256 %s does not match the signed %s", gw_req_id(b->req), hex,
                  b->want);

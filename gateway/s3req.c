@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/codec.h"
 #include "common/num.h"
 
 #define F_WRITE        0x1u /* changes stored state */
@@ -196,63 +197,6 @@ static const struct bucket_sub bucket_subs[] = {
 #undef BWR
 
 /* ---- percent-decoding: the one place (DESIGN.md "One key, one meaning") ---- */
-
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-/*
- * pct_decode - decode s[0..n) into out (cap bytes plus a NUL; out may be
- * NULL to only check).  plus_space: '+' decodes to ' ' (query strings).
- * [out] outlen  decoded length.
- * Returns 0, ERR_INVAL (a '%' not followed by two hex digits, or %00),
- * ERR_TOOBIG (more than cap bytes).
- */
-static int
-pct_decode(const char *s, size_t n, bool plus_space, char *out, size_t cap, size_t *outlen)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '%') {
-            if (n - i < 3) {
-                return ERR_INVAL;
-            }
-            int hi = hexval(s[i + 1]);
-            int lo = hexval(s[i + 2]);
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-                return ERR_INVAL;
-            }
-            c = (char)(hi << 4 | lo);
-            i += 2;
-        } else if (c == '+' && plus_space) {
-            c = ' ';
-        }
-        if (o == cap) {
-            return ERR_TOOBIG;
-        }
-        if (out != NULL) {
-            out[o] = c;
-        }
-        o++;
-    }
-    if (out != NULL) {
-        out[o] = '\0';
-    }
-    *outlen = o;
-    return 0;
-}
 
 /* ---- pieces ---- */
 

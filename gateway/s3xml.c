@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/codec.h"
 
 /* The text values a parser keeps. */
 enum field {
@@ -392,21 +393,6 @@ gw_s3xml_feed(struct gw_s3xml *x, const char *data, size_t len)
     return 0;
 }
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* EncodingType url: decode every key once ('+' is a space, %XX its byte). */
 static int
 url_decode_keys(struct gw_s3xml *x)
@@ -422,8 +408,8 @@ url_decode_keys(struct gw_s3xml *x)
             if (c == '+') {
                 c = ' ';
             } else if (c == '%') {
-                int hi = hexval(p[1]);
-                int lo = hi < 0 ? -1 : hexval(p[2]);
+                int hi = hex_digit((unsigned char)p[1]);
+                int lo = hi < 0 ? -1 : hex_digit((unsigned char)p[2]);
                 if (lo < 0 || (hi == 0 && lo == 0)) {
                     rc = ERR_INVAL; /* bad escape, or a NUL in a key */
                     break;

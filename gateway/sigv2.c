@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/codec.h"
 #include "common/date.h"
 #include "common/num.h"
 
@@ -66,29 +67,16 @@ static const char *const subresources[] = {
 
 /* ---- small helpers ---- */
 
-static int
-hexval(int c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
 /* Percent-decodes n bytes at s into out (a '+' stays a '+', as urllib's unquote). */
 static int
-pct_decode(const char *s, size_t n, struct buf *out)
+unquote_lenient(const char *s, size_t n, struct buf *out)
 {
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (c == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            c = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+        if (c == '%' && i + 2 < n && hex_digit((unsigned char)s[i + 1]) >= 0 &&
+            hex_digit((unsigned char)s[i + 2]) >= 0) {
+            c = (char)(hex_digit((unsigned char)s[i + 1]) * 16 +
+                       hex_digit((unsigned char)s[i + 2]));
             i += 2;
         }
         int rc = buf_append(out, &c, 1);
@@ -105,7 +93,7 @@ decode_into(const char *s, size_t n, char *out, size_t outlen)
 {
     struct buf b;
     buf_init(&b, outlen - 1);
-    int rc = pct_decode(s, n, &b);
+    int rc = unquote_lenient(s, n, &b);
     if (rc == 0) {
         memcpy(out, buf_cstr(&b), b.len + 1);
     }
@@ -353,7 +341,7 @@ scan_query(const struct gw_sigv2_input *in, bool presigned, struct items *res, s
         const char *val = has_eq ? p + nlen + 1 : p + nlen;
         size_t vlen = has_eq ? plen - nlen - 1 : 0;
         buf_reset(&v);
-        rc = pct_decode(val, vlen, &v);
+        rc = unquote_lenient(val, vlen, &v);
         if (rc == 0 && is_subresource(p, nlen)) {
             rc = items_add(res, p, nlen, buf_cstr(&v), v.len, false, has_eq, false);
         } else if (rc == 0 && presigned && nlen > 6 && strncasecmp(p, "x-amz-", 6) == 0) {

@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/codec.h"
 #include "common/date.h"
 
 #define KEYCACHE_SLOTS   8    /* distinct (secret, day, region, service) kept */
@@ -33,50 +34,6 @@ gw_sigv4_wipe(void *p, size_t n)
     OPENSSL_cleanse(p, n);
 }
 
-static const char hexdig[] = "0123456789abcdef";
-
-void
-gw_sigv4_hex_encode(const unsigned char *p, size_t n, char *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hexdig[p[i] >> 4];
-        out[2 * i + 1] = hexdig[p[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-static int
-hexval(int c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-int
-gw_sigv4_hex_decode(const char *hex, size_t hexlen, unsigned char *out, size_t n)
-{
-    if (hexlen != 2 * n) {
-        return ERR_INVAL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        int hi = hexval((unsigned char)hex[2 * i]);
-        int lo = hexval((unsigned char)hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            return ERR_INVAL;
-        }
-        out[i] = (unsigned char)(hi << 4 | lo);
-    }
-    return 0;
-}
-
 int
 gw_sigv4_hmac_hex(const unsigned char *key, size_t keylen, const void *msg, size_t len,
                   char hex[GW_SIGV4_HEX_LEN + 1])
@@ -87,7 +44,7 @@ gw_sigv4_hmac_hex(const unsigned char *key, size_t keylen, const void *msg, size
     if (HMAC(EVP_sha256(), key, (int)keylen, msg, len, mac, &maclen) == NULL || maclen != 32) {
         return ERR_NOMEM;
     }
-    gw_sigv4_hex_encode(mac, 32, hex);
+    hex_encode(mac, 32, hex);
     return 0;
 }
 
@@ -112,7 +69,7 @@ gw_sigv4_sha256_hex(const void *p, size_t len, char hex[GW_SIGV4_HEX_LEN + 1])
     if (EVP_Digest(p, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
         return ERR_NOMEM;
     }
-    gw_sigv4_hex_encode(md, 32, hex);
+    hex_encode(md, 32, hex);
     return 0;
 }
 
@@ -404,8 +361,8 @@ recode(const char *s, size_t n, int plus_space, int keep_slash, struct buf *out)
             if (i + 2 >= n) { /* a '%' needs two hex digits after it */
                 return ERR_INVAL;
             }
-            int hi = hexval((unsigned char)s[i + 1]);
-            int lo = hexval((unsigned char)s[i + 2]);
+            int hi = hex_digit((unsigned char)s[i + 1]);
+            int lo = hex_digit((unsigned char)s[i + 2]);
             if (hi < 0 || lo < 0) {
                 return ERR_INVAL;
             }

@@ -142,16 +142,6 @@ MUST_USE int gw_sigv4_hmac_hex(const unsigned char *key, size_t keylen, const vo
  * ERR_NOMEM. */
 MUST_USE int gw_sigv4_sha256_hex(const void *p, size_t len, char hex[GW_SIGV4_HEX_LEN + 1]);
 
-/* gw_sigv4_hex_encode - n bytes at p as lowercase hex into out[2n + 1] (NUL-terminated). */
-void gw_sigv4_hex_encode(const unsigned char *p, size_t n, char *out);
-
-/*
- * gw_sigv4_hex_decode - exactly 2*n hex digits (either case) at hex into n bytes at out.
- * Returns 0, or ERR_INVAL if hex is not exactly 2*n hex digits followed by NUL or
- * end (hexlen is the length to read).
- */
-MUST_USE int gw_sigv4_hex_decode(const char *hex, size_t hexlen, unsigned char *out, size_t n);
-
 /*
  * gw_sigv4_amz_date_parse - "YYYYMMDDTHHMMSSZ" (ISO 8601 basic, UTC) to seconds
  * since the Unix epoch.  Strict: 16 characters, valid calendar date and time.

@@ -20,6 +20,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "common/codec.h"
 #include "common/num.h"
 #include "gateway/sigv4_checksum.h"
 
@@ -221,11 +222,11 @@ check_chunk_sig(struct gw_sigv4_chunked *d)
         EVP_DigestInit_ex(d->chunk_md, EVP_sha256(), NULL) != 1) {
         return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
     }
-    gw_sigv4_hex_encode(md, 32, hex);
+    hex_encode(md, 32, hex);
     if (gw_sigv4_chunk_signature(d->key, d->amz_date, d->scope, d->prev_sig, hex, sig) != 0) {
         return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
     }
-    if (gw_sigv4_hex_decode(sig, GW_SIGV4_HEX_LEN, bin, sizeof(bin)) != 0 ||
+    if (hex_decode(sig, GW_SIGV4_HEX_LEN, bin, sizeof(bin)) != 0 ||
         CRYPTO_memcmp(bin, d->claimed, sizeof(bin)) != 0) {
         return stop(d, GW_SIGV4_CHUNKED_SIGNATURE);
     }
@@ -252,8 +253,8 @@ on_size_line(struct gw_sigv4_chunked *d)
         size_t extlen = sizeof(CHUNK_SIG_EXT) - 1;
         if (n - hexlen != extlen + GW_SIGV4_HEX_LEN ||
             memcmp(l + hexlen, CHUNK_SIG_EXT, extlen) != 0 ||
-            gw_sigv4_hex_decode(l + hexlen + extlen, GW_SIGV4_HEX_LEN, d->claimed,
-                                sizeof(d->claimed)) != 0) {
+            hex_decode(l + hexlen + extlen, GW_SIGV4_HEX_LEN, d->claimed, sizeof(d->claimed)) !=
+                0) {
             return stop(d, GW_SIGV4_CHUNKED_FRAMING);
         }
     } else if (hexlen != n) {
@@ -352,16 +353,16 @@ on_trailer_line(struct gw_sigv4_chunked *d, gw_sigv4_chunked_data_fn *on_data, v
         char hex[GW_SIGV4_HEX_LEN + 1];
         char sig[GW_SIGV4_HEX_LEN + 1];
         d->trl_sig_seen = 1;
-        if (gw_sigv4_hex_decode(value, vlen, claimed, sizeof(claimed)) != 0) {
+        if (hex_decode(value, vlen, claimed, sizeof(claimed)) != 0) {
             return stop(d, GW_SIGV4_CHUNKED_FRAMING);
         }
         if (EVP_DigestFinal_ex(d->trl_md, md, &mdlen) != 1 || mdlen != 32) {
             return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
         }
-        gw_sigv4_hex_encode(md, 32, hex);
+        hex_encode(md, 32, hex);
         if (chain_signature(d->key, "AWS4-HMAC-SHA256-TRAILER", d->amz_date, d->scope, d->prev_sig,
                             hex, sig) != 0 ||
-            gw_sigv4_hex_decode(sig, GW_SIGV4_HEX_LEN, bin, sizeof(bin)) != 0) {
+            hex_decode(sig, GW_SIGV4_HEX_LEN, bin, sizeof(bin)) != 0) {
             return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
         }
         if (CRYPTO_memcmp(bin, claimed, sizeof(bin)) != 0) {

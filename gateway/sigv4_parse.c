@@ -13,6 +13,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common/codec.h"
 #include "common/num.h"
 
 #define CRED_TERM "aws4_request"
@@ -95,7 +96,7 @@ signed_headers_parse(const char *s, size_t len, struct gw_sigv4_authz *out)
 static int
 signature_parse(const char *s, size_t len, struct gw_sigv4_authz *out)
 {
-    return gw_sigv4_hex_decode(s, len, out->signature, sizeof(out->signature));
+    return hex_decode(s, len, out->signature, sizeof(out->signature));
 }
 
 /* ---- Authorization header ---- */
@@ -185,7 +186,7 @@ query_decode(const char *s, size_t n, char *dst, size_t dstsize)
         unsigned char b = (unsigned char)s[i];
         if (b == '%') {
             unsigned char v;
-            if (i + 2 >= n || gw_sigv4_hex_decode(s + i + 1, 2, &v, 1) != 0) {
+            if (i + 2 >= n || hex_decode(s + i + 1, 2, &v, 1) != 0) {
                 return -1;
             }
             b = v;
@@ -488,7 +489,7 @@ gw_sigv4_verify(struct gw_sigv4_keycache *kc, const char *secret, const struct g
         err = ERR_INVAL; /* a signed header missing, a bad path or query */
         goto fail;
     }
-    if (gw_sigv4_hex_decode(sig, GW_SIGV4_HEX_LEN, sigbin, sizeof(sigbin)) != 0 ||
+    if (hex_decode(sig, GW_SIGV4_HEX_LEN, sigbin, sizeof(sigbin)) != 0 ||
         CRYPTO_memcmp(sigbin, a->signature, sizeof(sigbin)) != 0) {
         f = GW_SIGV4_FAIL_MISMATCH;
         err = ERR_AUTH;

@@ -16,6 +16,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "common/codec.h"
+
 #include "gateway/sigv4.h"
 #include "tests/unit/testdata.h"
 
@@ -360,7 +362,7 @@ test_s3_header_examples(void **state)
     unsigned char want_key[GW_SIGV4_KEY_LEN];
     assert_int_equal(gw_sigv4_signing_key(kc, secret, "20130524", "us-east-1", "s3", key), 0);
     const char *kh = jstr(j, "signing_key_hex");
-    assert_int_equal(gw_sigv4_hex_decode(kh, strlen(kh), want_key, sizeof(want_key)), 0);
+    assert_int_equal(hex_decode(kh, strlen(kh), want_key, sizeof(want_key)), 0);
     assert_memory_equal(key, want_key, sizeof(key));
 
     json_t *exs = json_object_get(j, "header_examples");
@@ -771,11 +773,11 @@ test_primitives(void **state)
                                        "what do ya want for nothing?", 28, hex),
                      0);
     assert_string_equal(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
-    assert_int_equal(gw_sigv4_hex_decode("aB01", 4, bin, 2), 0);
+    assert_int_equal(hex_decode("aB01", 4, bin, 2), 0);
     assert_int_equal(bin[0], 0xab);
     assert_int_equal(bin[1], 0x01);
-    assert_int_equal(gw_sigv4_hex_decode("aB0", 3, bin, 2), ERR_INVAL);
-    assert_int_equal(gw_sigv4_hex_decode("aB0g", 4, bin, 2), ERR_INVAL);
+    assert_int_equal(hex_decode("aB0", 3, bin, 2), ERR_INVAL);
+    assert_int_equal(hex_decode("aB0g", 4, bin, 2), ERR_INVAL);
     char scope[16];
     assert_int_equal(gw_sigv4_scope("20150830", "us-east-1", "s3", scope, sizeof(scope)),
                      ERR_TOOBIG);

@@ -1,0 +1,80 @@
+/* common/codec.c: hex and percent codecs (see codec.h). */
+#include "common/codec.h"
+
+int
+hex_digit(int c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+    return -1;
+}
+
+void
+hex_encode(const unsigned char *p, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int
+hex_decode(const char *hex, size_t hexlen, unsigned char *out, size_t n)
+{
+    if (hexlen != 2 * n) {
+        return ERR_INVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_digit((unsigned char)hex[2 * i]);
+        int lo = hex_digit((unsigned char)hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            return ERR_INVAL;
+        }
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+int
+pct_decode(const char *s, size_t n, bool plus_space, char *out, size_t cap, size_t *outlen)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (n - i < 3) {
+                return ERR_INVAL;
+            }
+            int hi = hex_digit((unsigned char)s[i + 1]);
+            int lo = hex_digit((unsigned char)s[i + 2]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                return ERR_INVAL;
+            }
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        } else if (c == '+' && plus_space) {
+            c = ' ';
+        }
+        if (o == cap) {
+            return ERR_TOOBIG;
+        }
+        if (out != NULL) {
+            out[o] = c;
+        }
+        o++;
+    }
+    if (out != NULL) {
+        out[o] = '\0';
+    }
+    *outlen = o;
+    return 0;
+}
