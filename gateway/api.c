@@ -22,7 +22,6 @@
 static void
 send_json(struct gw_req *req, int status, struct buf *b)
 {
-    gw_metrics_count_status(status);
     gw_resp_simple(req, status, "application/json", b->data, b->len);
 }
 

@@ -849,7 +849,6 @@ gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3
 void
 gw_fence_send_slowdown(struct gw_req *req)
 {
-    gw_metrics_count_status(503);
     gw_s3err_send(req, 503, "SlowDown",
                   "This write was refused, but its audit record could not be queued; nothing was "
                   "forwarded. Please reduce your request rate.");
@@ -876,6 +875,5 @@ gw_fence_send_error(struct gw_req *req, int status, const char *code, const char
         {"Token", tok},
         {"CurrentToken", cur},
     };
-    gw_metrics_count_status(status);
     gw_s3err_send_extra(req, status, code, message, extra, 3);
 }

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/rand.h"
 #include "gateway/http_int.h"
+#include "gateway/metrics.h"
 
 static const char *
 reason(int status)
@@ -178,6 +179,7 @@ gw_http_send_error(struct gw_conn *c, struct gw_req *req, int status, const char
                                  "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n"
                                  "Content-Length: %d\r\nConnection: close\r\n\r\n",
                                  status, reason(status), date_now(c->srv), id, blen);
+    gw_metrics_count_status(status); /* the server's own 400/408/411/414/431/505 too */
     if (rc < 0 || (!(req != NULL && req->is_head) && evbuffer_add(out, body, (size_t)blen) != 0)) {
         c->dead = true;
     }
@@ -263,6 +265,7 @@ gw_resp_body_begin(struct gw_req *req, int64_t content_length)
         req->want_close = true;
     }
     struct evbuffer *out = bufferevent_get_output(c->bev);
+    gw_metrics_count_status(req->status); /* every response is counted here, once */
     int rc = evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", req->status, reason(req->status));
     if (rc >= 0 && !req->has_server_hdr) {
         rc = evbuffer_add_printf(out, "Server: fencegate\r\n");

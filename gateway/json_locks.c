@@ -42,7 +42,6 @@ static void
 send_json_value(struct gw_req *req, int status, json_t *v)
 {
     char *text = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
-    gw_metrics_count_status(text != NULL ? status : 503);
     if (text == NULL) {
         static const char oom[] = "{\"error\":\"unavailable\",\"message\":\"out of memory\"}\n";
         gw_resp_simple(req, 503, "application/json", oom, sizeof(oom) - 1);

@@ -277,10 +277,8 @@ finish_error(struct preq *p, int err, const char *what)
     } else if (p->body != NULL && gw_body_fail(p->body, &bf)) {
         /* the body broke its promise (hash, chunk signature, framing): the
          * upstream transfer was cut before its last byte */
-        gw_metrics_count_status(bf.status);
         gw_s3err_send(req, bf.status, bf.code, bf.message);
     } else {
-        gw_metrics_count_status(gw_status_from_err(err));
         gw_s3err_send_err(req, err, what);
     }
     p->req = NULL;
@@ -382,7 +380,6 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
             log_warn("req %s: could not add X-Fencing-Current-Token", gw_req_id(req));
         }
     }
-    gw_metrics_count_status(status);
     gw_resp_body_begin(req, content_length);
     p->head_sent = true;
     return 0;
@@ -591,7 +588,6 @@ on_cut(void *arg, int err, uint64_t current)
                             "flight; it was cut off before reaching the store.",
                             p->lock, p->token, current);
     } else {
-        gw_metrics_count_status(503);
         gw_s3err_send(req, 503, "ServiceUnavailable",
                       "The write window of this fencing token could not be checked; the write "
                       "was cut off before reaching the store. Retry later.");
@@ -702,7 +698,6 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     p->client = gw_req_transfer_begin(req);
     if (p->client == NULL) {
         /* DESIGN G10: this address holds its share of upstream transfers (logged) */
-        gw_metrics_count_status(503);
         gw_s3err_send(req, 503, "SlowDown",
                       "Too many requests in flight from your address. Please reduce your "
                       "request rate.");
@@ -937,7 +932,6 @@ fail_ours:
 fail:
     log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), what, err_str(rc));
 reply:
-    gw_metrics_count_status(gw_status_from_err(rc));
     gw_s3err_send_err(req, rc, what);
     p->req = NULL;
 fail_quiet:

@@ -28,7 +28,6 @@
 static void
 send_text(struct gw_req *req, int status, const char *content_type, const char *text)
 {
-    gw_metrics_count_status(status);
     gw_resp_simple(req, status, content_type, text, strlen(text));
 }
 
@@ -42,7 +41,6 @@ serve_metrics(struct gw_req *req)
         gw_s3err_send_err(req, ERR_NOMEM, "Could not render metrics.");
         return;
     }
-    gw_metrics_count_status(200);
     gw_resp_simple(req, 200, "text/plain; version=0.0.4", b.data, b.len);
     buf_cleanup(&b);
 }
@@ -130,7 +128,6 @@ refuse_audited(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *
         gw_fence_send_slowdown(req);
         return;
     }
-    gw_metrics_count_status(status);
     gw_s3err_send(req, status, code, message);
 }
 
@@ -327,14 +324,12 @@ on_admitted(void *arg, int err, uint64_t current)
         break;
     case ERR_CONFLICT:
         /* a non-shared election found an epoch another gateway granted (the log says so) */
-        gw_metrics_count_status(503);
         gw_s3err_send(req, 503, "ServiceUnavailable",
                       "This lock's epoch was granted by another gateway, but this gateway is "
                       "configured as the only one (election.shared is false); its writes are "
                       "refused until the configuration says the election is shared.");
         break;
     default:
-        gw_metrics_count_status(503);
         gw_s3err_send(req, 503, "ServiceUnavailable",
                       "The fence could not be checked or advanced durably; nothing was "
                       "forwarded. Retry later.");
@@ -379,7 +374,6 @@ on_mkbucket_probed(void *arg, int err, int status)
                  mb->s3.bucket);
         char location[GW_S3_MAX_BUCKET + 2];
         (void)snprintf(location, sizeof(location), "/%s", mb->s3.bucket);
-        gw_metrics_count_status(200);
         gw_resp_start(req, 200);
         if (gw_resp_header(req, "Location", location) != 0) {
             log_debug("req %s: Location header not added", gw_req_id(req));
@@ -387,7 +381,6 @@ on_mkbucket_probed(void *arg, int err, int status)
         gw_resp_body_begin(req, 0);
         gw_resp_end(req);
     } else if (err != 0 || status >= 500) {
-        gw_metrics_count_status(503);
         gw_s3err_send(req, 503, "ServiceUnavailable",
                       "Whether the bucket exists could not be checked; retry later.");
     } else {
@@ -463,7 +456,6 @@ mkbucket_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *
     int rc = gw_bucket_probe_head(rt->probe, s3->bucket, on_mkbucket_probed, mb, &mb->op);
     if (rc != 0) {
         free(mb);
-        gw_metrics_count_status(503);
         gw_s3err_send(req, 503, "ServiceUnavailable",
                       "Whether the bucket exists could not be checked; retry later.");
         return;
@@ -529,7 +521,6 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
             claim.complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
             rc = 0;
         } else if (ur != ERR_NOTFOUND) {
-            gw_metrics_count_status(503);
             gw_s3err_send(req, 503, "ServiceUnavailable",
                           "The multipart upload's fencing epoch could not be read; nothing was "
                           "forwarded. Retry later.");
@@ -545,7 +536,6 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
                 return;
             }
         }
-        gw_metrics_count_status(fail.status);
         gw_s3err_send(req, fail.status, fail.code, fail.message);
         return;
     }
@@ -628,7 +618,6 @@ static void
 delobj_refuse(struct delobj *d, int status, const char *code, const char *message)
 {
     gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
-    gw_metrics_count_status(status);
     gw_req_set_close(d->req); /* the rest of the body is not read */
     gw_s3err_send(d->req, status, code, message);
     delobj_free(d);
@@ -691,7 +680,6 @@ delobj_judge(struct delobj *d)
                                             claim.lock, 0, 0) != 0) {
                 gw_fence_send_slowdown(req);
             } else {
-                gw_metrics_count_status(fail.status);
                 gw_s3err_send(req, fail.status, fail.code, fail.message);
             }
         } else if (!claim.fenced) {
@@ -724,7 +712,6 @@ delobj_pump(struct delobj *d)
                 delobj_refuse(d, bf.status, bf.code, bf.message);
             } else {
                 gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
-                gw_metrics_count_status(gw_status_from_err((int)n));
                 gw_req_set_close(d->req);
                 gw_s3err_send_err(d->req, (int)n, "The request body could not be read.");
                 delobj_free(d);
@@ -850,7 +837,6 @@ gw_router_on_request(struct gw_req *req, void *arg)
     };
     int parsed = gw_s3req_parse(&in, &s3);
     if (parsed != 0 && parsed != ERR_DENIED) {
-        gw_metrics_count_status(s3.refuse_status);
         gw_s3err_send(req, s3.refuse_status, s3.refuse_code, s3.refuse_msg);
         return;
     }
@@ -859,10 +845,8 @@ gw_router_on_request(struct gw_req *req, void *arg)
     int rc = gw_auth_check(req, gw_req_config(req), &s3, rt->kc, &auth, &fail);
     if (rc != 0) {
         if (rc == ERR_NOMEM) {
-            gw_metrics_count_status(503);
             gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
         } else {
-            gw_metrics_count_status(fail.status);
             gw_s3err_send(req, fail.status, fail.code, fail.message);
         }
         gw_auth_cleanup(&auth);
@@ -877,7 +861,6 @@ gw_router_on_request(struct gw_req *req, void *arg)
         refuse_audited(rt, req, &s3, principal_name(&auth), NULL, s3.refuse_status, s3.refuse_code,
                        s3.refuse_msg);
     } else if (s3.op != GW_S3_OP_GATEWAY_API && too_large(req, &auth)) {
-        gw_metrics_count_status(400);
         gw_s3err_send(req, 400, "EntityTooLarge",
                       "Your proposed upload exceeds the maximum allowed object size.");
     } else if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&

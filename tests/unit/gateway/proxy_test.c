@@ -82,8 +82,8 @@ ask(const char *raw, const char *code)
     struct resp r;
     (void)wait_resp(&cl, 0, false, &r, 3000);
     char want[128];
-    (void)snprintf(want, sizeof(want), "<Code>%s</Code>", code);
-    if (strstr(buf_cstr(&r.body), want) == NULL) {
+    (void)snprintf(want, sizeof(want), "<Code>%s</Code>", code != NULL ? code : "");
+    if (code != NULL && strstr(buf_cstr(&r.body), want) == NULL) {
         fail_msg("status %d, body %s; wanted %s", r.status, buf_cstr(&r.body), code);
     }
     int status = r.status;
@@ -124,12 +124,31 @@ test_client_error_stays_4xx(void **state)
     assert_int_equal(gw_metrics.internal_errors, internal);
 }
 
+/* Every response is counted once where it is sent, the server's own refusals
+ * included (a 505 never reaches the router). */
+static void
+test_every_status_counted_once(void **state)
+{
+    (void)state;
+    uint64_t r4xx = gw_metrics.responses_4xx;
+    uint64_t r5xx = gw_metrics.responses_5xx;
+    assert_int_equal(ask("GET /b/k HTTP/2.0\r\nHost: x\r\n\r\n", "HTTPVersionNotSupported"), 505);
+    assert_int_equal(gw_metrics.responses_5xx, r5xx + 1);
+    assert_int_equal(ask("GET /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+                         "Content-Length: 2\r\n\r\n",
+                         NULL),
+                     400);
+    assert_int_equal(gw_metrics.responses_4xx, r4xx + 1);
+    assert_int_equal(gw_metrics.responses_5xx, r5xx + 1);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_own_signing_failure_is_500, px_setup, px_teardown),
         cmocka_unit_test_setup_teardown(test_client_error_stays_4xx, px_setup, px_teardown),
+        cmocka_unit_test_setup_teardown(test_every_status_counted_once, px_setup, px_teardown),
     };
     return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
 }
