@@ -90,7 +90,7 @@ unit: $(UNIT_BINS)
 
 integration: $(BIN) $(HELPER_BINS) js-deps
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \
-	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra tests/integration $(PYTEST_ARGS)
+	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
 
 # npm packages the JS client tests drive, pinned by tests/js/package-lock.json,
 # installed into the build tree (never into the repository).

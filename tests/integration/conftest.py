@@ -122,6 +122,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "rgw: needs the real S3 (Ceph RGW) started by tests/rgw/rgw.sh"
     )
+    config.addinivalue_line(
+        "markers", "slow: a long run (fault injection, the differential corpus, the JS clients); "
+        "`make check` runs it, CI's sanitizer pass deselects it (-m 'not slow') to stay in time")
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
 

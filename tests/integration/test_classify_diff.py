@@ -432,6 +432,7 @@ def test_harness_sees_changes_and_normal_traffic_passes(gateway, store, rgw):
     assert store.c.get_object(Bucket=b, Key=cc.KEY)["Body"].read() == b"seed a"
 
 
+@pytest.mark.slow
 def test_corpus_without_principals(gateway, store):
     """The whole corpus, unsigned, no token, through a gateway without principals."""
     gw = gateway(_config(store))
@@ -441,6 +442,7 @@ def test_corpus_without_principals(gateway, store):
     _check(run, f"no principals ({len(reqs)} variants)", t0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", [None, "1"], ids=["no-token", "other-locks-token"])
 def test_corpus_principal_of_another_lock(gateway, store, token):
     """Writes signed by a principal whose locks list names only another lock:

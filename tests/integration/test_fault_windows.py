@@ -52,10 +52,25 @@ def run_harness(rgw, out, *args, timeout):
     return p.returncode, stdout, props, result
 
 
+def run_exercised(rgw, out, *args, timeout, attempts=2):
+    """run_harness until a run exercised its workload (zombies attempted, hand-overs
+    seen), at most attempts times with fresh seeds.  A run that exercised nothing
+    (the nemesis's pauses all missed, on a loaded machine) tested nothing, so it
+    is run again; a run that did exercise is judged as it is, never retried."""
+    for i in range(attempts):
+        rc, stdout, props, result = run_harness(rgw, out / f"try{i + 1}", *args, timeout=timeout)
+        if props["workload-exercised"]["ok"]:
+            break
+        print(f"attempt {i + 1} (seed {result['seed']}) did not exercise its workload: "
+              f"{props['workload-exercised']['violations']}")
+    return rc, stdout, props, result
+
+
 def failed(props):
     return {n: q["violations"] for n, q in props.items() if not q["ok"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gateways,duration", [(1, 50), (2, 40)],
                          ids=["one-gateway", "two-gateways"])
 def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
@@ -68,7 +83,7 @@ def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
     # A 300 ms commit margin (RGW on loopback commits in milliseconds; the relays
     # hold tails up to 60 ms) allows 3.5 s leases on s3, so a bounded run sees
     # several lease hand-overs and zombies; the long run keeps the defaults.
-    rc, stdout, props, result = run_harness(rgw, tmp_path / "normal", "--gateways", gateways,
+    rc, stdout, props, result = run_exercised(rgw, tmp_path / "normal", "--gateways", gateways,
                                             "--workers", 4, "--locks", 2,
                                             "--lease-ms", 3500, "--commit-margin-ms", 300,
                                             "--duration", duration,
@@ -79,12 +94,13 @@ def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
     assert rc == 0 and not bad, f"violations {bad} (seed {result['seed']})\n{stdout[-6000:]}"
 
 
+@pytest.mark.slow
 def test_fault_injection_bypass_is_caught(rgw, tmp_path):
     """The same workload with the writes sent straight to RGW (no fence): the
     checker must report zombies' versions committed after a newer epoch's,
     and nothing else (the bookkeeping properties still hold).  Only worker
     pauses here: the point is zombies, as many as 20 s can make."""
-    rc, stdout, props, result = run_harness(rgw, tmp_path / "bypass", "--mode", "bypass",
+    rc, stdout, props, result = run_exercised(rgw, tmp_path / "bypass", "--mode", "bypass",
                                             "--gateways", 1, "--workers", 6, "--locks", 3,
                                             "--faults", "pause-worker", "--duration", 20,
                                             timeout=100)

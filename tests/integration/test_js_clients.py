@@ -103,6 +103,7 @@ def check_common(res, rgw, bucket, prefix, fenced, tok):
     assert not rgw.client().list_multipart_uploads(Bucket=bucket).get("Uploads")
 
 
+@pytest.mark.slow
 def test_aws_sdk_js_v3(jsdir, jsgw, rgw, bucket):
     res, run, tok, took = run_js(jsdir, "sdkv3.mjs", jsgw, bucket)
     prefix, fenced = f"js/sdkv3-{run}/", f"orders/sdkv3-{run}/"
@@ -127,6 +128,7 @@ def test_aws_sdk_js_v3(jsdir, jsgw, rgw, bucket):
            "CreateMultipartUpload (lib-storage Upload)")
 
 
+@pytest.mark.slow
 def test_minio_js(jsdir, jsgw, rgw, bucket):
     res, run, tok, took = run_js(jsdir, "minio.mjs", jsgw, bucket)
     prefix, fenced = f"js/minio-{run}/", f"orders/minio-{run}/"
