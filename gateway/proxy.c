@@ -19,6 +19,7 @@
 #include "gateway/fence.h"
 #include "gateway/http.h"
 #include "gateway/metrics.h"
+#include "gateway/proxy_hdr.h"
 #include "gateway/s3err.h"
 #include "gateway/s3req.h"
 #include "gateway/s3sign.h"
@@ -85,77 +86,6 @@ struct preq {
     /* detached: in px->detached */
     TAILQ_ENTRY(preq) link;
 };
-
-/* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
- * credentials, which are replaced, and the fencing headers, which are ours). */
-static const char *const drop_request[] = {
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "expect",
-    "host",
-    "content-length",
-    "authorization",
-    "x-amz-date",
-    "x-amz-security-token",
-    "x-amz-content-sha256",
-    "x-fencing-token",
-    "x-fencing-lock",
-    NULL,
-};
-
-/* Headers that describe the aws-chunked framing, which the upstream never sees. */
-static const char *const drop_chunked[] = {
-    "x-amz-decoded-content-length",
-    "x-amz-trailer",
-    NULL,
-};
-
-/* Response headers the server frames itself or that are hop-by-hop. */
-static const char *const drop_response[] = {
-    "connection",        "keep-alive", "proxy-connection", "te", "trailer",
-    "transfer-encoding", "upgrade",    "content-length",   NULL,
-};
-
-static bool
-in_list(const char *const *list, const char *name)
-{
-    for (size_t i = 0; list[i] != NULL; i++) {
-        if (strcasecmp(list[i], name) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* True if name appears as a token of the client's Connection header (RFC 9110 7.6.1). */
-static bool
-named_by_connection(const char *connection, const char *name)
-{
-    if (connection == NULL) {
-        return false;
-    }
-    size_t nlen = strlen(name);
-    const char *p = connection;
-    while (*p != '\0') {
-        while (*p == ' ' || *p == '\t' || *p == ',') {
-            p++;
-        }
-        const char *start = p;
-        while (*p != '\0' && *p != ',' && *p != ' ' && *p != '\t') {
-            p++;
-        }
-        if ((size_t)(p - start) == nlen && strncasecmp(start, name, nlen) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
 
 struct gw_proxy *
 gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, size_t errlen)
@@ -362,7 +292,7 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
             }
             continue;
         }
-        if (in_list(drop_response, h->name)) {
+        if (gw_proxy_hdr_drop_response(h->name)) {
             continue;
         }
         if (gw_resp_header(req, h->name, h->value) != 0) {
@@ -632,192 +562,206 @@ static const struct gw_xfer_cbs xfer_cbs = {
 
 /* ---- building the upstream request ---- */
 
-/*
- * Content-Encoding without its "aws-chunked" token (the framing is removed
- * here); NULL when nothing is left.  Writes into out[outlen].
- */
-static const char *
-strip_aws_chunked(const char *value, char *out, size_t outlen)
-{
-    size_t used = 0;
-    const char *p = value;
-    out[0] = '\0';
-    while (*p != '\0') {
-        while (*p == ' ' || *p == '\t' || *p == ',') {
-            p++;
-        }
-        const char *start = p;
-        while (*p != '\0' && *p != ',') {
-            p++;
-        }
-        const char *end = p;
-        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
-            end--;
-        }
-        size_t n = (size_t)(end - start);
-        if (n == 0 || (n == 11 && strncasecmp(start, "aws-chunked", 11) == 0)) {
-            continue;
-        }
-        int w = snprintf(out + used, outlen - used, "%s%.*s", used > 0 ? ", " : "", (int)n, start);
-        if (w < 0 || (size_t)w >= outlen - used) {
-            break;
-        }
-        used += (size_t)w;
-    }
-    return used > 0 ? out : NULL;
-}
+/* How a step of forward ended when it did not succeed. */
+enum fwd_end {
+    FWD_OK = 0,
+    FWD_FAIL,  /* the client's request: logged at info, answered from rc and what */
+    FWD_OURS,  /* our own failure: logged as an error, answered 5xx */
+    FWD_QUIET, /* already answered (p->req cleared) */
+};
 
-/* gw_proxy_forward and gw_proxy_forward_body: mem NULL streams the client's body. */
-static void
-forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
-        const struct gw_auth *auth, const struct gw_proxy_fence *fenced, const char *mem,
-        size_t mem_len)
-{
-    const struct gw_config *cfg = px->cfg;
-    struct preq *p = calloc(1, sizeof(*p));
-    size_t nclient = gw_req_header_count(req);
-    struct gw_sigv4_header *extra = NULL;
-    const char *what = "The request could not be forwarded.";
-    int rc = ERR_NOMEM;
+/* What forward works out for one request, step by step. */
+struct fwd {
+    struct gw_proxy *px;
+    struct gw_req *req;
+    const struct gw_s3req *s3;
+    const struct gw_auth *auth;
+    const char *mem; /* the body read into memory (DeleteObjects), or NULL: streamed */
+    size_t mem_len;
+    struct preq *p;
+    const char *what; /* the answer's message when a step fails */
+    int rc;
+    int64_t body_length; /* upstream body length, -1 for none */
+    bool chunked;        /* the client sent aws-chunked framing */
+    const char *trailer; /* the re-framed body's trailer header, or NULL */
+    enum gw_checksum_alg ck_alg;
+    char ck_value[GW_CHECKSUM_B64_MAX];
+    bool drop_sdk_alg;
+    struct gw_sigv4_header *extra; /* the forwarded headers (before signing) */
+    size_t ne;
+    char ce[PROXY_MAX_CE][256 + 16]; /* "aws-chunked, " + the rest of a coding list */
+    size_t nce;
+    char ce_rest[256];
+    char decoded[24];
+    char epoch[24];
     struct buf query; /* the client's query less presigned credentials */
-    buf_init(&query, PROXY_MAX_QUERY);
+};
 
-    if (p == NULL) {
-        if (fenced != NULL) {
-            gw_fence_ticket_release(fenced->ticket);
-        }
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
-        goto out;
-    }
+/* fwd_bind - the request context, its share of upstream transfers, the fence ticket. */
+static enum fwd_end
+fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
+{
+    struct preq *p = f->p;
     gw_metrics.requests_active++;
     gw_s3msg_init(&p->msg);
-    p->px = px;
-    p->req = req;
-    p->is_head = strcmp(gw_req_method(req), "HEAD") == 0;
-    gw_req_set_ops(req, &preq_ops, p);
-    p->client = gw_req_transfer_begin(req);
+    p->px = f->px;
+    p->req = f->req;
+    p->is_head = strcmp(gw_req_method(f->req), "HEAD") == 0;
+    gw_req_set_ops(f->req, &preq_ops, p);
+    p->client = gw_req_transfer_begin(f->req);
     if (p->client == NULL) {
         /* DESIGN G10: this address holds its share of upstream transfers (logged) */
-        gw_s3err_send(req, 503, "SlowDown",
+        gw_s3err_send(f->req, 503, "SlowDown",
                       "Too many requests in flight from your address. Please reduce your "
                       "request rate.");
         p->req = NULL;
         if (fenced != NULL) {
             p->ticket = fenced->ticket; /* released with p */
         }
-        goto fail_quiet;
+        return FWD_QUIET;
     }
-    if (fenced != NULL) {
-        p->ticket = fenced->ticket;
-        gw_fence_ticket_rebind(p->ticket, on_cut, on_resume, p);
-        p->fence = fenced->fence;
-        p->token = fenced->token;
-        (void)snprintf(p->lock, sizeof(p->lock), "%s", fenced->lock);
-        (void)snprintf(p->principal, sizeof(p->principal), "%s",
-                       auth->principal != NULL ? auth->principal->name : "");
-        p->s3 = malloc(sizeof(*p->s3));
-        if (p->s3 == NULL) {
-            goto fail;
-        }
-        *p->s3 = *s3;
-        if (gw_fence_uploads(p->fence) != NULL && gw_upload_tracked(s3)) {
-            p->query = strdup(gw_req_query(req)); /* req may be gone when the answer ends */
-            if (p->query == NULL) {
-                goto fail;
-            }
-        }
-        if (p->query != NULL && s3->op != GW_S3_OP_ABORT_MULTIPART) {
-            p->tap = gw_s3xml_new(0, GW_UPLOAD_TAP_MAX);
-            if (p->tap == NULL) {
-                goto fail;
-            }
+    if (fenced == NULL) {
+        return FWD_OK;
+    }
+    p->ticket = fenced->ticket;
+    gw_fence_ticket_rebind(p->ticket, on_cut, on_resume, p);
+    p->fence = fenced->fence;
+    p->token = fenced->token;
+    (void)snprintf(p->lock, sizeof(p->lock), "%s", fenced->lock);
+    (void)snprintf(p->principal, sizeof(p->principal), "%s",
+                   f->auth->principal != NULL ? f->auth->principal->name : "");
+    p->s3 = malloc(sizeof(*p->s3));
+    if (p->s3 == NULL) {
+        f->rc = ERR_NOMEM;
+        return FWD_FAIL;
+    }
+    *p->s3 = *f->s3;
+    if (gw_fence_uploads(p->fence) != NULL && gw_upload_tracked(f->s3)) {
+        p->query = strdup(gw_req_query(f->req)); /* req may be gone when the answer ends */
+        if (p->query == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
         }
     }
+    if (p->query != NULL && f->s3->op != GW_S3_OP_ABORT_MULTIPART) {
+        p->tap = gw_s3xml_new(0, GW_UPLOAD_TAP_MAX);
+        if (p->tap == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
+        }
+    }
+    return FWD_OK;
+}
 
+/*
+ * fwd_body - the body's framing: read into memory already, or streamed through
+ * the body filter.  A chunked body of unknown length cannot be signed for S3
+ * with a Content-Length (S3 answers 411 to a PUT without one).
+ */
+static enum fwd_end
+fwd_body(struct fwd *f)
+{
+    struct preq *p = f->p;
+    const struct gw_auth *auth = f->auth;
+    if (f->mem != NULL) {
+        /* read and checked already (hash, aws-chunked signatures): sent as is */
+        p->mem = malloc(f->mem_len > 0 ? f->mem_len : 1);
+        if (p->mem == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
+        }
+        memcpy(p->mem, f->mem, f->mem_len);
+        p->mem_len = f->mem_len;
+        f->body_length = (int64_t)f->mem_len;
+    } else {
+        p->body = gw_body_new(f->req, auth, f->px->trailers);
+        if (p->body == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
+        }
+        f->body_length = gw_body_upstream_length(p->body);
+    }
+    f->chunked = auth->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+                 auth->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL ||
+                 auth->payload == GW_PAYLOAD_CHUNKED_UNSIGNED_TRL;
+    const char *method = gw_req_method(f->req);
+    if (f->body_length < 0) {
+        f->what = "A request body needs a Content-Length (chunked uploads need aws-chunked "
+                  "framing with x-amz-decoded-content-length).";
+        gw_s3err_send(f->req, 411, "MissingContentLength", f->what);
+        p->req = NULL;
+        return FWD_QUIET;
+    }
+    if (f->body_length == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+                                strcmp(method, "DELETE") == 0 || strcmp(method, "OPTIONS") == 0)) {
+        f->body_length = -1; /* s3cmd sends "Content-Length: 0" on GET: no body either way */
+    }
+    p->body_length = f->body_length > 0 ? (uint64_t)f->body_length : 0;
+    return FWD_OK;
+}
+
+/*
+ * fwd_checksum - a checksum the client sent as an aws-chunked trailer goes
+ * along as a trailer of a re-framed body (an upstream that takes them), or,
+ * for a body read into memory, as the header (computed here: the body verified
+ * against it).  Otherwise it was checked here and is not forwarded, nor is
+ * x-amz-sdk-checksum-algorithm (S3 refuses it without a checksum).
+ */
+static enum fwd_end
+fwd_checksum(struct fwd *f)
+{
+    const struct gw_auth *auth = f->auth;
+    f->trailer = f->p->body != NULL ? gw_body_upstream_trailer(f->p->body) : NULL;
+    f->ck_alg = GW_CHECKSUM_NONE;
+    if (f->chunked && f->mem != NULL && auth->trailer != NULL &&
+        gw_checksum_alg_from_header(auth->trailer, &f->ck_alg) == 0 &&
+        gw_req_header(f->req, auth->trailer) == NULL) {
+        f->rc = gw_checksum_b64(f->ck_alg, f->mem, f->mem_len, f->ck_value, sizeof(f->ck_value));
+        if (f->rc != 0) {
+            f->what = "The request checksum could not be computed.";
+            return FWD_OURS;
+        }
+    } else {
+        f->ck_alg = GW_CHECKSUM_NONE;
+    }
+    f->drop_sdk_alg =
+        f->chunked && auth->trailer != NULL && f->trailer == NULL && f->ck_alg == GW_CHECKSUM_NONE;
+    return FWD_OK;
+}
+
+/* fwd_add - one more forwarded header. */
+static void
+fwd_add(struct fwd *f, const char *name, const char *value)
+{
+    f->extra[f->ne].name = name;
+    f->extra[f->ne].value = value;
+    f->ne++;
+}
+
+/*
+ * fwd_headers - the forwarded header set: the client's, less hop-by-hop
+ * headers, its credentials, the fencing headers and the aws-chunked framing;
+ * plus the re-framed body's framing or the checksum header, and the epoch
+ * metadata.  Signed afresh by the builder (x-amz-*, Content-MD5, Content-Type,
+ * Content-Encoding, Host).
+ */
+static enum fwd_end
+fwd_headers(struct fwd *f)
+{
+    const struct gw_config *cfg = f->px->cfg;
+    size_t nclient = gw_req_header_count(f->req);
     /* + x-amz-meta-fencing-epoch, and Content-Encoding, x-amz-decoded-content-length
      * and x-amz-trailer (re-framed) or the checksum header (buffered) */
-    extra = calloc(nclient + 4, sizeof(*extra));
-    if (extra == NULL) {
-        goto fail;
+    f->extra = calloc(nclient + 4, sizeof(*f->extra));
+    if (f->extra == NULL) {
+        f->rc = ERR_NOMEM;
+        return FWD_FAIL;
     }
-
-    /* Body framing.  A chunked body of unknown length cannot be signed for
-     * S3 with a Content-Length (S3 answers 411 to a PUT without one). */
-    int64_t body_length;
-    if (mem != NULL) {
-        /* read and checked already (hash, aws-chunked signatures): sent as is */
-        p->mem = malloc(mem_len > 0 ? mem_len : 1);
-        if (p->mem == NULL) {
-            goto fail;
-        }
-        memcpy(p->mem, mem, mem_len);
-        p->mem_len = mem_len;
-        body_length = (int64_t)mem_len;
-    } else {
-        p->body = gw_body_new(req, auth, px->trailers);
-        if (p->body == NULL) {
-            goto fail;
-        }
-        body_length = gw_body_upstream_length(p->body);
-    }
-    bool chunked = auth->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
-                   auth->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL ||
-                   auth->payload == GW_PAYLOAD_CHUNKED_UNSIGNED_TRL;
-    const char *method = gw_req_method(req);
-    if (body_length < 0) {
-        what = "A request body needs a Content-Length (chunked uploads need aws-chunked "
-               "framing with x-amz-decoded-content-length).";
-        gw_s3err_send(req, 411, "MissingContentLength", what);
-        p->req = NULL;
-        goto fail_quiet;
-    }
-    if (body_length == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
-                             strcmp(method, "DELETE") == 0 || strcmp(method, "OPTIONS") == 0)) {
-        body_length = -1; /* s3cmd sends "Content-Length: 0" on GET: no body either way */
-    }
-    p->body_length = body_length > 0 ? (uint64_t)body_length : 0;
-
-    /* A checksum the client sent as an aws-chunked trailer goes along as a
-     * trailer of a re-framed body (an upstream that takes them), or, for a
-     * body read into memory, as the header (computed here: the body verified
-     * against it).  Otherwise it was checked here and is not forwarded, nor
-     * is x-amz-sdk-checksum-algorithm (S3 refuses it without a checksum). */
-    const char *trailer = p->body != NULL ? gw_body_upstream_trailer(p->body) : NULL;
-    enum gw_checksum_alg ck_alg = GW_CHECKSUM_NONE;
-    char ck_value[GW_CHECKSUM_B64_MAX];
-    if (chunked && mem != NULL && auth->trailer != NULL &&
-        gw_checksum_alg_from_header(auth->trailer, &ck_alg) == 0 &&
-        gw_req_header(req, auth->trailer) == NULL) {
-        rc = gw_checksum_b64(ck_alg, mem, mem_len, ck_value, sizeof(ck_value));
-        if (rc != 0) {
-            what = "The request checksum could not be computed.";
-            goto fail_ours;
-        }
-    } else {
-        ck_alg = GW_CHECKSUM_NONE;
-    }
-    bool drop_sdk_alg =
-        chunked && auth->trailer != NULL && trailer == NULL && ck_alg == GW_CHECKSUM_NONE;
-
-    /* The payload hash: the client's SHA-256 (checked here while streaming,
-     * and again by the upstream), the unsigned-trailer mode, else UNSIGNED-PAYLOAD. */
-    const char *payload_hash = auth->payload == GW_PAYLOAD_SHA256 ? auth->sha256
-                               : trailer != NULL                  ? GW_SIGV4_STREAMING_UTRL
-                                                                  : GW_SIGV4_UNSIGNED;
-
-    /* The forwarded header set: the client's, less hop-by-hop headers, its
-     * credentials, the fencing headers and the aws-chunked framing; signed
-     * afresh by the builder (x-amz-*, Content-MD5, Content-Type, Content-Encoding, Host). */
-    size_t ne = 0;
-    char ce[PROXY_MAX_CE][256];
-    size_t nce = 0;
-    char ce_rest[256];
-    const char *connection = gw_req_header(req, "connection");
+    const char *connection = gw_req_header(f->req, "connection");
     for (size_t i = 0; i < nclient; i++) {
-        const struct gw_header *h = gw_req_header_at(req, i);
-        if (in_list(drop_request, h->name) || named_by_connection(connection, h->name) ||
-            (chunked && in_list(drop_chunked, h->name)) ||
-            (drop_sdk_alg && strcasecmp(h->name, "x-amz-sdk-checksum-algorithm") == 0)) {
+        const struct gw_header *h = gw_req_header_at(f->req, i);
+        if (gw_proxy_hdr_drop_request(h->name, connection, f->chunked) ||
+            (f->drop_sdk_alg && strcasecmp(h->name, "x-amz-sdk-checksum-algorithm") == 0)) {
             continue;
         }
         if (cfg->fencing.record_epoch_metadata &&
@@ -825,60 +769,59 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
             continue; /* only the gateway says which epoch wrote an object */
         }
         const char *value = h->value;
-        if (chunked && strcasecmp(h->name, "content-encoding") == 0) {
-            if (nce == PROXY_MAX_CE) {
-                rc = ERR_INVAL;
-                what = "Too many Content-Encoding headers.";
-                goto fail;
+        if (f->chunked && strcasecmp(h->name, "content-encoding") == 0) {
+            if (f->nce == PROXY_MAX_CE) {
+                f->rc = ERR_INVAL;
+                f->what = "Too many Content-Encoding headers.";
+                return FWD_FAIL;
             }
-            value = strip_aws_chunked(h->value, ce_rest, sizeof(ce_rest));
-            if (trailer != NULL && nce == 0) {
+            value = gw_proxy_hdr_strip_aws_chunked(h->value, f->ce_rest, sizeof(f->ce_rest));
+            char *ce = f->ce[f->nce];
+            if (f->trailer != NULL && f->nce == 0) {
                 /* the re-framed body is aws-chunked again: first coding */
-                (void)snprintf(ce[nce], sizeof(ce[nce]), "aws-chunked%s%s",
-                               value != NULL ? ", " : "", value != NULL ? value : "");
+                (void)snprintf(ce, sizeof(f->ce[0]), "aws-chunked%s%s", value != NULL ? ", " : "",
+                               value != NULL ? value : "");
             } else if (value != NULL) {
-                (void)snprintf(ce[nce], sizeof(ce[nce]), "%s", value);
+                (void)snprintf(ce, sizeof(f->ce[0]), "%s", value);
             } else {
                 continue;
             }
-            value = ce[nce];
-            nce++;
+            value = ce;
+            f->nce++;
         }
-        extra[ne].name = h->name;
-        extra[ne].value = value;
-        ne++;
+        fwd_add(f, h->name, value);
     }
-    char decoded[24];
-    if (trailer != NULL) {
-        if (nce == 0) {
-            extra[ne].name = "Content-Encoding";
-            extra[ne].value = "aws-chunked";
-            ne++;
+    if (f->trailer != NULL) {
+        if (f->nce == 0) {
+            fwd_add(f, "Content-Encoding", "aws-chunked");
         }
-        (void)snprintf(decoded, sizeof(decoded), "%llu", (unsigned long long)auth->decoded_length);
-        extra[ne].name = "x-amz-decoded-content-length";
-        extra[ne].value = decoded;
-        ne++;
-        extra[ne].name = "x-amz-trailer";
-        extra[ne].value = trailer;
-        ne++;
-    } else if (ck_alg != GW_CHECKSUM_NONE) {
-        extra[ne].name = gw_checksum_header_name(ck_alg);
-        extra[ne].value = ck_value;
-        ne++;
+        (void)snprintf(f->decoded, sizeof(f->decoded), "%llu",
+                       (unsigned long long)f->auth->decoded_length);
+        fwd_add(f, "x-amz-decoded-content-length", f->decoded);
+        fwd_add(f, "x-amz-trailer", f->trailer);
+    } else if (f->ck_alg != GW_CHECKSUM_NONE) {
+        fwd_add(f, gw_checksum_header_name(f->ck_alg), f->ck_value);
     }
-    char epoch[24];
-    if (p->ticket != NULL && cfg->fencing.record_epoch_metadata &&
-        (s3->op == GW_S3_OP_PUT_OBJECT || s3->op == GW_S3_OP_CREATE_MULTIPART)) {
-        (void)snprintf(epoch, sizeof(epoch), "%llu", (unsigned long long)p->token);
-        extra[ne].name = "x-amz-meta-fencing-epoch";
-        extra[ne].value = epoch;
-        ne++;
+    if (f->p->ticket != NULL && cfg->fencing.record_epoch_metadata &&
+        (f->s3->op == GW_S3_OP_PUT_OBJECT || f->s3->op == GW_S3_OP_CREATE_MULTIPART)) {
+        (void)snprintf(f->epoch, sizeof(f->epoch), "%llu", (unsigned long long)f->p->token);
+        fwd_add(f, "x-amz-meta-fencing-epoch", f->epoch);
     }
+    return FWD_OK;
+}
 
-    /* Where it goes: the raw (still encoded) key is forwarded byte for byte;
-     * only the bucket moves between path and Host with the addressing style. */
-    const char *path = gw_req_path(req);
+/*
+ * fwd_sign - where it goes and its signature: the raw (still encoded) key is
+ * forwarded byte for byte; only the bucket moves between path and Host with
+ * the addressing style.  The payload hash is the client's SHA-256 (checked
+ * here while streaming, and again by the upstream), the unsigned-trailer
+ * mode, else UNSIGNED-PAYLOAD.
+ */
+static enum fwd_end
+fwd_sign(struct fwd *f)
+{
+    const struct gw_s3req *s3 = f->s3;
+    const char *path = gw_req_path(f->req);
     const char *key = NULL;
     if (s3->bucket_len > 0) {
         size_t plen = strlen(path);
@@ -888,57 +831,105 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
             key = ""; /* "/bucket/": keep the slash the client sent */
         }
     }
-    rc = gw_auth_query_strip(gw_req_query(req), &query);
-    if (rc != 0) {
-        what = "The request could not be forwarded.";
-        goto fail_ours;
+    f->rc = gw_auth_query_strip(gw_req_query(f->req), &f->query);
+    if (f->rc != 0) {
+        f->what = "The request could not be forwarded.";
+        return FWD_OURS;
     }
+    const char *payload_hash = f->auth->payload == GW_PAYLOAD_SHA256 ? f->auth->sha256
+                               : f->trailer != NULL                  ? GW_SIGV4_STREAMING_UTRL
+                                                                     : GW_SIGV4_UNSIGNED;
     struct gw_s3sign_req sr = {
-        .method = method,
+        .method = gw_req_method(f->req),
         .bucket = s3->bucket_len > 0 ? s3->bucket : NULL,
         .key = key,
-        .query = buf_cstr(&query),
-        .extra = extra,
-        .nextra = ne,
+        .query = buf_cstr(&f->query),
+        .extra = f->extra,
+        .nextra = f->ne,
         .payload_hash = payload_hash,
         .policy = GW_S3SIGN_SIGN_S3,
     };
-    rc = gw_s3signer_sign(px->signer, &sr, &p->msg);
-    if (rc != 0) {
-        what = "The request could not be signed for the upstream.";
-        goto fail_ours;
+    f->rc = gw_s3signer_sign(f->px->signer, &sr, &f->p->msg);
+    if (f->rc != 0) {
+        f->what = "The request could not be signed for the upstream.";
+        return FWD_OURS;
     }
-    p->method = method;
-    p->up_length = body_length;
-    p->is_write = s3->write;
-    if (body_length >= 0 && mem == NULL) {
-        gw_req_body_start(req);
-    }
-    if (p->ticket != NULL && body_length <= 0 && !gw_fence_ticket_may_finish(p->ticket)) {
-        /* body-less: the head is the last byte; it waits for the window (on_resume) */
-        p->start_pending = true;
-        goto out;
-    }
-    rc = start_transfer(p);
-    if (rc != 0) {
-        goto fail_ours;
-    }
-    goto out;
+    return FWD_OK;
+}
 
-fail_ours:
-    log_error("req %s: not forwarded: %s (%s)", gw_req_id(req), what, err_str(rc));
-    rc = own_failure(rc);
-    goto reply;
-fail:
-    log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), what, err_str(rc));
-reply:
-    gw_s3err_send_err(req, rc, what);
-    p->req = NULL;
-fail_quiet:
-    preq_free(p);
-out:
-    free(extra);
-    buf_cleanup(&query);
+/*
+ * fwd_start - start the upstream transfer, or, for a fenced request with no
+ * body outside its write window, leave it to on_resume (the head is its last
+ * byte).
+ */
+static enum fwd_end
+fwd_start(struct fwd *f)
+{
+    struct preq *p = f->p;
+    p->method = gw_req_method(f->req);
+    p->up_length = f->body_length;
+    p->is_write = f->s3->write;
+    if (f->body_length >= 0 && f->mem == NULL) {
+        gw_req_body_start(f->req);
+    }
+    if (p->ticket != NULL && f->body_length <= 0 && !gw_fence_ticket_may_finish(p->ticket)) {
+        p->start_pending = true;
+        return FWD_OK;
+    }
+    f->rc = start_transfer(p);
+    return f->rc == 0 ? FWD_OK : FWD_OURS;
+}
+
+/* gw_proxy_forward and gw_proxy_forward_body: mem NULL streams the client's body. */
+static void
+forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+        const struct gw_auth *auth, const struct gw_proxy_fence *fenced, const char *mem,
+        size_t mem_len)
+{
+    struct fwd *f = calloc(1, sizeof(*f));
+    struct preq *p = f != NULL ? calloc(1, sizeof(*p)) : NULL;
+    if (p == NULL) {
+        free(f);
+        if (fenced != NULL) {
+            gw_fence_ticket_release(fenced->ticket);
+        }
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        return;
+    }
+    f->px = px;
+    f->req = req;
+    f->s3 = s3;
+    f->auth = auth;
+    f->mem = mem;
+    f->mem_len = mem_len;
+    f->p = p;
+    f->what = "The request could not be forwarded.";
+    buf_init(&f->query, PROXY_MAX_QUERY);
+
+    enum fwd_end end = fwd_bind(f, fenced);
+    end = end != FWD_OK ? end : fwd_body(f);
+    end = end != FWD_OK ? end : fwd_checksum(f);
+    end = end != FWD_OK ? end : fwd_headers(f);
+    end = end != FWD_OK ? end : fwd_sign(f);
+    end = end != FWD_OK ? end : fwd_start(f);
+
+    if (end == FWD_OURS || end == FWD_FAIL) {
+        int rc = f->rc;
+        if (end == FWD_OURS) {
+            log_error("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
+            rc = own_failure(rc);
+        } else {
+            log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
+        }
+        gw_s3err_send_err(req, rc, f->what);
+        p->req = NULL;
+    }
+    if (end != FWD_OK) {
+        preq_free(p);
+    }
+    free(f->extra);
+    buf_cleanup(&f->query);
+    free(f);
 }
 
 void
