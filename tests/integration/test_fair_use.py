@@ -20,7 +20,9 @@ import socket
 import threading
 import time
 
+import rawhttp
 import requests
+from rawhttp import code
 
 NORMAL = "127.0.0.2"  # the normal client's source address
 ABUSER = "127.0.0.1"
@@ -33,29 +35,8 @@ def connect(gw, source=ABUSER, timeout=10):
 
 def read_response(s, timeout=10.0):
     """One HTTP/1.1 response with a Content-Length body, as (status, head, body)."""
-    s.settimeout(timeout)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        assert chunk, f"closed before a response head: {data!r}"
-        data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    n = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            n = int(value.strip())
-    while len(rest) < n:
-        chunk = s.recv(65536)
-        assert chunk, "closed inside the response body"
-        rest += chunk
-    head = head.decode("latin-1")
-    return int(head.split(" ", 2)[1]), head, rest[:n]
-
-
-def code(body):
-    t = body.decode("utf-8", "replace")
-    return t.split("<Code>", 1)[1].split("</Code>", 1)[0] if "<Code>" in t else None
+    head, body = rawhttp.read_response(s, timeout)
+    return rawhttp.status(head), head, body
 
 
 def normal_get(gw, path, bound_s, source=NORMAL):

@@ -9,6 +9,7 @@ import threading
 import time
 
 import requests
+from rawhttp import code, read_response, status
 
 LOCK = "orders"
 
@@ -20,42 +21,12 @@ def fenced(bucket, **more):
     return cfg
 
 
-def read_response(s, timeout=10.0):
-    """One HTTP/1.1 response with a Content-Length body, as (head, body)."""
-    s.settimeout(timeout)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        assert chunk, f"closed before a response head: {data!r}"
-        data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    n = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            n = int(value.strip())
-    while len(rest) < n:
-        chunk = s.recv(65536)
-        assert chunk, "closed inside the response body"
-        rest += chunk
-    return head.decode("latin-1"), rest[:n]
-
-
 def _closed_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     return port
-
-
-def status(head):
-    return int(head.split(" ", 2)[1])
-
-
-def code(body):
-    t = body.decode("utf-8", "replace")
-    return t.split("<Code>", 1)[1].split("</Code>", 1)[0] if "<Code>" in t else None
 
 
 # ---- limits.max_object_bytes ----
