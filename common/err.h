@@ -5,7 +5,7 @@
  * failure.  Library error types (errno, MDB_*, CURLcode, OpenSSL errors,
  * json_error_t) are converted to these codes inside the module that owns the
  * library and never leave it (STYLE R4).  Mapping to an HTTP status happens in
- * exactly one place: gw_status_from_err() in gateway/s3err.c.
+ * exactly one place: gw_s3err_status_from_err() in gateway/s3/s3err.c.
  */
 #ifndef COMMON_ERR_H
 #define COMMON_ERR_H

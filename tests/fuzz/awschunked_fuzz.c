@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/sigv4.h"
+#include "gateway/s3/sigv4.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

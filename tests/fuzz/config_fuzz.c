@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/config.h"
+#include "gateway/base/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

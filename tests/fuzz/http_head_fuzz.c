@@ -15,9 +15,9 @@
 #include <event2/event.h>
 
 #include "common/log.h"
-#include "gateway/config.h"
-#include "gateway/http.h"
-#include "gateway/http_int.h"
+#include "gateway/base/config.h"
+#include "gateway/http/http.h"
+#include "gateway/http/internal.h"
 
 static struct event_base *base;
 static struct gw_config cfg;

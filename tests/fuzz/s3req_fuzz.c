@@ -18,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gateway/s3req.h"
+#include "gateway/s3/s3req.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

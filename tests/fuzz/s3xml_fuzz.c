@@ -1,5 +1,5 @@
 /*
- * tests/fuzz/s3xml_fuzz.c: the S3 response parsers (gateway/s3xml.c) on
+ * tests/fuzz/s3xml_fuzz.c: the S3 response parsers (gateway/s3/s3xml.c) on
  * arbitrary bodies.
  *
  * Each input is parsed twice: in one piece, and fed in pieces whose sizes
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/s3xml.h"
+#include "gateway/s3/s3xml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

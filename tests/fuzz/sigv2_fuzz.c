@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/sigv2.h"
+#include "gateway/s3/sigv2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

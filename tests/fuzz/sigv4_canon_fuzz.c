@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/sigv4.h"
+#include "gateway/s3/sigv4.h"
 
 static int
 is_unreserved(unsigned char c)

@@ -5,7 +5,7 @@
  * parser, and the setup/teardown fixtures that run a gw_server in the test's
  * own event_base.
  *
- * It #includes gateway/http.c so that tests can look at a connection's
+ * It #includes gateway/http/server.c so that tests can look at a connection's
  * internals (srv->nconns, a connection's buffers).  Each test binary is
  * compiled from its one .c file, so each gets its own copy; the Makefile
  * links against the archive, which then does not pull http.o.  Include this
@@ -14,7 +14,7 @@
 #ifndef TESTS_UNIT_GATEWAY_HTTP_HARNESS_H
 #define TESTS_UNIT_GATEWAY_HTTP_HARNESS_H
 
-#include "../../../gateway/http.c"
+#include "gateway/http/server.c"
 
 #include <fcntl.h>
 #include <poll.h>

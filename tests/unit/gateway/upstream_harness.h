@@ -1,6 +1,6 @@
 /*
  * tests/unit/gateway/upstream_harness.h: the shared harness of the
- * gateway/upstream.c tests (upstream_test.c, upstream_faults_test.c).
+ * gateway/upstream/upstream.c tests (upstream_test.c, upstream_faults_test.c).
  *
  * A tiny HTTP/1.1 server on 127.0.0.1 driven by the same event_base as the
  * client (bufferevents, so the test controls every byte, framing and
@@ -39,7 +39,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "gateway/upstream.h"
+#include "gateway/upstream/upstream.h"
 
 #define MIB (1024u * 1024u)
 

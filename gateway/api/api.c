@@ -1,0 +1,248 @@
+#define LOG_MODULE "api"
+#include "gateway/api/api.h"
+
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/lockname.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "gateway/api/json_audit.h"
+#include "gateway/base/metrics.h"
+#include "gateway/http/http.h"
+#include "gateway/s3/s3err.h"
+#include "gateway/s3/s3req.h"
+#include "store/store.h"
+
+#define API_MAX_BODY  ((size_t)4 * 1024 * 1024) /* cap on one JSON answer */
+#define API_AUDIT_DEF 100                       /* records per page by default */
+#define API_AUDIT_MAX 1000                      /* and at most */
+
+static void
+send_json(struct gw_req *req, int status, struct buf *b)
+{
+    gw_resp_simple(req, status, "application/json", b->data, b->len);
+}
+
+/* An API error in JSON: {"error":code,"message":...}. */
+static void
+send_json_error(struct gw_req *req, int status, const char *code, const char *message)
+{
+    struct buf b;
+    buf_init(&b, 4096);
+    int rc = buf_append_str(&b, "{\"error\":");
+    if (rc == 0) {
+        rc = gw_json_audit_str_append(&b, code);
+    }
+    if (rc == 0) {
+        rc = buf_append_str(&b, ",\"message\":");
+    }
+    if (rc == 0) {
+        rc = gw_json_audit_str_append(&b, message);
+    }
+    if (rc == 0) {
+        rc = buf_append_str(&b, "}\n");
+    }
+    if (rc != 0) {
+        buf_cleanup(&b);
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        return;
+    }
+    send_json(req, status, &b);
+    buf_cleanup(&b);
+}
+
+struct fence_list {
+    struct buf *b; /* the answer */
+    int rc;        /* first append error */
+    bool first;    /* no entry written yet */
+};
+
+/* store_fence_each_fn */
+static int
+on_fence(void *arg, const char *lock, const struct store_fence *f)
+{
+    struct fence_list *fl = arg;
+    char when[GW_AUDIT_TIME_LEN];
+    gw_json_audit_time_format(f->advanced_ms, when);
+    int rc = buf_append_str(fl->b, fl->first ? "\n  {\"lock\":" : ",\n  {\"lock\":");
+    if (rc == 0) {
+        rc = gw_json_audit_str_append(fl->b, lock);
+    }
+    if (rc == 0) {
+        rc = buf_printf(fl->b, ",\"token\":%llu,\"advanced_at\":\"%s\",\"request_id\":",
+                        (unsigned long long)f->token, when);
+    }
+    if (rc == 0) {
+        rc = gw_json_audit_str_append(fl->b, f->request_id);
+    }
+    if (rc == 0) {
+        rc = buf_append_str(fl->b, ",\"principal\":");
+    }
+    if (rc == 0) {
+        rc = gw_json_audit_str_append(fl->b, f->principal);
+    }
+    if (rc == 0) {
+        rc = buf_append_str(fl->b, "}");
+    }
+    fl->first = false;
+    fl->rc = rc;
+    return rc;
+}
+
+static void
+get_fences(struct gw_req *req, struct store *st)
+{
+    struct buf b;
+    buf_init(&b, API_MAX_BODY);
+    struct fence_list fl = {.b = &b, .first = true};
+    int rc = buf_append_str(&b, "{\"fences\":[");
+    if (rc == 0) {
+        rc = store_fence_list(st, on_fence, &fl);
+    }
+    if (rc == 0) {
+        rc = buf_append_str(&b, fl.first ? "]}\n" : "\n]}\n");
+    }
+    if (rc != 0) {
+        buf_cleanup(&b);
+        send_json_error(req, rc == ERR_TOOBIG ? 413 : 500, "internal",
+                        "The fence table could not be listed.");
+        return;
+    }
+    send_json(req, 200, &b);
+    buf_cleanup(&b);
+}
+
+struct audit_list {
+    struct buf *b; /* the answer */
+    bool first;    /* no record written yet */
+};
+
+/* store_audit_each_fn */
+static int
+on_audit(void *arg, const struct store_audit_rec *rec)
+{
+    struct audit_list *al = arg;
+    int rc = buf_append_str(al->b, al->first ? "\n  " : ",\n  ");
+    if (rc == 0) {
+        rc = gw_json_audit_rec_append(al->b, rec);
+    }
+    al->first = false;
+    return rc;
+}
+
+/* A query parameter (decoded) or NULL when absent; 1 on a bad value. */
+static int
+param(const char *query, const char *name, char *out, size_t outlen, bool *present)
+{
+    int rc = gw_s3req_query_get(query, name, out, outlen);
+    *present = rc == 0;
+    return rc == 0 || rc == ERR_NOTFOUND ? 0 : 1;
+}
+
+static void
+get_audit(struct gw_req *req, struct store *st)
+{
+    const char *query = gw_req_query(req);
+    char lock[160], since[64], until[64], limit[24], after[128];
+    bool has_lock, has_since, has_until, has_limit, has_after;
+    struct store_audit_query q = {.limit = API_AUDIT_DEF};
+    uint64_t n;
+
+    if (param(query, "lock", lock, sizeof(lock), &has_lock) ||
+        param(query, "since", since, sizeof(since), &has_since) ||
+        param(query, "until", until, sizeof(until), &has_until) ||
+        param(query, "limit", limit, sizeof(limit), &has_limit) ||
+        param(query, "after", after, sizeof(after), &has_after)) {
+        send_json_error(req, 400, "bad_request", "A query parameter is malformed.");
+        return;
+    }
+    if (has_lock) {
+        if (!lock_name_valid(lock)) {
+            send_json_error(req, 400, "bad_request", "lock must match [A-Za-z0-9._-]{1,128}.");
+            return;
+        }
+        q.lock = lock;
+    }
+    if (has_since && gw_json_audit_time_parse(since, &q.since_ms) != 0) {
+        send_json_error(req, 400, "bad_request",
+                        "since must be RFC 3339 UTC (2026-11-21T10:00:00Z) or Unix ms.");
+        return;
+    }
+    if (has_until && gw_json_audit_time_parse(until, &q.until_ms) != 0) {
+        send_json_error(req, 400, "bad_request", "until must be RFC 3339 UTC or Unix ms.");
+        return;
+    }
+    if (has_limit) {
+        if (parse_u64(limit, 1, API_AUDIT_MAX, &n) != 0) {
+            send_json_error(req, 400, "bad_request", "limit must be 1..1000.");
+            return;
+        }
+        q.limit = (uint32_t)n;
+    }
+    if (has_after && store_audit_cursor_parse(after, &q.after) != 0) {
+        send_json_error(req, 400, "bad_request", "after must be a cursor from a previous page.");
+        return;
+    }
+    struct buf b;
+    buf_init(&b, API_MAX_BODY);
+    struct audit_list al = {.b = &b, .first = true};
+    struct store_audit_cursor next = {0};
+    int rc = buf_append_str(&b, "{\"records\":[");
+    if (rc == 0) {
+        rc = store_audit_query(st, &q, on_audit, &al, &next);
+    }
+    if (rc == 0) {
+        rc = buf_append_str(&b, al.first ? "],\"next\":" : "\n],\"next\":");
+    }
+    if (rc == 0 && next.set) {
+        char cursor[128];
+        rc = store_audit_cursor_format(&next, cursor, sizeof(cursor));
+        if (rc == 0) {
+            rc = gw_json_audit_str_append(&b, cursor);
+        }
+    } else if (rc == 0) {
+        rc = buf_append_str(&b, "null");
+    }
+    if (rc == 0) {
+        rc = buf_append_str(&b, "}\n");
+    }
+    if (rc != 0) {
+        buf_cleanup(&b);
+        send_json_error(req, 500, "internal", "The audit log could not be read.");
+        return;
+    }
+    send_json(req, 200, &b);
+    buf_cleanup(&b);
+}
+
+void
+gw_api_handle(struct gw_req *req, struct store *st)
+{
+    const char *path = gw_req_path(req);
+    const char *method = gw_req_method(req);
+    bool get = strcmp(method, "GET") == 0;
+
+    if (st == NULL) {
+        send_json_error(req, 503, "unavailable", "The gateway has no store.");
+        return;
+    }
+    if (strcmp(path, "/_fencegate/v1/fences") == 0) {
+        if (!get) {
+            send_json_error(req, 405, "method_not_allowed", "Use GET.");
+            return;
+        }
+        get_fences(req, st);
+        return;
+    }
+    if (strcmp(path, "/_fencegate/v1/audit") == 0) {
+        if (!get) {
+            send_json_error(req, 405, "method_not_allowed", "Use GET.");
+            return;
+        }
+        get_audit(req, st);
+        return;
+    }
+    send_json_error(req, 404, "not_found", "No such gateway API resource.");
+}

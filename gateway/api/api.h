@@ -1,0 +1,20 @@
+/*
+ * gateway/api/api.h: the gateway's JSON API under /_fencegate/v1/ (DESIGN.md
+ * "Election API"): fences and audit here; the election endpoints plug in
+ * beside them.  Requests reach it authenticated, like every S3 request.
+ * Event-loop thread only; reads are bounded LMDB read transactions.
+ */
+#ifndef GW_API_H
+#define GW_API_H
+
+struct gw_req;
+struct store;
+
+/*
+ * gw_api_handle - answer a request whose path starts with /_fencegate.
+ * [in] st  the open store (borrowed), or NULL (then 503)
+ * Always answers req (404 for unknown paths, 405 for wrong methods).
+ */
+void gw_api_handle(struct gw_req *req, struct store *st);
+
+#endif

@@ -1,0 +1,206 @@
+#include "gateway/api/json_audit.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/date.h"
+#include "common/num.h"
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 if invalid
+ * (RFC 3629 section 4: no overlongs, no surrogates, nothing past U+10FFFF). */
+static size_t
+utf8_seq_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    size_t len;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) {
+            lo = 0xA0;
+        } else if (c == 0xED) {
+            hi = 0x9F;
+        }
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) {
+            lo = 0x90;
+        } else if (c == 0xF4) {
+            hi = 0x8F;
+        }
+    } else {
+        return 0;
+    }
+    if (n < len || p[1] < lo || p[1] > hi) {
+        return 0;
+    }
+    for (size_t i = 2; i < len; i++) {
+        if (p[i] < 0x80 || p[i] > 0xBF) {
+            return 0;
+        }
+    }
+    return len;
+}
+
+int
+gw_json_audit_str_append(struct buf *b, const char *s)
+{
+    int err = buf_append(b, "\"", 1);
+    const unsigned char *p = (const unsigned char *)(s == NULL ? "" : s);
+    size_t n = strlen((const char *)p);
+    size_t i = 0;
+    while (err == 0 && i < n) {
+        unsigned char c = p[i];
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            err = buf_append(b, esc, 2);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            err = buf_printf(b, "\\u%04x", c);
+            i++;
+        } else if (c < 0x80) {
+            size_t j = i;
+            while (j < n && p[j] >= 0x20 && p[j] < 0x7f && p[j] != '"' && p[j] != '\\') {
+                j++;
+            }
+            err = buf_append(b, p + i, j - i);
+            i = j;
+        } else {
+            size_t len = utf8_seq_len(p + i, n - i);
+            if (len == 0) {
+                err = buf_append_str(b, "\\ufffd");
+                i++;
+            } else {
+                err = buf_append(b, p + i, len);
+                i += len;
+            }
+        }
+    }
+    if (err == 0) {
+        err = buf_append(b, "\"", 1);
+    }
+    return err;
+}
+
+void
+gw_json_audit_time_format(int64_t ms, char out[GW_AUDIT_TIME_LEN])
+{
+    if (ms < 0) {
+        ms = 0;
+    }
+    char t[DATE_RFC3339_LEN + 1];
+    if (date_rfc3339_format(ms, t) != 0) {
+        (void)snprintf(out, GW_AUDIT_TIME_LEN, "%" PRId64, ms);
+        return;
+    }
+    (void)snprintf(out, GW_AUDIT_TIME_LEN, "%s", t);
+}
+
+/* Parse n digits at s into *v, within [lo, hi]. */
+static bool
+field(const char *s, size_t n, uint64_t lo, uint64_t hi, int64_t *v)
+{
+    uint64_t u;
+    if (parse_u64n(s, n, lo, hi, &u) != 0) {
+        return false;
+    }
+    *v = (int64_t)u;
+    return true;
+}
+
+int
+gw_json_audit_time_parse(const char *s, int64_t *ms)
+{
+    size_t n = strlen(s);
+    if (n > 0 && strspn(s, "0123456789") == n) {
+        uint64_t v;
+        if (parse_u64(s, 0, INT64_MAX, &v) != 0) {
+            return ERR_INVAL;
+        }
+        *ms = (int64_t)v;
+        return 0;
+    }
+    /* YYYY-MM-DDTHH:MM:SS[.fff]Z (RFC 3339 section 5.6, UTC only) */
+    int64_t y;
+    int64_t mo;
+    int64_t d;
+    int64_t h;
+    int64_t mi;
+    int64_t sec;
+    if (n < 20 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') || s[13] != ':' ||
+        s[16] != ':' || !field(s, 4, 1970, 9999, &y) || !field(s + 5, 2, 1, 12, &mo) ||
+        !field(s + 8, 2, 1, 31, &d) || !field(s + 11, 2, 0, 23, &h) ||
+        !field(s + 14, 2, 0, 59, &mi) || !field(s + 17, 2, 0, 59, &sec)) {
+        return ERR_INVAL;
+    }
+    if (!date_valid_ymd(y, (unsigned)mo, (unsigned)d)) {
+        return ERR_INVAL;
+    }
+    size_t i = 19;
+    int64_t frac = 0;
+    if (s[i] == '.') {
+        size_t digits = strspn(s + i + 1, "0123456789");
+        if (digits == 0 || digits > 9) {
+            return ERR_INVAL;
+        }
+        for (size_t k = 0; k < 3; k++) {
+            frac = frac * 10 + (k < digits ? s[i + 1 + k] - '0' : 0);
+        }
+        i += 1 + digits;
+    }
+    if ((s[i] != 'Z' && s[i] != 'z') || s[i + 1] != '\0') {
+        return ERR_INVAL;
+    }
+    *ms = ((date_days_from_civil(y, (unsigned)mo, (unsigned)d) * 24 + h) * 60 + mi) * 60000 +
+          sec * 1000 + frac;
+    return 0;
+}
+
+/* Append ,"name":<u64 or null when 0>. */
+static int
+num_or_null(struct buf *b, const char *name, uint64_t v)
+{
+    if (v == 0) {
+        return buf_printf(b, ",\"%s\":null", name);
+    }
+    return buf_printf(b, ",\"%s\":%" PRIu64, name, v);
+}
+
+int
+gw_json_audit_rec_append(struct buf *b, const struct store_audit_rec *r)
+{
+    char t[GW_AUDIT_TIME_LEN];
+    gw_json_audit_time_format(r->time_ms, t);
+    int err = buf_printf(
+        b, "{\"time\":\"%s\",\"time_ms\":%" PRId64 ",\"seq\":%" PRIu64 ",\"kind\":\"%s\"", t,
+        r->time_ms, r->seq, store_audit_kind_name(r->kind));
+    const struct {
+        const char *name;  /* JSON member */
+        const char *value; /* its string */
+    } strs[] = {
+        {"lock", r->lock},           {"principal", r->principal},   {"client", r->client},
+        {"method", r->method},       {"bucket", r->bucket},         {"key", r->key},
+        {"operation", r->operation}, {"request_id", r->request_id}, {"user_agent", r->user_agent},
+    };
+    if (err == 0) {
+        err = num_or_null(b, "token", r->token);
+    }
+    if (err == 0) {
+        err = num_or_null(b, "current_token", r->current);
+    }
+    for (size_t i = 0; err == 0 && i < sizeof(strs) / sizeof(strs[0]); i++) {
+        err = buf_printf(b, ",\"%s\":", strs[i].name);
+        if (err == 0) {
+            err = gw_json_audit_str_append(b, strs[i].value);
+        }
+    }
+    if (err == 0) {
+        err = buf_append(b, "}", 1);
+    }
+    return err;
+}

@@ -1,0 +1,480 @@
+#define LOG_MODULE "locks"
+#include "gateway/api/locks.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/lockname.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "election/elect.h"
+#include "gateway/api/json_audit.h"
+#include "gateway/base/config.h"
+#include "gateway/base/metrics.h"
+#include "gateway/http/http.h"
+#include "gateway/s3/s3req.h"
+#include "store/store.h"
+
+#define LOCKS_PREFIX   "/_fencegate/v1/locks"
+#define LOCKS_MAX_BODY ((size_t)64 * 1024) /* request bodies are tiny JSON objects */
+#define LOCKS_MAX_LIST 10000               /* locks listed by GET /locks at most */
+
+enum action {
+    A_ACQUIRE,
+    A_RENEW,
+    A_RELEASE,
+    A_GET,
+};
+
+/* One API call in progress. */
+struct lcall {
+    struct gw_req *req;            /* the request (owned by the server) */
+    struct elect *e;               /* the election */
+    struct elect_call *call;       /* the election call in flight, or NULL */
+    enum action act;               /* what was asked */
+    char lock[ELECT_LOCK_MAX + 1]; /* which lock */
+    struct buf body;               /* the request body so far */
+};
+
+static void
+send_json_value(struct gw_req *req, int status, json_t *v)
+{
+    char *text = v != NULL ? json_dumps(v, JSON_COMPACT) : NULL;
+    if (text == NULL) {
+        static const char oom[] = "{\"error\":\"unavailable\",\"message\":\"out of memory\"}\n";
+        gw_resp_simple(req, 503, "application/json", oom, sizeof(oom) - 1);
+    } else {
+        size_t n = strlen(text);
+        text[n] = '\n'; /* replaces the NUL: send n + 1 bytes, no NUL */
+        gw_resp_simple(req, status, "application/json", text, n + 1);
+        free(text);
+    }
+    json_decref(v);
+}
+
+static void
+send_error(struct gw_req *req, int status, const char *code, const char *message)
+{
+    send_json_value(req, status, json_pack("{s:s,s:s}", "error", code, "message", message));
+}
+
+static json_t *
+time_value(int64_t ms)
+{
+    if (ms <= 0) {
+        return json_null();
+    }
+    char t[GW_AUDIT_TIME_LEN];
+    gw_json_audit_time_format(ms, t);
+    return json_string(t);
+}
+
+/* The public view of a lock record (never the lease_id unless with_secret). */
+static json_t *
+info_json(const struct elect_info *in, bool with_secret)
+{
+    json_t *o =
+        json_pack("{s:s,s:I,s:b,s:b,s:s,s:I,s:I,s:o,s:o,s:o,s:I,s:s}", "lock", in->lock, "token",
+                  (json_int_t)in->token, "live", in->live, "released", in->released, "holder",
+                  in->holder, "lease_ms", (json_int_t)in->lease_ms, "expires_in_ms",
+                  (json_int_t)(in->live ? in->expires_in_ms : 0), "expires_at",
+                  in->live ? time_value(in->expires_at_ms) : json_null(), "acquired_at",
+                  time_value(in->acquired_at_ms), "renewed_at", time_value(in->renewed_at_ms),
+                  "renewals", (json_int_t)in->renewals, "granted_by", in->granted_by);
+    if (o != NULL && with_secret && in->lease_id[0] != '\0') {
+        (void)json_object_set_new(o, "lease_id", json_string(in->lease_id));
+    }
+    return o;
+}
+
+/* Maps an election error to an answer; conflicts carry the current holder. */
+static void
+send_elect_error(struct gw_req *req, enum action act, int err, const struct elect_info *in,
+                 const struct elect *e)
+{
+    const char *reason = NULL;
+    switch (err) {
+    case ERR_CONFLICT:
+        send_json_value(
+            req, 409,
+            json_pack("{s:s,s:s,s:I,s:I,s:b}", "error", act == A_ACQUIRE ? "held" : "superseded",
+                      "holder", in->holder, "token", (json_int_t)in->token, "expires_in_ms",
+                      (json_int_t)(in->live ? in->expires_in_ms : 0), "live", in->live));
+        return;
+    case ERR_DENIED:
+        send_error(req, 403, "denied", "The lease_id does not match this epoch.");
+        return;
+    case ERR_NOTFOUND:
+        send_error(req, 404, "not_found", "No such epoch for this lock.");
+        return;
+    case ERR_AGAIN:
+        (void)elect_ready(e, &reason);
+        send_error(req, 503, "unavailable",
+                   reason != NULL && reason[0] != '\0' ? reason : "The election is not ready.");
+        return;
+    case ERR_TIMEOUT:
+        send_error(req, 504, "backend_timeout", "The lock store did not answer in time.");
+        return;
+    case ERR_VERSION:
+    case ERR_INVAL:
+        send_error(req, 500, "unreadable",
+                   "The latest lock file cannot be read; nothing is granted over it.");
+        return;
+    default:
+        send_error(req, 503, "backend", "The lock store could not be reached.");
+        return;
+    }
+}
+
+static void
+lcall_free(struct lcall *lc)
+{
+    buf_cleanup(&lc->body);
+    free(lc);
+}
+
+/* elect_done_fn */
+static void
+on_elect_done(void *arg, int err, const struct elect_info *info)
+{
+    struct lcall *lc = arg;
+    struct gw_req *req = lc->req;
+    lc->call = NULL;
+    if (err != 0) {
+        send_elect_error(req, lc->act, err, info, lc->e);
+    } else {
+        if (lc->act == A_ACQUIRE) {
+            log_info("req %s: lock %s granted: epoch %llu to %s", gw_req_id(req), info->lock,
+                     (unsigned long long)info->token, info->holder);
+        }
+        send_json_value(req, 200, info_json(info, lc->act == A_ACQUIRE));
+    }
+    lcall_free(lc);
+}
+
+/* gw_req_ops.on_abort: the client hung up (long-polls do this often). */
+static void
+on_abort(struct gw_req *req, int err, void *arg)
+{
+    struct lcall *lc = arg;
+    (void)req;
+    (void)err;
+    if (lc->call != NULL) {
+        elect_call_cancel(lc->e, lc->call);
+    }
+    lcall_free(lc);
+}
+
+/* Reads a JSON object's fields; unknown keys are errors (like the config). */
+static const char *
+check_keys(json_t *o, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; allowed[i] != NULL; i++) {
+            ok = ok || strcmp(key, allowed[i]) == 0;
+        }
+        if (!ok) {
+            return key;
+        }
+    }
+    return NULL;
+}
+
+static int
+get_uint(json_t *o, const char *name, uint64_t max, bool required, uint64_t *out)
+{
+    json_t *v = json_object_get(o, name);
+    if (v == NULL) {
+        return required ? ERR_NOTFOUND : 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max) {
+        return ERR_INVAL;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static void
+start_call(struct lcall *lc)
+{
+    struct gw_req *req = lc->req;
+    char msg[160];
+    json_error_t jerr;
+    json_t *o = json_loadb(lc->body.data != NULL ? lc->body.data : "", lc->body.len,
+                           JSON_REJECT_DUPLICATES, &jerr);
+    int rc = 0;
+
+    if (o == NULL || !json_is_object(o)) {
+        (void)snprintf(msg, sizeof(msg), "The body must be a JSON object: %.100s",
+                       o == NULL ? jerr.text : "not an object");
+        goto bad;
+    }
+    if (lc->act == A_ACQUIRE) {
+        static const char *const keys[] = {"holder", "lease_ms", "wait_ms", NULL};
+        uint64_t lease_ms = 0, wait_ms = 0;
+        json_t *holder = json_object_get(o, "holder");
+        const char *unknown = check_keys(o, keys);
+        if (unknown != NULL) {
+            (void)snprintf(msg, sizeof(msg), "%.64s: unknown field", unknown);
+            goto bad;
+        }
+        if (!json_is_string(holder)) {
+            (void)snprintf(msg, sizeof(msg), "holder: a string is required");
+            goto bad;
+        }
+        if (get_uint(o, "lease_ms", UINT32_MAX, false, &lease_ms) != 0 ||
+            get_uint(o, "wait_ms", UINT32_MAX, false, &wait_ms) != 0) {
+            (void)snprintf(msg, sizeof(msg), "lease_ms and wait_ms must be non-negative integers");
+            goto bad;
+        }
+        rc = elect_acquire(lc->e, lc->lock, json_string_value(holder), (uint32_t)lease_ms,
+                           (uint32_t)wait_ms, on_elect_done, lc, &lc->call);
+    } else {
+        static const char *const keys[] = {"token", "lease_id", NULL};
+        uint64_t token = 0;
+        json_t *lease = json_object_get(o, "lease_id");
+        const char *unknown = check_keys(o, keys);
+        if (unknown != NULL) {
+            (void)snprintf(msg, sizeof(msg), "%.64s: unknown field", unknown);
+            goto bad;
+        }
+        if (get_uint(o, "token", INT64_MAX, true, &token) != 0 || token == 0) {
+            (void)snprintf(msg, sizeof(msg), "token: a positive integer is required");
+            goto bad;
+        }
+        if (!json_is_string(lease)) {
+            (void)snprintf(msg, sizeof(msg), "lease_id: a string is required");
+            goto bad;
+        }
+        if (lc->act == A_RENEW) {
+            rc = elect_renew(lc->e, lc->lock, token, json_string_value(lease), on_elect_done, lc,
+                             &lc->call);
+        } else {
+            rc = elect_release(lc->e, lc->lock, token, json_string_value(lease), on_elect_done, lc,
+                               &lc->call);
+        }
+    }
+    json_decref(o);
+    if (rc != 0) {
+        struct elect_info none;
+        memset(&none, 0, sizeof(none));
+        if (rc == ERR_INVAL) {
+            send_error(req, 400, "bad_request",
+                       "A field is out of range (holder 1..128 bytes without control "
+                       "characters, lease_ms within the configured bounds, lease_id 64 hex "
+                       "digits).");
+        } else {
+            send_elect_error(req, lc->act, rc, &none, lc->e);
+        }
+        lcall_free(lc);
+    }
+    return;
+bad:
+    json_decref(o);
+    send_error(req, 400, "bad_request", msg);
+    lcall_free(lc);
+}
+
+/* gw_req_ops.on_body_ready, and the first read */
+static void
+on_body_ready(struct gw_req *req, void *arg)
+{
+    struct lcall *lc = arg;
+    char tmp[4096];
+    for (;;) {
+        ssize_t n = gw_req_body_read(req, tmp, sizeof(tmp));
+        if (n == ERR_AGAIN) {
+            return;
+        }
+        if (n < 0) {
+            send_error(req, 400, "bad_request", "The request body could not be read.");
+            lcall_free(lc);
+            return;
+        }
+        if (n == 0) {
+            start_call(lc);
+            return;
+        }
+        if (buf_append(&lc->body, tmp, (size_t)n) != 0) {
+            send_error(req, 413, "too_large", "The request body is too large.");
+            lcall_free(lc);
+            return;
+        }
+    }
+}
+
+static const struct gw_req_ops lcall_ops = {
+    .on_body_ready = on_body_ready,
+    .on_abort = on_abort,
+};
+
+static bool
+lock_allowed(const struct gw_principal *p, const char *lock)
+{
+    if (p == NULL || p->locks == NULL) {
+        return true;
+    }
+    for (char **l = p->locks; *l != NULL; l++) {
+        if (strcmp(*l, lock) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+struct names {
+    char (*lock)[ELECT_LOCK_MAX + 1]; /* collected names */
+    size_t n, alloc;                  /* used and allocated */
+};
+
+/* store_elect_each_fn: collect names first; elect_peek reads the store itself. */
+static int
+on_name(void *arg, const char *lock, const struct store_elect *se)
+{
+    struct names *nm = arg;
+    (void)se;
+    if (nm->n == LOCKS_MAX_LIST) {
+        return 1;
+    }
+    if (nm->n == nm->alloc) {
+        size_t a = nm->alloc != 0 ? nm->alloc * 2 : 64;
+        void *p = realloc(nm->lock, a * sizeof(*nm->lock));
+        if (p == NULL) {
+            return ERR_NOMEM;
+        }
+        nm->lock = p;
+        nm->alloc = a;
+    }
+    (void)snprintf(nm->lock[nm->n++], ELECT_LOCK_MAX + 1, "%s", lock);
+    return 0;
+}
+
+static void
+list_locks(struct gw_req *req, struct elect *e, struct store *st)
+{
+    struct names nm = {0};
+    json_t *arr = json_array();
+    if (st == NULL || arr == NULL || store_elect_list(st, on_name, &nm) < 0) {
+        json_decref(arr);
+        free(nm.lock);
+        send_error(req, 503, "unavailable", "The lock list could not be read.");
+        return;
+    }
+    for (size_t i = 0; i < nm.n; i++) {
+        struct elect_info in;
+        if (elect_peek(e, nm.lock[i], &in) == 0) {
+            (void)json_array_append_new(arr, info_json(&in, false));
+        }
+    }
+    free(nm.lock);
+    send_json_value(req, 200, json_pack("{s:o}", "locks", arr));
+}
+
+static int
+query_u64(struct gw_req *req, const char *name, uint64_t max, uint64_t *out)
+{
+    char v[32];
+    int rc = gw_s3req_query_get(gw_req_query(req), name, v, sizeof(v));
+    if (rc == ERR_NOTFOUND) {
+        return 0;
+    }
+    return rc == 0 ? parse_u64(v, 0, max, out) : rc;
+}
+
+void
+gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
+                    const struct gw_principal *principal)
+{
+    const char *rest = gw_req_path(req) + strlen(LOCKS_PREFIX);
+    const char *method = gw_req_method(req);
+    char lock[ELECT_LOCK_MAX + 1];
+    enum action act;
+
+    if (e == NULL) {
+        send_error(req, 503, "unavailable",
+                   "No election is configured on this gateway (see \"election\" in the "
+                   "configuration).");
+        return;
+    }
+    if (rest[0] == '\0' || strcmp(rest, "/") == 0) {
+        if (strcmp(method, "GET") != 0) {
+            send_error(req, 405, "method_not_allowed", "Use GET.");
+            return;
+        }
+        list_locks(req, e, st);
+        return;
+    }
+    if (rest[0] != '/') {
+        send_error(req, 404, "not_found", "No such gateway API resource.");
+        return;
+    }
+    rest++;
+    size_t n = strcspn(rest, "/");
+    if (n == 0 || n > ELECT_LOCK_MAX) {
+        send_error(req, 400, "bad_request", "Lock names must match [A-Za-z0-9._-]{1,128}.");
+        return;
+    }
+    memcpy(lock, rest, n);
+    lock[n] = '\0';
+    if (!lock_name_valid(lock)) {
+        send_error(req, 400, "bad_request", "Lock names must match [A-Za-z0-9._-]{1,128}.");
+        return;
+    }
+    const char *verb = rest + n;
+    if (verb[0] == '\0') {
+        act = A_GET;
+    } else if (strcmp(verb, "/acquire") == 0) {
+        act = A_ACQUIRE;
+    } else if (strcmp(verb, "/renew") == 0) {
+        act = A_RENEW;
+    } else if (strcmp(verb, "/release") == 0) {
+        act = A_RELEASE;
+    } else {
+        send_error(req, 404, "not_found", "No such lock operation.");
+        return;
+    }
+    if (strcmp(method, act == A_GET ? "GET" : "POST") != 0) {
+        send_error(req, 405, "method_not_allowed", act == A_GET ? "Use GET." : "Use POST.");
+        return;
+    }
+    if (act != A_GET && !lock_allowed(principal, lock)) {
+        send_error(req, 403, "denied", "This principal may not hold this lock.");
+        return;
+    }
+    struct lcall *lc = calloc(1, sizeof(*lc));
+    if (lc == NULL) {
+        send_error(req, 503, "unavailable", "Out of memory.");
+        return;
+    }
+    lc->req = req;
+    lc->e = e;
+    lc->act = act;
+    memcpy(lc->lock, lock, n + 1);
+    buf_init(&lc->body, LOCKS_MAX_BODY);
+    gw_req_set_ops(req, &lcall_ops, lc);
+    if (act == A_GET) {
+        uint64_t wait_ms = 0, after = 0;
+        if (query_u64(req, "wait_ms", UINT32_MAX, &wait_ms) != 0 ||
+            query_u64(req, "after", INT64_MAX, &after) != 0) {
+            send_error(req, 400, "bad_request", "wait_ms and after must be integers.");
+            lcall_free(lc);
+            return;
+        }
+        int rc = elect_get(e, lock, after, (uint32_t)wait_ms, on_elect_done, lc, &lc->call);
+        if (rc != 0) {
+            struct elect_info none;
+            memset(&none, 0, sizeof(none));
+            send_elect_error(req, act, rc, &none, e);
+            lcall_free(lc);
+        }
+        return;
+    }
+    gw_req_body_start(req);
+    on_body_ready(req, lc);
+}

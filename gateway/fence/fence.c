@@ -1,0 +1,879 @@
+#define LOG_MODULE "fence"
+#include "gateway/fence/fence.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "common/clock.h"
+#include "common/lockname.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "gateway/base/config.h"
+#include "gateway/base/metrics.h"
+#include "gateway/http/http.h"
+#include "gateway/proxy/upload.h"
+#include "gateway/s3/s3err.h"
+#include "gateway/s3/s3req.h"
+#include "store/store.h"
+
+#define FENCE_BUCKETS  256 /* hash buckets of the in-memory lock table */
+#define FENCE_RETRY_MS 250 /* a live lease with too short a window: read it again after this */
+
+enum tstate {
+    T_LOOKUP,    /* waiting for the G4 lookup hook */
+    T_ADVANCING, /* waiting for the durable advance */
+    T_WAITING,   /* ready to be judged against the lock's highest (barrier) */
+    T_ADMITTED,  /* forwarded: counts for the barrier until released */
+};
+
+struct flock;
+
+struct gw_fence_ticket {
+    struct flock *lk;                        /* the lock */
+    uint64_t epoch;                          /* the token claimed */
+    enum tstate state;                       /* where it is */
+    bool sent;                               /* the request was completely handed upstream */
+    bool cancelled;                          /* released while a store/lookup callback is pending */
+    bool holding;                            /* admitted, its last byte held for a window */
+    bool parked;                             /* skipped in this judge pass (waits for a read) */
+    uint32_t margin;                         /* commit margin for its last byte (ms) */
+    gw_fence_admit_fn *admitted;             /* verdict callback */
+    gw_fence_cut_fn *cut;                    /* barrier / window callback */
+    gw_fence_resume_fn *resume;              /* the held last byte may go */
+    void *arg;                               /* their argument */
+    char reqid[STORE_REQID_MAX + 1];         /* recorded with an advance */
+    char principal[STORE_PRINCIPAL_MAX + 1]; /* likewise */
+    TAILQ_ENTRY(gw_fence_ticket) link;       /* in lk->tickets */
+};
+
+TAILQ_HEAD(ticket_list, gw_fence_ticket);
+
+/* A lock with writes in flight. */
+struct flock {
+    struct gw_fence *f;               /* owner */
+    char name[GW_FENCE_LOCK_MAX + 1]; /* lock name */
+    uint64_t highest;                 /* highest durably accepted token; 0 = none */
+    struct ticket_list tickets;       /* every live ticket, in arrival order */
+    unsigned pending;                 /* store/lookup/window/timer callbacks outstanding */
+    bool judging;                     /* inside judge(): no re-entry */
+    uint64_t abort_upto;              /* abort uploads of epochs below this once no older write
+                                         is in flight here (0: none due) */
+    bool reading;                     /* a window read is in flight */
+    bool timer_armed;                 /* a delayed judge is scheduled */
+    bool rd_fresh;                    /* rd_* hold a read that completed for this judge pass */
+    uint64_t rd_epoch;                /* the epoch read */
+    int rd_err;                       /* its error (0: rd_w valid) */
+    struct elect_window rd_w;         /* its answer */
+    LIST_ENTRY(flock) link;           /* in f->table[] */
+};
+
+LIST_HEAD(flock_list, flock);
+
+struct gw_fence {
+    struct event_base *base;                /* borrowed */
+    struct store *st;                       /* borrowed */
+    gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
+    void *lookup_arg;                       /* its argument */
+    struct gw_upload *uploads;              /* borrowed; multipart bookkeeping, or NULL */
+    struct gw_fence_windows win;            /* write windows (win.peek NULL: none) */
+    uint64_t gate_until;                    /* mono ms: no fenced write admitted before */
+    uint64_t created;                       /* mono ms of gw_fence_new */
+    struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight */
+};
+
+static unsigned
+hash(const char *s)
+{
+    unsigned h = 2166136261u; /* FNV-1a */
+    for (; *s != '\0'; s++) {
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    }
+    return h % FENCE_BUCKETS;
+}
+
+struct gw_fence *
+gw_fence_new(struct event_base *base, struct store *st)
+{
+    struct gw_fence *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return NULL;
+    }
+    f->base = base;
+    f->st = st;
+    f->created = clock_mono_ms();
+    for (size_t i = 0; i < FENCE_BUCKETS; i++) {
+        LIST_INIT(&f->table[i]);
+    }
+    return f;
+}
+
+void
+gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg)
+{
+    f->lookup = fn;
+    f->lookup_arg = arg;
+}
+
+void
+gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u)
+{
+    f->uploads = u;
+}
+
+void
+gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w)
+{
+    if (w == NULL || w->peek == NULL || w->read == NULL) {
+        memset(&f->win, 0, sizeof(f->win));
+        f->gate_until = 0;
+        return;
+    }
+    f->win = *w;
+    uint32_t m =
+        w->commit_margin_ms > w->complete_margin_ms ? w->commit_margin_ms : w->complete_margin_ms;
+    /* An earlier life's completely sent writes commit within m of leaving (DESIGN
+     * "Write windows": a restarted gateway treats its earlier life as another). */
+    f->gate_until = f->created + m;
+}
+
+struct gw_upload *
+gw_fence_uploads(const struct gw_fence *f)
+{
+    return f->uploads;
+}
+
+void
+gw_fence_free(struct gw_fence *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < FENCE_BUCKETS; i++) {
+        while (!LIST_EMPTY(&f->table[i])) {
+            struct flock *lk = LIST_FIRST(&f->table[i]);
+            while (!TAILQ_EMPTY(&lk->tickets)) {
+                struct gw_fence_ticket *t = TAILQ_FIRST(&lk->tickets);
+                TAILQ_REMOVE(&lk->tickets, t, link);
+                free(t);
+            }
+            LIST_REMOVE(lk, link);
+            free(lk);
+        }
+    }
+    free(f);
+}
+
+/* Reads the durable highest of a lock from the store. */
+static int
+read_highest(struct gw_fence *f, const char *lock, uint64_t *out)
+{
+    struct store_fence sf;
+    int rc = store_fence_get(f->st, lock, &sf, NULL);
+    if (rc == ERR_NOTFOUND) {
+        *out = 0;
+        return 0;
+    }
+    if (rc == 0) {
+        *out = sf.token;
+    }
+    return rc;
+}
+
+static struct flock *
+flock_find(struct gw_fence *f, const char *lock)
+{
+    struct flock *lk;
+    LIST_FOREACH (lk, &f->table[hash(lock)], link) {
+        if (strcmp(lk->name, lock) == 0) {
+            return lk;
+        }
+    }
+    return NULL;
+}
+
+static int
+flock_get(struct gw_fence *f, const char *lock, struct flock **out)
+{
+    struct flock *lk = flock_find(f, lock);
+    if (lk != NULL) {
+        *out = lk;
+        return 0;
+    }
+    uint64_t highest;
+    int rc = read_highest(f, lock, &highest);
+    if (rc != 0) {
+        return rc;
+    }
+    lk = calloc(1, sizeof(*lk));
+    if (lk == NULL) {
+        return ERR_NOMEM;
+    }
+    lk->f = f;
+    memcpy(lk->name, lock, strlen(lock) + 1);
+    lk->highest = highest;
+    TAILQ_INIT(&lk->tickets);
+    LIST_INSERT_HEAD(&f->table[hash(lock)], lk, link);
+    *out = lk;
+    return 0;
+}
+
+/* Forgets a lock with nothing in flight (its state is in the store). */
+static void
+flock_maybe_free(struct flock *lk)
+{
+    if (TAILQ_EMPTY(&lk->tickets) && lk->pending == 0 && !lk->judging && lk->abort_upto == 0) {
+        LIST_REMOVE(lk, link);
+        free(lk);
+    }
+}
+
+int
+gw_fence_current(struct gw_fence *f, const char *lock, uint64_t *out)
+{
+    if (!lock_name_valid(lock)) {
+        return ERR_INVAL;
+    }
+    struct flock *lk = flock_find(f, lock);
+    if (lk != NULL) {
+        *out = lk->highest;
+        return 0;
+    }
+    return read_highest(f, lock, out);
+}
+
+static void
+ticket_drop(struct gw_fence_ticket *t)
+{
+    TAILQ_REMOVE(&t->lk->tickets, t, link);
+    free(t);
+}
+
+/* Ends a ticket with a negative verdict. */
+static void
+reject(struct gw_fence_ticket *t, int err, uint64_t current)
+{
+    gw_fence_admit_fn *cb = t->admitted;
+    void *arg = t->arg;
+    ticket_drop(t);
+    cb(arg, err, current);
+}
+
+/*
+ * The lock's highest rose to h (durably): cut every admitted write of an
+ * older epoch whose request is not completely sent (G3).
+ */
+static void
+raise_highest(struct flock *lk, uint64_t h)
+{
+    if (h <= lk->highest) {
+        return;
+    }
+    log_info("lock %s: highest token %llu -> %llu", lk->name, (unsigned long long)lk->highest,
+             (unsigned long long)h);
+    lk->highest = h;
+    /* Uploads of older epochs can no longer complete: abort them upstream, once
+     * this gateway's in-flight requests of those epochs have ended (an abort that
+     * overtakes an already sent part or Complete would fail it). */
+    lk->abort_upto = h;
+    struct gw_fence_ticket *t, *next;
+    for (t = TAILQ_FIRST(&lk->tickets); t != NULL; t = next) {
+        next = TAILQ_NEXT(t, link);
+        if (t->state == T_ADMITTED && t->epoch < h && !t->sent) {
+            gw_fence_cut_fn *cut = t->cut;
+            void *arg = t->arg;
+            ticket_drop(t);
+            cut(arg, ERR_FENCED, h);
+        }
+    }
+}
+
+static void start_advance(struct gw_fence_ticket *t);
+static void judge(struct flock *lk);
+static void advance(struct gw_fence_ticket *t);
+static void on_admit_judge(evutil_socket_t fd, short what, void *arg);
+
+/* event_base_once from gw_fence_admit and others: judge the lock from the loop. */
+static void
+on_deferred_judge(evutil_socket_t fd, short what, void *arg)
+{
+    struct flock *lk = arg;
+    (void)fd;
+    (void)what;
+    lk->pending--;
+    lk->timer_armed = false;
+    judge(lk);
+}
+
+/* Judges lk from the loop after delay_ms (one at a time). */
+static void
+judge_later(struct flock *lk, uint64_t delay_ms)
+{
+    if (lk->timer_armed) {
+        return;
+    }
+    struct timeval tv = {(time_t)(delay_ms / 1000), (suseconds_t)(delay_ms % 1000) * 1000};
+    if (event_base_once(lk->f->base, -1, EV_TIMEOUT, on_deferred_judge, lk, &tv) != 0) {
+        log_error("lock %s: cannot schedule the fence's next look", lk->name);
+        return;
+    }
+    lk->timer_armed = true;
+    lk->pending++;
+}
+
+/* True while an admitted write of an older epoch than e is still running. */
+static bool
+older_in_flight(struct flock *lk, uint64_t e)
+{
+    struct gw_fence_ticket *t;
+    TAILQ_FOREACH (t, &lk->tickets, link) {
+        if (t->state == T_ADMITTED && t->epoch < e) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- write windows ---- */
+
+enum wv {
+    WV_YES,  /* the window covers now + margin */
+    WV_WAIT, /* not yet: a read or a timer will judge again */
+    WV_NO,   /* a final verdict: *err (and *current) */
+};
+
+/* elect_window_fn, registered by start_read */
+static void
+on_window(void *arg, int err, const struct elect_window *w)
+{
+    struct flock *lk = arg;
+    lk->reading = false;
+    lk->rd_fresh = true;
+    lk->rd_err = err;
+    if (err == 0) {
+        lk->rd_w = *w;
+    }
+    if (err == 0 && w->state == ELECT_WIN_SUPERSEDED && w->latest > lk->highest) {
+        gw_fence_learn(lk->f, lk->name, w->latest);
+    }
+    judge(lk); /* the pending count keeps lk alive through it */
+    lk->rd_fresh = false;
+    lk->pending--;
+    flock_maybe_free(lk);
+}
+
+static void
+start_read(struct flock *lk, uint64_t epoch)
+{
+    if (lk->reading) {
+        return;
+    }
+    struct gw_fence *f = lk->f;
+    lk->reading = true;
+    lk->rd_epoch = epoch;
+    lk->pending++;
+    gw_metrics.window_reads++;
+    int rc = f->win.read(f->win.arg, lk->name, epoch, on_window, lk);
+    if (rc != 0) {
+        lk->pending--;
+        lk->reading = false;
+        lk->rd_fresh = true;
+        lk->rd_epoch = epoch;
+        lk->rd_err = rc;
+    }
+}
+
+/* A window answer as a verdict for a write of epoch needing margin ms. */
+static enum wv
+verdict_of(struct flock *lk, const struct elect_window *w, uint32_t margin, uint64_t now, int *err,
+           uint64_t *current)
+{
+    *current = lk->highest > w->latest ? lk->highest : w->latest;
+    switch (w->state) {
+    case ELECT_WIN_OPEN:
+        if (w->until >= now + margin) {
+            return WV_YES;
+        }
+        return WV_WAIT; /* live, too short: the holder's next renewal may extend it */
+    case ELECT_WIN_SUPERSEDED:
+        *err = ERR_FENCED;
+        return WV_NO;
+    case ELECT_WIN_ENDED:
+        *err = ERR_EXPIRED;
+        return WV_NO;
+    case ELECT_WIN_NOT_GRANTED:
+        *err = ERR_DENIED;
+        return WV_NO;
+    case ELECT_WIN_FOREIGN:
+    default:
+        log_error("lock %s: its epoch file was granted by another gateway, but "
+                  "election.shared is false: refusing its writes (set election.shared)",
+                  lk->name);
+        *err = ERR_CONFLICT;
+        return WV_NO;
+    }
+}
+
+/*
+ * Does a window cover a write of epoch with margin now?  Without windows
+ * configured: yes.  Starts a read or arms a timer when it cannot say yet.
+ */
+static enum wv
+window_verdict(struct flock *lk, uint64_t epoch, uint32_t margin, int *err, uint64_t *current)
+{
+    struct gw_fence *f = lk->f;
+    *err = 0;
+    *current = lk->highest;
+    if (f->win.peek == NULL) {
+        return WV_YES;
+    }
+    uint64_t now = clock_mono_ms();
+    if (now < f->gate_until) {
+        judge_later(lk, f->gate_until - now);
+        return WV_WAIT;
+    }
+    struct elect_window w;
+    int rc = f->win.peek(f->win.arg, lk->name, epoch, now, &w);
+    enum wv v = WV_WAIT;
+    if (rc == 0) {
+        v = verdict_of(lk, &w, margin, now, err, current);
+        if (v != WV_WAIT) {
+            return v;
+        }
+    } else if (rc != ERR_NOTFOUND) {
+        *err = rc;
+        return WV_NO;
+    }
+    if (lk->rd_fresh && lk->rd_epoch == epoch) {
+        /* a read just answered and memory alone still cannot decide */
+        if (lk->rd_err != 0) {
+            *err = ERR_IO; /* unknown, never a final verdict (elect_window_fn) */
+            return WV_NO;
+        }
+        v = verdict_of(lk, &lk->rd_w, margin, now, err, current);
+        if (v == WV_WAIT) {
+            judge_later(lk, FENCE_RETRY_MS); /* live but short: look again soon */
+        }
+        return v;
+    }
+    if (lk->reading && lk->rd_epoch != epoch) {
+        judge_later(lk, FENCE_RETRY_MS); /* another epoch's read first */
+        return WV_WAIT;
+    }
+    start_read(lk, epoch);
+    if (lk->rd_fresh && lk->rd_epoch == epoch && lk->rd_err != 0) {
+        *err = ERR_IO; /* the read could not even start */
+        return WV_NO;
+    }
+    return WV_WAIT;
+}
+
+/* The first ticket that can be decided now, or NULL. */
+static struct gw_fence_ticket *
+next_decidable(struct flock *lk)
+{
+    struct gw_fence_ticket *t;
+    TAILQ_FOREACH (t, &lk->tickets, link) {
+        /* clang-analyzer 14 cannot follow TAILQ_REMOVE updating the head through
+         * tqe_prev, and takes a dropped ticket for the first one still listed */
+        if (t->parked || t->cancelled) { /* NOLINT(clang-analyzer-unix.Malloc) */
+            continue;
+        }
+        if (t->state == T_ADMITTED && t->holding) {
+            return t;
+        }
+        if (t->state != T_WAITING) {
+            continue;
+        }
+        if (t->epoch == lk->highest && older_in_flight(lk, t->epoch)) {
+            continue; /* barrier: wait for the completely sent older writes */
+        }
+        return t;
+    }
+    return NULL;
+}
+
+static void
+cut_ticket(struct gw_fence_ticket *t, int err, uint64_t current)
+{
+    gw_fence_cut_fn *cut = t->cut;
+    void *arg = t->arg;
+    ticket_drop(t);
+    gw_metrics.fence_rejections++;
+    cut(arg, err, current);
+}
+
+/* One verdict for t; it leaves the decidable set (verdict, parked or dropped). */
+static void
+judge_one(struct flock *lk, struct gw_fence_ticket *t)
+{
+    int err;
+    uint64_t current;
+    if (t->state == T_ADMITTED) { /* holding its last byte */
+        if (t->epoch < lk->highest) {
+            cut_ticket(t, ERR_FENCED, lk->highest);
+            return;
+        }
+        enum wv v = window_verdict(lk, t->epoch, t->margin, &err, &current);
+        if (v == WV_YES) {
+            t->holding = false;
+            t->resume(t->arg);
+        } else if (v == WV_NO) {
+            gw_metrics.window_cuts++;
+            cut_ticket(t, err, current);
+        } else {
+            t->parked = true;
+        }
+        return;
+    }
+    if (t->epoch < lk->highest) {
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_FENCED, lk->highest);
+        return;
+    }
+    enum wv v = window_verdict(lk, t->epoch, t->margin, &err, &current);
+    if (v == WV_WAIT) {
+        t->parked = true;
+    } else if (v == WV_NO) {
+        if (err == ERR_FENCED || err == ERR_EXPIRED || err == ERR_DENIED) {
+            gw_metrics.fence_rejections++;
+        }
+        if (err == ERR_FENCED && current > lk->highest) {
+            gw_fence_learn(lk->f, lk->name, current);
+        }
+        reject(t, err, current);
+    } else if (t->epoch > lk->highest) {
+        start_advance(t);
+    } else {
+        t->state = T_ADMITTED;
+        t->admitted(t->arg, 0, t->epoch);
+    }
+}
+
+/* Judges every waiting ticket (and every held last byte) of the lock against its
+ * highest, its window and the barrier.  Each verdict may change the list
+ * (callbacks release tickets), so the next ticket is looked up afresh every time. */
+static void
+judge(struct flock *lk)
+{
+    if (lk->judging) {
+        return;
+    }
+    lk->judging = true;
+    struct gw_fence_ticket *t;
+    TAILQ_FOREACH (t, &lk->tickets, link) {
+        t->parked = false;
+    }
+    for (t = next_decidable(lk); t != NULL; t = next_decidable(lk)) {
+        judge_one(lk, t);
+    }
+    if (lk->abort_upto != 0 && !older_in_flight(lk, lk->abort_upto)) {
+        uint64_t upto = lk->abort_upto;
+        lk->abort_upto = 0;
+        gw_upload_on_advance(lk->f->uploads, lk->name, upto);
+    }
+    lk->rd_fresh = false; /* a read's answer serves the pass it completed in, no later one */
+    lk->judging = false;
+    flock_maybe_free(lk);
+}
+
+/* store_fence_done_fn */
+static void
+on_advanced(void *arg, int err, uint64_t highest)
+{
+    struct gw_fence_ticket *t = arg;
+    struct flock *lk = t->lk;
+    lk->pending--;
+    if (err == 0 || err == ERR_FENCED) {
+        raise_highest(lk, err == 0 ? t->epoch : highest);
+    }
+    if (t->cancelled) {
+        ticket_drop(t);
+    } else if (err != 0 && err != ERR_FENCED) {
+        log_error("lock %s: durable advance to %llu failed: %s", lk->name,
+                  (unsigned long long)t->epoch, err_str(err));
+        reject(t, err, lk->highest);
+    } else {
+        t->state = T_WAITING;
+    }
+    judge(lk);
+}
+
+static void
+advance(struct gw_fence_ticket *t)
+{
+    struct flock *lk = t->lk;
+    t->state = T_ADVANCING;
+    int rc =
+        store_fence_advance(lk->f->st, lk->name, t->epoch, t->reqid, t->principal, on_advanced, t);
+    if (rc != 0) {
+        log_error("lock %s: cannot queue the advance to %llu: %s", lk->name,
+                  (unsigned long long)t->epoch, err_str(rc));
+        if (t->cancelled) {
+            ticket_drop(t); /* a gw_fence_learn: nobody waits for it; it frees lk */
+        } else {
+            reject(t, rc, lk->highest);
+        }
+        return;
+    }
+    lk->pending++;
+}
+
+/* gw_fence_granted_done_fn */
+static void
+on_lookup(void *arg, int err, bool granted)
+{
+    struct gw_fence_ticket *t = arg;
+    struct flock *lk = t->lk;
+    lk->pending--;
+    if (t->cancelled) {
+        ticket_drop(t);
+    } else if (err != 0) {
+        log_warn("lock %s: cannot tell whether epoch %llu was granted: %s", lk->name,
+                 (unsigned long long)t->epoch, err_str(err));
+        reject(t, ERR_IO, lk->highest);
+    } else if (!granted) {
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_DENIED, lk->highest);
+    } else {
+        advance(t);
+    }
+    judge(lk);
+}
+
+/* A token above the lock's highest: G4, then the durable advance. */
+static void
+start_advance(struct gw_fence_ticket *t)
+{
+    struct flock *lk = t->lk;
+    if (lk->f->win.peek != NULL) {
+        advance(t); /* an open window of this epoch proves it was granted (G4) */
+        return;
+    }
+    struct store_elect se;
+    int rc = store_elect_get(lk->f->st, lk->name, &se);
+    if (rc == 0 && se.epoch >= t->epoch) {
+        advance(t); /* the election cache knows this epoch was granted */
+        return;
+    }
+    if (rc != 0 && rc != ERR_NOTFOUND) {
+        reject(t, ERR_IO, lk->highest);
+        return;
+    }
+    if (lk->f->lookup == NULL) {
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_DENIED, lk->highest);
+        return;
+    }
+    t->state = T_LOOKUP;
+    lk->pending++;
+    rc = lk->f->lookup(lk->f->lookup_arg, lk->name, t->epoch, on_lookup, t);
+    if (rc == 0) {
+        return;
+    }
+    lk->pending--;
+    if (rc == 1) {
+        advance(t); /* granted, known at once */
+    } else if (rc == ERR_INVAL) {
+        gw_metrics.fence_rejections++;
+        reject(t, ERR_DENIED, lk->highest);
+    } else {
+        reject(t, ERR_IO, lk->highest);
+    }
+}
+
+int
+gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const char *reqid,
+               const char *principal, gw_fence_admit_fn *admitted, gw_fence_cut_fn *cut, void *arg,
+               struct gw_fence_ticket **out)
+{
+    if (!claim->fenced || claim->token == 0 || admitted == NULL || cut == NULL) {
+        return ERR_INVAL;
+    }
+    struct flock *lk;
+    int rc = flock_get(f, claim->lock, &lk);
+    if (rc != 0) {
+        return rc;
+    }
+    struct gw_fence_ticket *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        flock_maybe_free(lk);
+        return ERR_NOMEM;
+    }
+    t->lk = lk;
+    t->epoch = claim->token;
+    t->state = T_WAITING;
+    t->margin = claim->complete ? f->win.complete_margin_ms : f->win.commit_margin_ms;
+    t->admitted = admitted;
+    t->cut = cut;
+    t->arg = arg;
+    (void)snprintf(t->reqid, sizeof(t->reqid), "%s", reqid != NULL ? reqid : "");
+    (void)snprintf(t->principal, sizeof(t->principal), "%s", principal != NULL ? principal : "");
+    TAILQ_INSERT_TAIL(&lk->tickets, t, link);
+    *out = t;
+    /* The verdict must never arrive before this returns: judge from the loop.
+     * The pending count keeps the lock entry alive until then. */
+    static const struct timeval now = {0, 0};
+    if (event_base_once(f->base, -1, EV_TIMEOUT, on_admit_judge, lk, &now) != 0) {
+        ticket_drop(t);
+        flock_maybe_free(lk);
+        *out = NULL;
+        return ERR_NOMEM;
+    }
+    lk->pending++;
+    return 0;
+}
+
+/* event_base_once from gw_fence_admit / gw_fence_ticket_may_finish: judge from the loop. */
+static void
+on_admit_judge(evutil_socket_t fd, short what, void *arg)
+{
+    struct flock *lk = arg;
+    (void)fd;
+    (void)what;
+    lk->pending--;
+    judge(lk);
+}
+
+bool
+gw_fence_ticket_may_finish(struct gw_fence_ticket *t)
+{
+    struct flock *lk = t->lk;
+    struct gw_fence *f = lk->f;
+    if (f->win.peek == NULL) {
+        return true;
+    }
+    if (!t->holding) {
+        uint64_t now = clock_mono_ms();
+        struct elect_window w;
+        if (now >= f->gate_until && t->epoch >= lk->highest &&
+            f->win.peek(f->win.arg, lk->name, t->epoch, now, &w) == 0 &&
+            w.state == ELECT_WIN_OPEN && w.until >= now + t->margin) {
+            return true;
+        }
+    }
+    /* Held: judged from the loop (a read if need be), then resume or cut. */
+    if (!t->holding) {
+        gw_metrics.window_holds++;
+    }
+    t->holding = true;
+    static const struct timeval soon = {0, 0};
+    if (event_base_once(f->base, -1, EV_TIMEOUT, on_admit_judge, lk, &soon) == 0) {
+        lk->pending++;
+    } else {
+        judge_later(lk, FENCE_RETRY_MS);
+    }
+    return false;
+}
+
+void
+gw_fence_learn(struct gw_fence *f, const char *lock, uint64_t epoch)
+{
+    struct flock *lk;
+    if (f == NULL || flock_get(f, lock, &lk) != 0) {
+        return;
+    }
+    if (epoch <= lk->highest) {
+        flock_maybe_free(lk);
+        return;
+    }
+    struct gw_fence_ticket *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        flock_maybe_free(lk);
+        return;
+    }
+    /* A ticket of no one: advanced like a write's, then dropped (cancelled). */
+    t->lk = lk;
+    t->epoch = epoch;
+    t->cancelled = true;
+    (void)snprintf(t->principal, sizeof(t->principal), "%s", "election");
+    TAILQ_INSERT_TAIL(&lk->tickets, t, link);
+    advance(t);
+    flock_maybe_free(lk); /* only if the advance could not even be queued */
+}
+
+void
+gw_fence_ticket_sent(struct gw_fence_ticket *t)
+{
+    if (t == NULL || t->sent) {
+        return;
+    }
+    t->sent = true;
+}
+
+void
+gw_fence_ticket_release(struct gw_fence_ticket *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    struct flock *lk = t->lk;
+    if (t->state == T_ADVANCING || t->state == T_LOOKUP) {
+        t->cancelled = true; /* its store or lookup callback frees it */
+        return;
+    }
+    ticket_drop(t);
+    judge(lk); /* a finished older write may open the barrier */
+}
+
+int
+gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
+               const char *principal, int kind, const char *lock, uint64_t token, uint64_t current)
+{
+    struct store_audit_rec rec = {
+        .time_ms = 0,
+        .kind = (enum store_audit_kind)kind,
+        .token = token,
+        .current = current,
+        .lock = lock,
+        .principal = principal,
+        .client = gw_req_peer(req),
+        .method = gw_req_method(req),
+        .bucket = s3->bucket,
+        .key = s3->key,
+        .operation = s3->name,
+        .request_id = gw_req_id(req),
+        .user_agent = gw_req_header(req, "user-agent"),
+    };
+    int rc = store_audit_append(f->st, &rec, NULL, NULL);
+    if (rc != 0) {
+        log_error("req %s: audit record (%s, lock %s) not queued: %s", gw_req_id(req),
+                  store_audit_kind_name(rec.kind), lock != NULL ? lock : "", err_str(rc));
+        gw_metrics.audit_failures++;
+    }
+    return rc;
+}
+
+void
+gw_fence_send_slowdown(struct gw_req *req)
+{
+    gw_s3err_send(req, 503, "SlowDown",
+                  "This write was refused, but its audit record could not be queued; nothing was "
+                  "forwarded. Please reduce your request rate.");
+}
+
+void
+gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, gw_fence_resume_fn *resume,
+                       void *arg)
+{
+    t->cut = cut;
+    t->resume = resume;
+    t->arg = arg;
+}
+
+void
+gw_fence_send_error(struct gw_req *req, int status, const char *code, const char *message,
+                    const char *lock, uint64_t token, uint64_t current)
+{
+    char tok[24], cur[24];
+    (void)snprintf(tok, sizeof(tok), "%llu", (unsigned long long)token);
+    (void)snprintf(cur, sizeof(cur), "%llu", (unsigned long long)current);
+    struct gw_s3err_extra extra[] = {
+        {"Lock", lock != NULL ? lock : ""},
+        {"Token", tok},
+        {"CurrentToken", cur},
+    };
+    gw_s3err_send_extra(req, status, code, message, extra, 3);
+}

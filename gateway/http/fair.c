@@ -1,0 +1,297 @@
+/*
+ * gateway/http/fair.c: fair use for the HTTP server (DESIGN G10): per-client
+ * shares of connections and upstream transfers, shedding idle connections at
+ * the connection limit, and the minimum request-body rate.
+ * Event-loop thread only.
+ *
+ * A client is an address: the peer without its port (as nginx's limit_conn
+ * keys on $binary_remote_addr), for IPv6 its /64 prefix.  Its entry lives in a hash table of the
+ * server while a connection or a transfer holds it; a transfer may outlive
+ * the server (a detached fenced write), so the server's cleanup orphans the
+ * entries still held and the last release frees them.
+ *
+ * Idle connections (no request in progress, no byte of a next head, not
+ * closing: a kept-alive connection between requests, or a fresh one that has
+ * not sent a byte) are listed oldest first, after the lingering ones (closing
+ * anyway, their last answer flushed).  At limits.max_connections a new
+ * connection closes the first of them instead of being refused, as nginx
+ * reuses its keep-alive connections when worker_connections run out.  A
+ * connection that started a head is never shed: the header timeout cuts it.
+ */
+#include "gateway/http/internal.h"
+
+#define LOG_MODULE "http"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+#include "gateway/base/metrics.h"
+
+#define RATELOG_MS 1000 /* a fair-use warning at most this often */
+
+int
+gw_http_fair_init(struct gw_server *srv)
+{
+    srv->clients = calloc(GW_HTTP_CLIENT_BUCKETS, sizeof(struct gw_client *));
+    TAILQ_INIT(&srv->idle);
+    return srv->clients != NULL ? 0 : ERR_NOMEM;
+}
+
+void
+gw_http_fair_cleanup(struct gw_server *srv)
+{
+    if (srv->clients == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < GW_HTTP_CLIENT_BUCKETS; i++) {
+        struct gw_client *cl = srv->clients[i];
+        while (cl != NULL) {
+            struct gw_client *next = cl->next;
+            cl->srv = NULL; /* held by a transfer: freed at its release */
+            cl->next = NULL;
+            cl = next;
+        }
+    }
+    free(srv->clients);
+    srv->clients = NULL;
+}
+
+/* Whether to log now; counts the occurrence either way. */
+static bool
+ratelog_due(struct gw_ratelog *rl, unsigned long *skipped)
+{
+    uint64_t now = gw_http_now_ms();
+    if (rl->last_ms != 0 && now - rl->last_ms < RATELOG_MS) {
+        rl->skipped++;
+        return false;
+    }
+    *skipped = rl->skipped;
+    rl->skipped = 0;
+    rl->last_ms = now;
+    return true;
+}
+
+/*
+ * The client of "ip:port" or "[ip6]:port" into out: the IPv4 address, or the
+ * IPv6 /64 prefix (one host or site gets a whole /64, so a per-address share
+ * would be no bound there; an IPv4-mapped address counts as IPv4).
+ */
+static void
+peer_addr(const char *peer, char *out, size_t outlen)
+{
+    const char *colon = strrchr(peer, ':');
+    size_t n = colon != NULL ? (size_t)(colon - peer) : strlen(peer);
+    bool v6 = n >= 2 && peer[0] == '[' && peer[n - 1] == ']';
+    if (v6) {
+        peer++;
+        n -= 2;
+    }
+    char host[INET6_ADDRSTRLEN];
+    if (n >= sizeof(host)) {
+        n = sizeof(host) - 1;
+    }
+    memcpy(host, peer, n);
+    host[n] = '\0';
+    unsigned char a[16];
+    if (v6 && inet_pton(AF_INET6, host, a) == 1) {
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        if (memcmp(a, mapped, sizeof(mapped)) == 0) {
+            (void)inet_ntop(AF_INET, a + 12, out, (socklen_t)outlen);
+            return;
+        }
+        memset(a + 8, 0, 8);
+        if (inet_ntop(AF_INET6, a, out, (socklen_t)outlen) != NULL) {
+            (void)snprintf(out + strlen(out), outlen - strlen(out), "/64");
+            return;
+        }
+    }
+    (void)snprintf(out, outlen, "%s", host);
+}
+
+static size_t
+addr_hash(const char *addr)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)addr; *p != '\0'; p++) {
+        h = (h ^ *p) * 1099511628211ull;
+    }
+    return (size_t)(h % GW_HTTP_CLIENT_BUCKETS);
+}
+
+/* The entry of addr, created if absent (with no reference yet); NULL when out of memory. */
+static struct gw_client *
+client_get(struct gw_server *srv, const char *addr)
+{
+    size_t b = addr_hash(addr);
+    for (struct gw_client *cl = srv->clients[b]; cl != NULL; cl = cl->next) {
+        if (strcmp(cl->addr, addr) == 0) {
+            return cl;
+        }
+    }
+    struct gw_client *cl = calloc(1, sizeof(*cl));
+    if (cl == NULL) {
+        return NULL;
+    }
+    cl->srv = srv;
+    (void)snprintf(cl->addr, sizeof(cl->addr), "%s", addr);
+    cl->next = srv->clients[b];
+    srv->clients[b] = cl;
+    return cl;
+}
+
+void
+gw_http_client_put(struct gw_client *cl)
+{
+    if (cl == NULL || --cl->refs > 0) {
+        return;
+    }
+    struct gw_server *srv = cl->srv;
+    if (srv != NULL) {
+        struct gw_client **pp = &srv->clients[addr_hash(cl->addr)];
+        while (*pp != cl) {
+            pp = &(*pp)->next;
+        }
+        *pp = cl->next;
+    }
+    free(cl);
+}
+
+/* Close the oldest idle connection.  Returns false when there is none. */
+static bool
+shed_idle(struct gw_server *srv)
+{
+    struct gw_conn *victim = TAILQ_FIRST(&srv->idle);
+    if (victim == NULL) {
+        return false;
+    }
+    gw_metrics.idle_shed++;
+    unsigned long skipped = 0;
+    if (ratelog_due(&srv->log_shed, &skipped)) {
+        log_warn("%zu connections (limits.max_connections): closing idle %s to admit a new one "
+                 "(%lu more not logged)",
+                 srv->nconns, victim->peer, skipped);
+    }
+    victim->dead = true;
+    gw_http_conn_free(victim);
+    return true;
+}
+
+struct gw_client *
+gw_http_fair_admit(struct gw_server *srv, const char *peer, const struct gw_http_limits *lim,
+                   bool *full)
+{
+    *full = false;
+    char addr[64];
+    peer_addr(peer, addr, sizeof(addr));
+    struct gw_client *cl = client_get(srv, addr);
+    if (cl == NULL) {
+        log_warn("%s: out of memory", peer);
+        return NULL;
+    }
+    if (cl->nconns >= lim->max_conns_per_client) {
+        gw_metrics.client_conns_refused++;
+        unsigned long skipped = 0;
+        if (ratelog_due(&srv->log_conns, &skipped)) {
+            log_warn("%s: refused: %zu connections from %s (limits.max_connections_per_client) "
+                     "(%lu more refusals not logged)",
+                     peer, cl->nconns, addr, skipped);
+        }
+        return NULL; /* never 0 refs here: nconns > 0 holds it */
+    }
+    if (srv->nconns >= lim->max_connections && !shed_idle(srv)) {
+        *full = true;
+        if (cl->refs == 0) {
+            cl->refs = 1;
+            gw_http_client_put(cl);
+        }
+        return NULL;
+    }
+    cl->refs++;
+    cl->nconns++;
+    return cl;
+}
+
+void
+gw_http_fair_idle(struct gw_conn *c)
+{
+    bool linger = c->lingering && !c->dead;
+    bool idle = linger || (c->req == NULL && !c->head_started && !c->closing && !c->dead &&
+                           !c->srv->draining);
+    if (idle == c->is_idle && linger == c->idle_linger) {
+        return;
+    }
+    struct gw_server *srv = c->srv;
+    if (c->is_idle) {
+        TAILQ_REMOVE(&srv->idle, c, idle_link);
+    }
+    c->is_idle = idle;
+    c->idle_linger = linger;
+    if (linger) {
+        /* closing anyway, its answer flushed: shed before any kept-alive connection */
+        TAILQ_INSERT_HEAD(&srv->idle, c, idle_link);
+    } else if (idle) {
+        TAILQ_INSERT_TAIL(&srv->idle, c, idle_link);
+    }
+    gw_http_accept_gate(srv); /* at the limit, accept only while one can be shed */
+}
+
+bool
+gw_http_fair_rate_check(struct gw_conn *c, uint64_t now)
+{
+    const struct gw_req *req = c->req;
+    uint64_t got = req->body_received + req->discarded - c->rate_bytes;
+    uint64_t window = c->lim.min_body_rate_window_ms;
+    uint64_t need = (uint64_t)c->lim.min_body_rate * window / 1000;
+    if (got >= need) {
+        c->rate_since = now;
+        c->rate_bytes = req->body_received + req->discarded;
+        return true;
+    }
+    gw_metrics.slow_bodies_cut++;
+    unsigned long skipped = 0;
+    if (ratelog_due(&c->srv->log_slow, &skipped)) {
+        log_warn("%s %s: body cut: %llu bytes in %llu ms, under limits.min_body_rate %u B/s "
+                 "(%lu more not logged)",
+                 req->id, c->peer, (unsigned long long)got,
+                 (unsigned long long)(now - c->rate_since), c->lim.min_body_rate, skipped);
+    }
+    return false;
+}
+
+struct gw_client *
+gw_req_transfer_begin(struct gw_req *req)
+{
+    struct gw_conn *c = req->conn;
+    struct gw_client *cl = c->client;
+    if (cl == NULL) {
+        return NULL;
+    }
+    if (cl->nxfers >= c->lim.max_xfers_per_client) {
+        gw_metrics.client_transfers_refused++;
+        unsigned long skipped = 0;
+        if (ratelog_due(&c->srv->log_xfers, &skipped)) {
+            log_warn("%s %s: 503 SlowDown: %zu transfers in flight from %s "
+                     "(limits.max_transfers_per_client) (%lu more not logged)",
+                     req->id, c->peer, cl->nxfers, cl->addr, skipped);
+        }
+        return NULL;
+    }
+    cl->nxfers++;
+    cl->refs++;
+    return cl;
+}
+
+void
+gw_client_transfer_end(struct gw_client *cl)
+{
+    if (cl == NULL) {
+        return;
+    }
+    cl->nxfers--;
+    gw_http_client_put(cl);
+}

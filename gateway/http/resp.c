@@ -1,0 +1,428 @@
+/*
+ * gateway/http/resp.c: the response side of gateway/http/http.h, and the error
+ * responses the server itself produces (S3 XML).  Event-loop thread only.
+ *
+ * The head is built in req->resp_head until gw_resp_body_begin, which adds
+ * the headers the server manages (Server, Date, x-amz-request-id unless the
+ * handler set them; framing; Connection) and queues it.  Body bytes go
+ * straight to the bufferevent's output; the caller is told to stop producing
+ * (ERR_AGAIN) once that passes limits.buffer_bytes.
+ */
+#include "gateway/http/http.h"
+
+#define LOG_MODULE "http"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "common/clock.h"
+#include "common/date.h"
+#include "common/log.h"
+#include "common/rand.h"
+#include "gateway/base/metrics.h"
+#include "gateway/http/internal.h"
+
+static const char *
+reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 416:
+        return "Range Not Satisfiable";
+    case 428:
+        return "Precondition Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "Unknown";
+    }
+}
+
+/* The Date header value (RFC 9110 section 5.6.7 IMF-fixdate), cached per second. */
+static const char *
+date_now(struct gw_server *srv)
+{
+    int64_t sec = clock_wall_ms() / 1000;
+    if (sec != srv->date_sec || srv->date[0] == '\0') {
+        if (date_http_format(sec, srv->date) != 0) {
+            (void)snprintf(srv->date, sizeof(srv->date), "Thu, 01 Jan 1970 00:00:00 GMT");
+        }
+        srv->date_sec = sec;
+    }
+    return srv->date;
+}
+
+void
+gw_http_new_id(char id[GW_HTTP_ID_LEN + 1])
+{
+    static uint64_t salt;
+    static uint64_t counter;
+    static bool seeded;
+    if (!seeded) {
+        if (rand_bytes(&salt, sizeof(salt)) != 0) {
+            salt = (uint64_t)clock_wall_ms() ^ ((uint64_t)getpid() << 32);
+        }
+        seeded = true;
+    }
+    /* splitmix64's finaliser is a bijection: distinct counters, distinct ids */
+    uint64_t x = salt + counter++;
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    x ^= x >> 31;
+    (void)snprintf(id, GW_HTTP_ID_LEN + 1, "%016" PRIx64, x);
+}
+
+size_t
+gw_http_output_len(const struct gw_conn *c)
+{
+    return evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+void
+gw_http_send_continue(struct gw_req *req)
+{
+    static const char line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    struct evbuffer *out = bufferevent_get_output(req->conn->bev);
+    if (evbuffer_add(out, line, sizeof(line) - 1) == 0) {
+        req->sent_100 = true;
+    }
+}
+
+void
+gw_http_send_error(struct gw_conn *c, struct gw_req *req, int status, const char *code,
+                   const char *msg)
+{
+    char idbuf[GW_HTTP_ID_LEN + 1];
+    const char *id = idbuf;
+    if (req != NULL) {
+        id = req->id;
+        req->resp = GW_RESP_ENDED;
+        req->want_close = true;
+    } else {
+        gw_http_new_id(idbuf);
+    }
+    c->closing = true;
+    /* code and msg are our own constants: nothing to escape */
+    char body[512];
+    int blen = snprintf(body, sizeof(body),
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                        "<Error><Code>%s</Code><Message>%s</Message>"
+                        "<RequestId>%s</RequestId></Error>",
+                        code, msg, id);
+    if (blen < 0 || (size_t)blen >= sizeof(body)) {
+        blen = 0;
+    }
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    int rc = evbuffer_add_printf(out,
+                                 "HTTP/1.1 %d %s\r\nServer: fencegate\r\nDate: %s\r\n"
+                                 "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n"
+                                 "Content-Length: %d\r\nConnection: close\r\n\r\n",
+                                 status, reason(status), date_now(c->srv), id, blen);
+    gw_metrics_count_status(status); /* the server's own 400/408/411/414/431/505 too */
+    if (rc < 0 || (!(req != NULL && req->is_head) && evbuffer_add(out, body, (size_t)blen) != 0)) {
+        c->dead = true;
+    }
+}
+
+void
+gw_resp_start(struct gw_req *req, int status)
+{
+    if (req->resp != GW_RESP_NONE || req->aborted) {
+        log_warn("%s: response already started", req->id);
+        return;
+    }
+    if (status < 200 || status > 599) {
+        log_warn("%s: bad status %d, sending 500", req->id, status);
+        status = 500;
+    }
+    req->status = status;
+    req->resp = GW_RESP_STARTED;
+    buf_reset(&req->resp_head);
+}
+
+static bool
+name_is(const char *name, const char *what)
+{
+    return strcasecmp(name, what) == 0;
+}
+
+int
+gw_resp_header(struct gw_req *req, const char *name, const char *value)
+{
+    if (req->resp != GW_RESP_STARTED) {
+        return ERR_INVAL;
+    }
+    if (name[0] == '\0' || strpbrk(name, "\r\n: \t") != NULL || strpbrk(value, "\r\n") != NULL) {
+        return ERR_INVAL;
+    }
+    if (name_is(name, "connection") || name_is(name, "keep-alive") ||
+        name_is(name, "transfer-encoding") || name_is(name, "content-length")) {
+        return 0; /* hop-by-hop: the server's business */
+    }
+    if (name_is(name, "x-amz-request-id")) {
+        req->has_id_hdr = true;
+    } else if (name_is(name, "server")) {
+        req->has_server_hdr = true;
+    } else if (name_is(name, "date")) {
+        req->has_date_hdr = true;
+    }
+    return buf_printf(&req->resp_head, "%s: %s\r\n", name, value);
+}
+
+/* Whether the connection must close after this response. */
+static bool
+must_close(const struct gw_req *req, int64_t content_length, bool no_body)
+{
+    const struct gw_conn *c = req->conn;
+    if (c->closing || req->want_close || !req->keep_alive || c->srv->draining) {
+        return true;
+    }
+    if (!no_body && content_length < 0 && req->version_minor == 0) {
+        return true; /* HTTP/1.0: the body ends at the close */
+    }
+    if (!req->body_done) {
+        /* the client waits for a 100 we will not send: it may or may not send
+         * the body, so the next bytes cannot be trusted as a request head */
+        if (!gw_http_body_discardable(req)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+gw_resp_body_begin(struct gw_req *req, int64_t content_length)
+{
+    if (req->resp != GW_RESP_STARTED) {
+        log_warn("%s: gw_resp_body_begin without gw_resp_start", req->id);
+        return;
+    }
+    struct gw_conn *c = req->conn;
+    bool no_body = req->is_head || req->status == 204 || req->status == 304;
+    bool close = must_close(req, content_length, no_body);
+    if (close) {
+        req->want_close = true;
+    }
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    gw_metrics_count_status(req->status); /* every response is counted here, once */
+    int rc = evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", req->status, reason(req->status));
+    if (rc >= 0 && !req->has_server_hdr) {
+        rc = evbuffer_add_printf(out, "Server: fencegate\r\n");
+    }
+    if (rc >= 0 && !req->has_date_hdr) {
+        rc = evbuffer_add_printf(out, "Date: %s\r\n", date_now(c->srv));
+    }
+    if (rc >= 0 && !req->has_id_hdr) {
+        rc = evbuffer_add_printf(out, "x-amz-request-id: %s\r\n", req->id);
+    }
+    if (rc >= 0 && req->resp_head.len > 0) {
+        rc = evbuffer_add(out, req->resp_head.data, req->resp_head.len);
+    }
+    req->resp_length = -1;
+    if (rc >= 0 && req->status != 204 && content_length >= 0) {
+        /* RFC 9110 section 8.6: for HEAD and 304 it is the length a GET would have */
+        rc = evbuffer_add_printf(out, "Content-Length: %" PRId64 "\r\n", content_length);
+        if (!no_body) {
+            req->resp_length = content_length;
+        }
+    } else if (rc >= 0 && !no_body && req->version_minor == 1) {
+        rc = evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
+        req->resp_chunked = true;
+    }
+    if (rc >= 0 && close) {
+        rc = evbuffer_add_printf(out, "Connection: close\r\n");
+    } else if (rc >= 0 && req->version_minor == 0) {
+        rc = evbuffer_add_printf(out, "Connection: keep-alive\r\n");
+    }
+    if (rc >= 0) {
+        rc = evbuffer_add(out, "\r\n", 2);
+    }
+    if (rc < 0) {
+        c->dead = true;
+        gw_http_conn_kick(c);
+    }
+    req->resp_no_body = no_body;
+    req->resp = GW_RESP_BODY;
+    buf_cleanup(&req->resp_head);
+}
+
+int
+gw_resp_body_write(struct gw_req *req, const void *data, size_t len)
+{
+    struct gw_conn *c = req->conn;
+    if (req->aborted || c->dead) {
+        return ERR_CLOSED;
+    }
+    if (req->resp != GW_RESP_BODY) {
+        return ERR_INVAL;
+    }
+    if (req->resp_no_body || len == 0) {
+        return 0;
+    }
+    if (req->resp_length >= 0 && req->resp_sent + len > (uint64_t)req->resp_length) {
+        log_warn("%s: body longer than its Content-Length", req->id);
+        return ERR_INVAL;
+    }
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    int rc = 0;
+    if (req->resp_chunked) {
+        rc = evbuffer_add_printf(out, "%zx\r\n", len);
+    }
+    if (rc >= 0) {
+        rc = evbuffer_add(out, data, len);
+    }
+    if (rc >= 0 && req->resp_chunked) {
+        rc = evbuffer_add(out, "\r\n", 2);
+    }
+    if (rc < 0) {
+        c->dead = true;
+        gw_http_conn_kick(c);
+        return ERR_CLOSED;
+    }
+    req->resp_sent += len;
+    if (evbuffer_get_length(out) > c->lim.buffer_bytes) {
+        req->want_drain = true;
+        return ERR_AGAIN;
+    }
+    return 0;
+}
+
+void
+gw_resp_end(struct gw_req *req)
+{
+    struct gw_conn *c = req->conn;
+    if (req->resp == GW_RESP_ENDED || req->aborted) {
+        return;
+    }
+    if (req->resp == GW_RESP_NONE) {
+        log_warn("%s: gw_resp_end without a response", req->id);
+        gw_http_send_error(c, req, 500, "InternalError",
+                           "We encountered an internal error. Please try again.");
+        gw_http_conn_kick(c);
+        return;
+    }
+    if (req->resp == GW_RESP_STARTED) {
+        gw_resp_body_begin(req, 0);
+    }
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (req->resp_chunked && evbuffer_add(out, "0\r\n\r\n", 5) != 0) {
+        c->dead = true;
+    }
+    if (req->resp_length >= 0 && req->resp_sent < (uint64_t)req->resp_length) {
+        /* the client sees a short body; only closing tells it so */
+        log_warn("%s: response ended %" PRIu64 " bytes short", req->id,
+                 (uint64_t)req->resp_length - req->resp_sent);
+        c->closing = true;
+    }
+    if (req->want_close && !req->body_done && !gw_http_body_discardable(req)) {
+        c->closing = true; /* the rest of the body will not come, or is too long to read */
+    }
+    req->resp = GW_RESP_ENDED;
+    req->want_drain = false;
+    gw_http_conn_kick(c);
+}
+
+void
+gw_resp_abort(struct gw_req *req)
+{
+    struct gw_conn *c = req->conn;
+    if (req->resp == GW_RESP_ENDED || req->aborted) {
+        return;
+    }
+    if (req->resp == GW_RESP_NONE) {
+        gw_http_send_error(c, req, 502, "BadGateway", "The upstream response broke off.");
+        gw_http_conn_kick(c);
+        return;
+    }
+    /* No final chunk, and a Content-Length body stays short: what was queued
+     * is flushed, then the connection closes, so the client sees an
+     * incomplete response rather than a complete-looking one. */
+    log_info("%s: response aborted after %" PRIu64 " body bytes", req->id, req->resp_sent);
+    c->closing = true;
+    req->resp = GW_RESP_ENDED;
+    req->want_drain = false;
+    gw_http_conn_kick(c);
+}
+
+void
+gw_resp_simple(struct gw_req *req, int status, const char *content_type, const void *body,
+               size_t len)
+{
+    gw_resp_start(req, status);
+    if (content_type != NULL && gw_resp_header(req, "Content-Type", content_type) != 0) {
+        log_warn("%s: bad Content-Type dropped", req->id);
+    }
+    gw_resp_body_begin(req, (int64_t)len);
+    int rc = gw_resp_body_write(req, body, len);
+    if (rc != 0 && rc != ERR_AGAIN) { /* ERR_AGAIN: queued anyway */
+        log_debug("%s: %s", req->id, err_str(rc));
+    }
+    gw_resp_end(req);
+}
+
+bool
+gw_resp_started(const struct gw_req *req)
+{
+    return req->resp != GW_RESP_NONE;
+}

@@ -1,0 +1,976 @@
+/*
+ * gateway/http/server.c: listeners, client connections and the per-connection parse
+ * loop of the HTTP/1.x server (libevent bufferevents + llhttp).
+ *
+ * One state machine per connection, conn_process(), runs from libevent
+ * callbacks only (read, write, event, timer, kick), never from inside a
+ * handler's call into the API: API calls change state and kick.  That is
+ * what lets a handler answer synchronously from gw_request_fn, and it is the
+ * only place a connection is freed.
+ *
+ * Parsing: llhttp pauses at on_headers_complete (the handler gets the head,
+ * no body byte has been consumed) and at on_message_complete (the next
+ * pipelined head is not parsed until this response is flushed).  llhttp is
+ * fed at most as many bytes as the body buffer has room for; chunked framing
+ * only shrinks data, so the decoded body never passes limits.buffer_bytes,
+ * and the unparsed input is capped by a read watermark.
+ *
+ * EOF from the client while a request is in flight: if its body is not
+ * complete, the request is aborted (ERR_CLOSED).  If the body is complete the
+ * response is still written (a half-closed client may be waiting for it; S3
+ * clients do not half-close, but HTTP/1.0 tools do); a client that really
+ * went away is noticed when the write fails, which aborts the request then.
+ */
+#include "gateway/http/http.h"
+
+#define LOG_MODULE "http"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "gateway/http/internal.h"
+#include "gateway/http/tls.h"
+
+static void conn_process(struct gw_conn *c);
+static void after_eof(struct gw_conn *c);
+static void abort_req(struct gw_conn *c, int err);
+
+uint64_t
+gw_http_now_ms(void)
+{
+    return clock_mono_ms();
+}
+
+/* The llhttp error that stopped parsing, as a response; the connection closes. */
+static void
+parse_fail(struct gw_conn *c)
+{
+    int status = 400;
+    const char *code = "InvalidRequest";
+    const char *msg = "The request is malformed.";
+    if (c->err_status != 0) {
+        status = c->err_status;
+        code = c->err_code;
+        msg = c->err_msg;
+    } else if (c->perr == HPE_INVALID_VERSION || c->perr == HPE_PAUSED_H2_UPGRADE) {
+        status = 505;
+        code = "HTTPVersionNotSupported";
+        msg = "The HTTP version is not supported.";
+    } else if (c->perr == HPE_INVALID_TRANSFER_ENCODING) {
+        status = 501;
+        code = "NotImplemented";
+        msg = "A header you provided implies functionality that is not implemented.";
+    }
+    log_info("%s: refused (%d %s): %s", c->peer, status, code,
+             c->err_status != 0 ? msg : llhttp_get_error_reason(&c->parser));
+    struct gw_req *req = c->req;
+    if (req != NULL && !req->aborted && req->resp != GW_RESP_ENDED) {
+        /* bad body framing after the handler got the head */
+        req->body_err = ERR_INVAL;
+        req->aborted = true;
+        if (req->ops != NULL && req->ops->on_abort != NULL) {
+            req->ops->on_abort(req, ERR_INVAL, req->ops_arg);
+        }
+    }
+    if (req == NULL || req->resp == GW_RESP_NONE || req->resp == GW_RESP_STARTED) {
+        gw_http_send_error(c, req, status, code, msg);
+    } else if (req->resp != GW_RESP_ENDED) {
+        c->dead = true; /* mid-response: nothing sane to add */
+    }
+    c->closing = true;
+}
+
+/* ---- the per-connection state machine ---- */
+
+static size_t
+body_room(const struct gw_conn *c, const struct gw_req *req)
+{
+    if (req->resp == GW_RESP_ENDED || req->aborted) {
+        return GW_HTTP_READ_MAX; /* discarding */
+    }
+    size_t have = evbuffer_get_length(req->body);
+    return have < c->lim.buffer_bytes ? c->lim.buffer_bytes - have : 0;
+}
+
+bool
+gw_http_body_discardable(const struct gw_req *req)
+{
+    const struct gw_conn *c = req->conn;
+    if (req->body_done || (req->expect_continue && !req->sent_100)) {
+        return false;
+    }
+    return req->content_length < 0 ||
+           (uint64_t)req->content_length - req->body_received <= c->lim.discard_body_bytes;
+}
+
+/* Whether the parser may consume body bytes of the current request now. */
+static bool
+body_wanted(const struct gw_req *req)
+{
+    return !req->body_done &&
+           (req->body_started || req->resp == GW_RESP_ENDED || req->content_length == 0);
+}
+
+static bool
+step_head(struct gw_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    if (evbuffer_get_length(in) == 0) {
+        return false;
+    }
+    if (!c->head_started) {
+        c->head_started = true;
+        c->head_bytes = 0;
+        c->since = gw_http_now_ms();
+    }
+    size_t max = c->lim.max_header_bytes + 1 - c->head_bytes;
+    c->head_ready = false;
+    c->head_bytes += gw_http_feed(c, max);
+    if (c->perr != HPE_OK && c->perr != HPE_PAUSED) {
+        parse_fail(c);
+        return false;
+    }
+    if (c->head_bytes > c->lim.max_header_bytes) {
+        (void)gw_http_refuse(c, 431, "RequestHeaderSectionTooLarge",
+                             "Your request header section exceeds the maximum allowed size.");
+        parse_fail(c);
+        return false;
+    }
+    if (!c->head_ready) {
+        return false;
+    }
+    c->head_ready = false;
+    c->head_started = false;
+    struct gw_req *req = gw_http_req_new(c);
+    if (req == NULL) {
+        (void)gw_http_refuse(c, 503, "ServiceUnavailable", "Out of memory.");
+        parse_fail(c);
+        return false;
+    }
+    c->req = req;
+    req->body_done = false;
+    log_debug("%s %s %s %s", req->id, c->peer, req->method, req->target);
+    c->srv->on_request(req, c->srv->arg);
+    return true;
+}
+
+/*
+ * Plain connections only: read up to max body bytes straight from the socket,
+ * at most GW_HTTP_BODY_READ at a time (libevent 2.1 reads 4 KiB per read
+ * callback), and parse them at once.  Only when the input is empty and the
+ * parser runs, so the order of bytes is kept; what llhttp leaves (after the
+ * message, or at an error) becomes input as if libevent had read it.  EOF
+ * and socket errors are handled as on_event would.  Returns the bytes read.
+ */
+static size_t
+read_body_direct(struct gw_conn *c, size_t max)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (c->is_tls || fd < 0 || c->peer_eof || c->paused || c->perr != HPE_OK ||
+        evbuffer_get_length(in) > 0) {
+        return 0;
+    }
+    size_t want = max < GW_HTTP_BODY_READ ? max : GW_HTTP_BODY_READ;
+    if ((c->parser.flags & F_CONTENT_LENGTH) && !(c->parser.flags & F_CHUNKED) &&
+        c->parser.content_length < want) {
+        want = (size_t)c->parser.content_length; /* leave the next request to libevent */
+    }
+    if (want == 0) {
+        return 0;
+    }
+    if (c->srv->rbuf == NULL) {
+        c->srv->rbuf = malloc(GW_HTTP_BODY_READ);
+        if (c->srv->rbuf == NULL) {
+            return 0; /* libevent keeps reading */
+        }
+    }
+    ssize_t n = recv(fd, c->srv->rbuf, want, MSG_DONTWAIT);
+    if (n == 0) {
+        c->peer_eof = true;
+        c->eof_pending = true; /* handled after parsing, as on_event does */
+        return 0;
+    }
+    if (n < 0) {
+        int e = errno;
+        if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR) {
+            log_debug("%s: connection error: %s", c->peer, evutil_socket_error_to_string(e));
+            abort_req(c, ERR_CLOSED);
+            c->dead = true;
+        }
+        return 0;
+    }
+    size_t used = gw_http_feed_mem(c, c->srv->rbuf, (size_t)n);
+    if (used < (size_t)n && c->perr == HPE_PAUSED &&
+        evbuffer_prepend(in, c->srv->rbuf + used, (size_t)n - used) != 0) {
+        log_warn("%s: out of memory", c->peer);
+        abort_req(c, ERR_NOMEM);
+        c->dead = true;
+    }
+    return (size_t)n;
+}
+
+static bool
+step_body(struct gw_conn *c, struct gw_req *req)
+{
+    size_t room = body_room(c, req);
+    if (room == 0) {
+        return false;
+    }
+    size_t used = gw_http_feed(c, room);
+    if (c->perr == HPE_OK && used < room) {
+        used += read_body_direct(c, room - used);
+        if (c->dead) {
+            return false;
+        }
+    }
+    if (c->perr != HPE_OK && c->perr != HPE_PAUSED) {
+        parse_fail(c);
+        return true;
+    }
+    if (used > 0) {
+        c->since = gw_http_now_ms(); /* body progress */
+    }
+    return used > 0 || req->body_done;
+}
+
+/* The response is flushed and the body consumed: on to the next request. */
+static void
+finish_req(struct gw_conn *c)
+{
+    struct gw_req *req = c->req;
+    bool again = req->keep_alive && !req->want_close && req->body_done && !c->srv->draining;
+    c->req = NULL;
+    c->nrequests++;
+    gw_http_req_free(req);
+    if (!again) {
+        c->closing = true;
+        return;
+    }
+    c->since = gw_http_now_ms();
+    c->head_started = false;
+}
+
+/* The client is gone or timed out: tell the handler, once. */
+static void
+abort_req(struct gw_conn *c, int err)
+{
+    struct gw_req *req = c->req;
+    if (req == NULL || req->aborted || req->resp == GW_RESP_ENDED) {
+        return;
+    }
+    req->aborted = true;
+    log_info("%s %s: aborted: %s", req->id, c->peer, err_str(err));
+    if (req->ops != NULL && req->ops->on_abort != NULL) {
+        req->ops->on_abort(req, err, req->ops_arg);
+    }
+}
+
+static void
+start_linger(struct gw_conn *c)
+{
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (fd < 0 || c->peer_eof) {
+        c->dead = true;
+        return;
+    }
+    /* send FIN but keep reading, so unread input does not turn into an RST that
+     * destroys the response before the client reads it */
+    (void)shutdown(fd, SHUT_WR);
+    c->lingering = true;
+    c->since = gw_http_now_ms();
+}
+
+static bool
+step(struct gw_conn *c)
+{
+    if (c->dead) {
+        return false;
+    }
+    if (c->lingering) {
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+        c->lingered += evbuffer_get_length(in);
+        (void)evbuffer_drain(in, evbuffer_get_length(in));
+        if (c->lingered > GW_HTTP_LINGER_BYTES) {
+            c->dead = true;
+        }
+        return false;
+    }
+    struct gw_req *req = c->req;
+    if (req == NULL) {
+        if (c->closing) {
+            if (gw_http_output_len(c) == 0) {
+                start_linger(c);
+            }
+            return false;
+        }
+        return step_head(c);
+    }
+    if (req->resp == GW_RESP_ENDED && gw_http_output_len(c) == 0 &&
+        (req->body_done || c->closing)) {
+        finish_req(c);
+        return true;
+    }
+    bool progress = false;
+    if (body_wanted(req) && !c->closing) {
+        progress = step_body(c, req);
+        if (c->dead || req != c->req) {
+            return false;
+        }
+        if (req->resp == GW_RESP_ENDED && !req->body_done &&
+            req->discarded > c->lim.discard_body_bytes) {
+            c->closing = true; /* too much unread body: drop the connection instead */
+        }
+    }
+    if (req->aborted || req->resp == GW_RESP_ENDED || req->ops == NULL) {
+        return progress;
+    }
+    if (req->body_news && req->body_started) {
+        req->body_news = false;
+        if (req->ops->on_body_ready != NULL) {
+            req->ops->on_body_ready(req, req->ops_arg);
+        }
+        progress = true;
+    }
+    if (req->want_drain && gw_http_output_len(c) <= c->lim.buffer_bytes / 2 &&
+        req->resp != GW_RESP_ENDED && !req->aborted) {
+        req->want_drain = false;
+        if (req->ops->on_output_drained != NULL) {
+            req->ops->on_output_drained(req, req->ops_arg);
+        }
+        progress = true;
+    }
+    return progress;
+}
+
+/* Reading and the timer, from the state. */
+static void
+update_io(struct gw_conn *c)
+{
+    struct gw_req *req = c->req;
+    bool want_read = true;
+    enum gw_tkind kind = GW_TK_NONE;
+    uint32_t ms = 0;
+    if (c->lingering) {
+        kind = GW_TK_LINGER;
+        ms = GW_HTTP_LINGER_MS;
+    } else if (req == NULL) {
+        want_read = !c->closing;
+        if (c->closing) {
+            kind = GW_TK_NONE;
+        } else if (c->head_started) {
+            kind = GW_TK_HEAD;
+            ms = c->lim.header_timeout_ms;
+        } else {
+            kind = GW_TK_IDLE;
+            ms = c->nrequests == 0 ? c->lim.header_timeout_ms : c->lim.idle_timeout_ms;
+        }
+    } else if (body_wanted(req) && !c->closing) {
+        /* stop reading while the body buffer is full: the handler is the slow side */
+        want_read = body_room(c, req) > 0;
+        kind = want_read ? GW_TK_BODY : GW_TK_NONE;
+        ms = c->lim.body_timeout_ms;
+    } else if (c->closing) {
+        want_read = false;
+    }
+    /* otherwise: waiting for the handler; keep reading (bounded by the read
+     * watermark) so a hang-up is noticed */
+    if (c->peer_eof) {
+        want_read = false;
+    }
+    if (want_read) {
+        (void)bufferevent_enable(c->bev, EV_READ);
+    } else {
+        (void)bufferevent_disable(c->bev, EV_READ);
+    }
+    if (kind != c->tkind) {
+        if (kind == GW_TK_BODY) {
+            c->since = gw_http_now_ms(); /* the body wait starts now */
+            c->rate_since = c->since;    /* and so does a min_body_rate window */
+            c->rate_bytes = req->body_received + req->discarded;
+        }
+        c->tkind = kind;
+    }
+    gw_http_fair_idle(c);
+    uint64_t deadline = kind == GW_TK_NONE ? 0 : c->since + ms;
+    if (kind == GW_TK_BODY && c->lim.min_body_rate > 0 &&
+        c->rate_since + c->lim.min_body_rate_window_ms < deadline) {
+        deadline = c->rate_since + c->lim.min_body_rate_window_ms;
+    }
+    if (deadline == c->deadline) {
+        return;
+    }
+    c->deadline = deadline;
+    if (deadline == 0) {
+        (void)evtimer_del(c->timer);
+        return;
+    }
+    uint64_t now = gw_http_now_ms();
+    uint64_t left = deadline > now ? deadline - now : 0;
+    struct timeval tv = {(time_t)(left / 1000), (suseconds_t)((left % 1000) * 1000)};
+    (void)evtimer_add(c->timer, &tv);
+}
+
+void
+gw_http_conn_free(struct gw_conn *c)
+{
+    struct gw_server *srv = c->srv;
+    abort_req(c, ERR_CLOSED);
+    gw_http_req_free(c->req);
+    c->req = NULL;
+    if (c->bev != NULL) {
+        bufferevent_free(c->bev);
+    }
+    if (c->timer != NULL) {
+        event_free(c->timer);
+    }
+    if (c->kick != NULL) {
+        event_free(c->kick);
+    }
+    gw_http_hdr_list_cleanup(&c->head);
+    gw_http_hdr_list_cleanup(&c->trail);
+    TAILQ_REMOVE(&srv->conns, c, link);
+    if (c->is_idle) {
+        TAILQ_REMOVE(&srv->idle, c, idle_link);
+    }
+    if (c->client != NULL) {
+        c->client->nconns--;
+        gw_http_client_put(c->client);
+    }
+    srv->nconns--;
+    free(c);
+    if (srv->accepting_paused) {
+        gw_http_accept_gate(srv);
+    }
+    if (srv->draining && srv->nconns == 0 && srv->drain_done != NULL) {
+        void (*done)(void *) = srv->drain_done;
+        srv->drain_done = NULL;
+        done(srv->drain_arg);
+    }
+}
+
+void
+gw_http_resume_accepting(struct gw_server *srv)
+{
+    if (srv->draining) {
+        return;
+    }
+    for (size_t i = 0; i < srv->nlisten; i++) {
+        if (srv->lev[i] != NULL) {
+            (void)evconnlistener_enable(srv->lev[i]);
+        }
+    }
+    srv->accepting_paused = false;
+}
+
+static void
+run_steps(struct gw_conn *c)
+{
+    int rounds = 0;
+    while (step(c)) {
+        if (++rounds == GW_HTTP_ROUNDS) {
+            gw_http_conn_kick(c); /* more to do: yield to other connections */
+            break;
+        }
+    }
+}
+
+static void
+conn_process(struct gw_conn *c)
+{
+    if (c->in_process) {
+        return;
+    }
+    c->in_process = true;
+    run_steps(c);
+    if (c->eof_pending && !c->dead) {
+        c->eof_pending = false;
+        after_eof(c);
+        run_steps(c);
+    }
+    c->in_process = false;
+    if (c->dead) {
+        gw_http_conn_free(c);
+        return;
+    }
+    update_io(c);
+}
+
+void
+gw_http_conn_kick(struct gw_conn *c)
+{
+    /* a zero timeout, not event_active: it runs on the next loop turn, after
+     * other connections' events, so a busy connection cannot starve them */
+    static const struct timeval zero = {0, 0};
+    if (!evtimer_pending(c->kick, NULL)) {
+        (void)evtimer_add(c->kick, &zero);
+    }
+}
+
+/* bufferevent read callback */
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)bev;
+    conn_process(c);
+}
+
+/* bufferevent write callback: output at or below the low watermark */
+static void
+on_write(struct bufferevent *bev, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)bev;
+    conn_process(c);
+}
+
+/* bufferevent event callback */
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)bev;
+    struct gw_req *req = c->req;
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+        if (what & BEV_EVENT_ERROR) {
+            log_debug("%s: connection error: %s", c->peer,
+                      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        }
+        abort_req(c, (what & BEV_EVENT_TIMEOUT) ? ERR_TIMEOUT : ERR_CLOSED);
+        c->dead = true;
+    } else if (what & BEV_EVENT_EOF) {
+        c->peer_eof = true;
+        c->eof_pending = true; /* handled after parsing what arrived before it */
+    }
+    (void)req;
+    conn_process(c);
+}
+
+/* After an EOF has been processed: what is left to do. */
+static void
+after_eof(struct gw_conn *c)
+{
+    struct gw_req *req = c->req;
+    if (c->lingering || req == NULL) {
+        /* idle, a partial head, or after our error: keep flushing an error
+         * response to a half-closed client, else close */
+        if (!(c->closing && gw_http_output_len(c) > 0)) {
+            c->dead = true;
+        }
+    } else if (!req->body_done) {
+        if (req->resp == GW_RESP_ENDED) {
+            c->closing = true;
+        } else {
+            abort_req(c, ERR_CLOSED);
+            c->dead = true;
+        }
+    } else {
+        c->closing = true; /* half-closed client: answer, then close */
+    }
+}
+
+/* the kick event: run the state machine from the loop */
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)fd;
+    (void)what;
+    conn_process(c);
+}
+
+/*
+ * The body timer fired: whether the body wait is over, by body_timeout_ms or
+ * by a min_body_rate window the client did not keep up.  If neither, a new
+ * window starts and the timer is armed again.
+ */
+static bool
+body_timed_out(struct gw_conn *c)
+{
+    uint64_t now = gw_http_now_ms();
+    if (now >= c->since + c->lim.body_timeout_ms) {
+        return true;
+    }
+    if (c->lim.min_body_rate > 0 && now >= c->rate_since + c->lim.min_body_rate_window_ms &&
+        !gw_http_fair_rate_check(c, now)) {
+        return true;
+    }
+    conn_process(c); /* re-arms from the new window (tkind unchanged) */
+    return false;
+}
+
+/* the connection timer */
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)fd;
+    (void)what;
+    c->deadline = 0;
+    struct gw_req *req = c->req;
+    switch (c->tkind) {
+    case GW_TK_IDLE:
+    case GW_TK_LINGER:
+        c->dead = true;
+        break;
+    case GW_TK_HEAD:
+        log_info("%s: header timeout", c->peer);
+        c->closing = true;
+        gw_http_send_error(c, NULL, 400, "RequestTimeout",
+                           "Your socket connection to the server was not read from or written "
+                           "to within the timeout period.");
+        break;
+    case GW_TK_BODY:
+        if (req != NULL && !body_timed_out(c)) {
+            return; /* the client kept min_body_rate: a new window is armed */
+        }
+        if (req == NULL || req->resp == GW_RESP_ENDED) {
+            c->dead = true;
+            break;
+        }
+        abort_req(c, ERR_TIMEOUT);
+        if (req->resp == GW_RESP_NONE || req->resp == GW_RESP_STARTED) {
+            gw_http_send_error(c, req, 400, "RequestTimeout",
+                               "Your socket connection to the server was not read from or "
+                               "written to within the timeout period.");
+        } else {
+            c->dead = true;
+        }
+        c->closing = true;
+        break;
+    case GW_TK_NONE:
+    default:
+        break;
+    }
+    c->tkind = GW_TK_NONE;
+    conn_process(c);
+}
+
+/* ---- connections and listeners ---- */
+
+/* Serve bev (owned) for the client cl (its reference and connection count, owned). */
+static int
+conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls,
+            struct gw_client *cl)
+{
+    struct gw_conn *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        bufferevent_free(bev);
+        cl->nconns--;
+        gw_http_client_put(cl);
+        return ERR_NOMEM;
+    }
+    c->client = cl;
+    c->srv = srv;
+    c->bev = bev;
+    c->is_tls = is_tls;
+    (void)snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    gw_http_limits_from(&c->lim, srv->cfg);
+    c->cfg = srv->cfg;
+    gw_http_hdr_list_init(&c->head, c->lim.max_header_bytes);
+    gw_http_hdr_list_init(&c->trail, c->lim.max_header_bytes);
+    TAILQ_INSERT_TAIL(&srv->conns, c, link);
+    srv->nconns++;
+    c->timer = evtimer_new(srv->base, on_timer, c);
+    c->kick = evtimer_new(srv->base, on_kick, c);
+    if (c->timer == NULL || c->kick == NULL) {
+        c->dead = true;
+        gw_http_conn_free(c);
+        return ERR_NOMEM;
+    }
+    llhttp_init(&c->parser, HTTP_REQUEST, &gw_http_settings);
+    c->parser.data = c;
+    c->since = gw_http_now_ms();
+    bufferevent_setcb(bev, on_read, on_write, on_event, c);
+    /* unparsed input never grows past one read: back-pressure on the socket */
+    bufferevent_setwatermark(bev, EV_READ, 0, GW_HTTP_READ_MAX);
+    /* on_write runs at every write that leaves the output at or below half the cap */
+    bufferevent_setwatermark(bev, EV_WRITE, c->lim.buffer_bytes / 2, 0);
+    struct timeval wtv = {(time_t)(c->lim.write_timeout_ms / 1000),
+                          (suseconds_t)((c->lim.write_timeout_ms % 1000) * 1000)};
+    (void)bufferevent_set_timeouts(bev, NULL, &wtv);
+    (void)bufferevent_enable(bev, EV_READ | EV_WRITE);
+    update_io(c);
+    return 0;
+}
+
+int
+gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls)
+{
+    struct gw_http_limits lim;
+    gw_http_limits_from(&lim, srv->cfg);
+    bool full = false;
+    struct gw_client *cl = gw_http_fair_admit(srv, peer, &lim, &full);
+    if (cl == NULL) {
+        bufferevent_free(bev);
+        return full ? ERR_AGAIN : ERR_DENIED;
+    }
+    return conn_attach(srv, bev, peer, is_tls, cl);
+}
+
+static void
+peer_name(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
+{
+    char host[INET6_ADDRSTRLEN];
+    char serv[8];
+    if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        (void)snprintf(out, outlen, "?");
+        return;
+    }
+    if (sa->sa_family == AF_INET6) {
+        (void)snprintf(out, outlen, "[%s]:%s", host, serv);
+    } else {
+        (void)snprintf(out, outlen, "%s:%s", host, serv);
+    }
+}
+
+static void
+pause_accepting(struct gw_server *srv)
+{
+    for (size_t i = 0; i < srv->nlisten; i++) {
+        if (srv->lev[i] != NULL) {
+            (void)evconnlistener_disable(srv->lev[i]);
+        }
+    }
+    srv->accepting_paused = true;
+}
+
+/* evconnlistener callback: one accepted socket */
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+    struct gw_server *srv = arg;
+    size_t idx = 0;
+    while (idx < srv->nlisten && srv->lev[idx] != lev) {
+        idx++;
+    }
+    struct gw_http_limits lim;
+    gw_http_limits_from(&lim, srv->cfg);
+    if (srv->draining || idx == srv->nlisten) {
+        (void)evutil_closesocket(fd);
+        pause_accepting(srv);
+        return;
+    }
+    char peer[64];
+    peer_name(sa, (socklen_t)salen, peer, sizeof(peer));
+    bool full = false;
+    struct gw_client *cl = gw_http_fair_admit(srv, peer, &lim, &full);
+    if (cl == NULL) {
+        /* over its address's share (logged there), or at the limit with nothing idle */
+        (void)evutil_closesocket(fd);
+        if (full) {
+            gw_http_accept_gate(srv);
+        }
+        return;
+    }
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct bufferevent *bev;
+    if (srv->tls[idx] != NULL) {
+        bev = gw_tls_bev_new(srv->tls[idx], srv->base, fd);
+    } else {
+        bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (bev == NULL) {
+        log_warn("%s: cannot set up the connection", peer);
+        (void)evutil_closesocket(fd);
+        cl->nconns--;
+        gw_http_client_put(cl);
+        return;
+    }
+    if (conn_attach(srv, bev, peer, srv->tls[idx] != NULL, cl) != 0) {
+        log_warn("%s: out of memory", peer);
+    }
+    gw_http_accept_gate(srv);
+}
+
+void
+gw_http_accept_gate(struct gw_server *srv)
+{
+    struct gw_http_limits lim;
+    gw_http_limits_from(&lim, srv->cfg);
+    bool room = srv->nconns < lim.max_connections || !TAILQ_EMPTY(&srv->idle);
+    if (room && srv->accepting_paused) {
+        gw_http_resume_accepting(srv);
+    } else if (!room && !srv->accepting_paused) {
+        log_warn("%zu connections, none idle: not accepting more", srv->nconns);
+        pause_accepting(srv);
+    }
+}
+
+/* evconnlistener error callback */
+static void
+on_accept_error(struct evconnlistener *lev, void *arg)
+{
+    (void)lev;
+    (void)arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    /* EMFILE and friends: the descriptor is retried on the next readiness */
+    log_warn("accept: %s", evutil_socket_error_to_string(err));
+}
+
+static int
+listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, char *errbuf, size_t errlen)
+{
+    char port[8];
+    (void)snprintf(port, sizeof(port), "%u", (unsigned)l->port);
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    struct addrinfo *ai = NULL;
+    /* startup only: a name lookup may block here, never on the request path */
+    int rc = getaddrinfo(l->host, port, &hints, &ai);
+    if (rc != 0) {
+        (void)snprintf(errbuf, errlen, "listen %s:%s: %s", l->host, port, gai_strerror(rc));
+        return ERR_INVAL;
+    }
+    srv->lev[i] =
+        evconnlistener_new_bind(srv->base, on_accept, srv,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                -1, ai->ai_addr, (int)ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (srv->lev[i] == NULL) {
+        (void)snprintf(errbuf, errlen, "listen %s:%s: %s", l->host, port, strerror(errno));
+        return ERR_IO;
+    }
+    evconnlistener_set_error_cb(srv->lev[i], on_accept_error);
+    struct sockaddr_storage ss;
+    socklen_t slen = sizeof(ss);
+    evutil_socket_t fd = evconnlistener_get_fd(srv->lev[i]);
+    if (getsockname(fd, (struct sockaddr *)&ss, &slen) == 0) {
+        if (ss.ss_family == AF_INET) {
+            srv->port[i] = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            srv->port[i] = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+    }
+    if (l->tls_cert != NULL || l->tls_key != NULL) {
+        if (l->tls_cert == NULL || l->tls_key == NULL) {
+            (void)snprintf(errbuf, errlen, "listen %s:%s: tls_cert and tls_key go together",
+                           l->host, port);
+            return ERR_INVAL;
+        }
+        rc = gw_tls_new(l->tls_cert, l->tls_key, &srv->tls[i], errbuf, errlen);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    log_info("listening on %s:%u%s", l->host, (unsigned)srv->port[i],
+             srv->tls[i] != NULL ? " (TLS)" : "");
+    return 0;
+}
+
+struct gw_server *
+gw_server_new(struct event_base *base, const struct gw_config *cfg, gw_request_fn *on_request,
+              void *arg, char *errbuf, size_t errlen)
+{
+    struct gw_server *srv = calloc(1, sizeof(*srv));
+    if (srv == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    srv->base = base;
+    srv->cfg = cfg;
+    srv->on_request = on_request;
+    srv->arg = arg;
+    TAILQ_INIT(&srv->conns);
+    if (gw_http_fair_init(srv) != 0) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->nlisten && i < GW_CONFIG_MAX_LISTEN; i++) {
+        srv->nlisten = i + 1;
+        if (listen_one(srv, i, &cfg->listen[i], errbuf, errlen) != 0) {
+            goto fail;
+        }
+    }
+    return srv;
+fail:
+    gw_server_free(srv);
+    return NULL;
+}
+
+void
+gw_server_set_config(struct gw_server *srv, const struct gw_config *cfg)
+{
+    srv->cfg = cfg;
+}
+
+static void
+free_listeners(struct gw_server *srv)
+{
+    for (size_t i = 0; i < srv->nlisten; i++) {
+        if (srv->lev[i] != NULL) {
+            evconnlistener_free(srv->lev[i]);
+            srv->lev[i] = NULL;
+        }
+    }
+}
+
+void
+gw_server_drain(struct gw_server *srv, void (*done)(void *arg), void *arg)
+{
+    srv->draining = true;
+    srv->drain_done = done;
+    srv->drain_arg = arg;
+    free_listeners(srv);
+    struct gw_conn *c = NULL;
+    TAILQ_FOREACH (c, &srv->conns, link) {
+        if (c->req == NULL && !c->head_started && !c->closing) {
+            c->dead = true; /* idle: close from the loop */
+            gw_http_conn_kick(c);
+        }
+    }
+    if (srv->nconns == 0 && srv->drain_done != NULL) {
+        srv->drain_done = NULL;
+        done(arg);
+    }
+}
+
+void
+gw_server_free(struct gw_server *srv)
+{
+    if (srv == NULL) {
+        return;
+    }
+    srv->drain_done = NULL;
+    srv->draining = true;
+    free_listeners(srv);
+    struct gw_conn *c = TAILQ_FIRST(&srv->conns);
+    while (c != NULL) {
+        struct gw_conn *next = TAILQ_NEXT(c, link);
+        gw_http_conn_free(c); /* on_abort handlers must not free other connections */
+        c = next;
+    }
+    for (size_t i = 0; i < GW_CONFIG_MAX_LISTEN; i++) {
+        gw_tls_free(srv->tls[i]);
+    }
+    gw_http_fair_cleanup(srv);
+    free(srv->rbuf);
+    free(srv);
+}
+
+uint16_t
+gw_server_port(const struct gw_server *srv, size_t i)
+{
+    return i < srv->nlisten ? srv->port[i] : 0;
+}

@@ -1,0 +1,948 @@
+#define LOG_MODULE "proxy"
+#include "gateway/proxy/proxy.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "gateway/base/config.h"
+#include "gateway/base/metrics.h"
+#include "gateway/fence/fence.h"
+#include "gateway/http/http.h"
+#include "gateway/proxy/auth.h"
+#include "gateway/proxy/body.h"
+#include "gateway/proxy/proxy_hdr.h"
+#include "gateway/proxy/upload.h"
+#include "gateway/s3/checksum.h"
+#include "gateway/s3/s3err.h"
+#include "gateway/s3/s3req.h"
+#include "gateway/s3/s3xml.h"
+#include "gateway/s3/sigv4.h"
+#include "gateway/upstream/s3sign.h"
+#include "gateway/upstream/upstream.h"
+#include "store/store.h"
+
+/* Upper bound on the header block sent upstream (client headers are capped lower). */
+/* Content-Encoding headers rewritten (aws-chunked removed) on one request. */
+#define PROXY_MAX_CE    4
+#define PROXY_MAX_QUERY 65536 /* limits.max_url_bytes is at most this */
+
+struct preq;
+
+struct gw_proxy {
+    const struct gw_config *cfg; /* borrowed; in force for new requests */
+    struct gw_upstream *up;      /* borrowed */
+    struct gw_s3signer *signer;  /* owned; addressing and SigV4 for the upstream */
+    bool trailers;               /* the upstream takes aws-chunked checksum trailers */
+    /* owned; fenced writes running on without their client (on_abort) */
+    TAILQ_HEAD(preq_list, preq) detached;
+};
+
+/* One forwarded request. */
+struct preq {
+    struct gw_proxy *px;  /* the proxy */
+    struct gw_req *req;   /* the client request (owned by the server) */
+    struct gw_xfer *x;    /* the upstream transfer, NULL once done or cancelled */
+    struct gw_body *body; /* the request-body filter (checks hashes, decodes aws-chunked);
+                             NULL when the body was buffered (mem) */
+    char *mem;            /* owned; a body already read and checked (gw_proxy_forward_body) */
+    size_t mem_len;       /* its length */
+    size_t mem_off;       /* bytes of it handed to the upstream */
+    bool body_waiting;    /* read_body returned ERR_AGAIN: resume on body_ready */
+    bool recv_paused;     /* on_body returned ERR_AGAIN: resume on output drained */
+    bool head_sent;       /* the response head went to the client */
+    bool is_head;         /* a HEAD request: no response body */
+    uint64_t body_length; /* bytes the upstream's Content-Length announces */
+    uint64_t body_passed; /* bytes handed to the upstream so far */
+    struct gw_fence_ticket *ticket;   /* fenced write: its ticket, NULL otherwise */
+    struct gw_fence *fence;           /* fenced write: for the audit of a cut */
+    struct gw_s3req *s3;              /* fenced write: a copy, for the audit of a cut */
+    char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
+    uint64_t token;                   /* fenced write: the admitted token */
+    char principal[64];               /* fenced write: for the audit */
+    struct gw_s3xml *tap;     /* owned; fenced Create/Complete: the answer parsed on its way */
+    char *query;              /* owned; fenced Create/Complete/Abort: the raw query, for
+                                 gw_upload_response (also once the client is gone) */
+    int status;               /* the upstream's status */
+    bool held;                /* fenced: the body's last byte is held for a write window */
+    char held_byte;           /* ... that byte */
+    bool start_pending;       /* fenced, body-less: the head waits for a write window */
+    struct gw_s3msg msg;      /* the signed upstream request until its transfer starts */
+    const char *method;       /* the client's method (borrowed from req) */
+    int64_t up_length;        /* the upstream body length, -1 for none */
+    bool is_write;            /* for the metrics */
+    struct gw_client *client; /* its address's transfer share (gw_req_transfer_begin) */
+    bool detached;            /* the client left after the whole request was sent: the transfer
+                                 runs on for the barrier (G3), its answer discarded */
+    char reqid[24];           /* detached: the request id, for the log */
+    /* detached: in px->detached */
+    TAILQ_ENTRY(preq) link;
+};
+
+struct gw_proxy *
+gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, size_t errlen)
+{
+    struct gw_proxy *px = calloc(1, sizeof(*px));
+    if (px == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    TAILQ_INIT(&px->detached);
+    px->cfg = cfg;
+    px->up = up;
+    px->signer = gw_s3signer_new(cfg, errbuf, errlen);
+    if (px->signer == NULL) {
+        gw_proxy_free(px);
+        return NULL;
+    }
+    return px;
+}
+
+void
+gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg)
+{
+    if (gw_s3signer_set_config(px->signer, cfg) != 0) {
+        log_error("new configuration keeps the old upstream endpoint and credentials");
+    }
+    px->cfg = cfg;
+}
+
+void
+gw_proxy_set_trailers(struct gw_proxy *px, bool on)
+{
+    px->trailers = on;
+}
+
+bool
+gw_proxy_trailers(const struct gw_proxy *px)
+{
+    return px->trailers;
+}
+
+static void preq_free(struct preq *p);
+
+void
+gw_proxy_free(struct gw_proxy *px)
+{
+    if (px == NULL) {
+        return;
+    }
+    while (!TAILQ_EMPTY(&px->detached)) {
+        preq_free(TAILQ_FIRST(&px->detached)); /* shutting down: cancelled, tickets released */
+    }
+    gw_s3signer_free(px->signer);
+    free(px);
+}
+
+static void
+preq_free(struct preq *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    gw_xfer_cancel(p->x);
+    gw_client_transfer_end(p->client);  /* the upstream slot is free again */
+    gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
+    gw_s3msg_cleanup(&p->msg);
+    if (p->detached) {
+        TAILQ_REMOVE(&p->px->detached, p, link);
+    }
+    free(p->query);
+    free(p->s3);
+    free(p->mem);
+    gw_s3xml_free(p->tap);
+    gw_body_free(p->body);
+    gw_metrics.requests_active--;
+    free(p);
+}
+
+/*
+ * The error to answer when a step of our own (checksum, signing, starting the
+ * transfer) failed with rc.  The request was parsed, authenticated and
+ * classified before those steps, so a refusal there (ERR_INVAL from a libcurl
+ * option or the signer's own checks) is the gateway's failure: 500
+ * InternalError, never 400 (DESIGN G8).  No memory stays 503, the upstream's
+ * failures 502/504, and a size limit the client's headers hit 413.
+ */
+static int
+own_failure(int rc)
+{
+    switch (rc) {
+    case ERR_NOMEM:
+    case ERR_AGAIN:
+    case ERR_UPSTREAM:
+    case ERR_TIMEOUT:
+    case ERR_TOOBIG:
+        return rc;
+    default:
+        gw_metrics.internal_errors++;
+        return ERR_IO;
+    }
+}
+
+/* Ends the client's request with an error of our own, or by cutting the
+ * connection if the upstream's response head was already sent. */
+static void
+finish_error(struct preq *p, int err, const char *what)
+{
+    struct gw_req *req = p->req;
+    if (err == ERR_TIMEOUT) {
+        gw_metrics.upstream_timeouts++;
+    } else if (err == ERR_UPSTREAM) {
+        gw_metrics.upstream_errors++;
+    }
+    struct gw_auth_fail bf;
+    if (p->head_sent) {
+        /* Too late for a status: cut the connection so the client sees a
+         * truncated body rather than a complete-looking one. */
+        gw_resp_abort(req);
+    } else if (p->body != NULL && gw_body_fail(p->body, &bf)) {
+        /* the body broke its promise (hash, chunk signature, framing): the
+         * upstream transfer was cut before its last byte */
+        gw_s3err_send(req, bf.status, bf.code, bf.message);
+    } else {
+        gw_s3err_send_err(req, err, what);
+    }
+    p->req = NULL;
+    preq_free(p);
+}
+
+/* ---- upstream callbacks (struct gw_xfer_cbs) ---- */
+
+static ssize_t
+on_read_body(void *arg, char *dst, size_t len)
+{
+    struct preq *p = arg;
+    ssize_t n;
+    bool last_cleared = false;
+    if (p->held) {
+        /* DESIGN "Write windows" rule 2: the last byte only inside the window */
+        if (!gw_fence_ticket_may_finish(p->ticket)) {
+            p->body_waiting = true;
+            return ERR_AGAIN;
+        }
+        dst[0] = p->held_byte;
+        p->held = false;
+        last_cleared = true;
+        n = 1;
+    } else if (p->body == NULL) {
+        size_t left = p->mem_len - p->mem_off;
+        size_t k = left < len ? left : len;
+        if (k > 0) {
+            memcpy(dst, p->mem + p->mem_off, k);
+        }
+        p->mem_off += k;
+        n = (ssize_t)k;
+    } else {
+        n = gw_body_read(p->body, dst, len);
+    }
+    if (n == ERR_AGAIN) {
+        p->body_waiting = true;
+        return ERR_AGAIN;
+    }
+    if (n > 0 && p->ticket != NULL && !last_cleared &&
+        p->body_passed + (uint64_t)n == p->body_length && !gw_fence_ticket_may_finish(p->ticket)) {
+        /* hold the last byte until the fence says the window covers it (resume), or cut */
+        p->held_byte = dst[n - 1];
+        p->held = true;
+        n--;
+        if (n == 0) {
+            p->body_waiting = true;
+            return ERR_AGAIN;
+        }
+    }
+    if (n > 0) {
+        gw_metrics.bytes_in += (uint64_t)n;
+        p->body_passed += (uint64_t)n;
+    }
+    /* With a known length libcurl asks for no more once it has them all, so
+     * "completely handed over" is the count, not an end-of-body read. */
+    if (p->ticket != NULL && (n == 0 || p->body_passed == p->body_length)) {
+        gw_fence_ticket_sent(p->ticket); /* the barrier now waits for it instead of cutting */
+    }
+    return n;
+}
+
+static int
+on_head(void *arg, int status, const struct gw_header *headers, size_t n)
+{
+    struct preq *p = arg;
+    struct gw_req *req = p->req;
+    int64_t content_length = -1;
+
+    p->status = status;
+    if (p->detached) {
+        return 0; /* the client is gone: only the outcome matters */
+    }
+    gw_resp_start(req, status);
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_header *h = &headers[i];
+        if (strcasecmp(h->name, "content-length") == 0) {
+            uint64_t v;
+            if (parse_u64(h->value, 0, INT64_MAX, &v) == 0) {
+                content_length = (int64_t)v;
+            }
+            continue;
+        }
+        if (gw_proxy_hdr_drop_response(h->name)) {
+            continue;
+        }
+        if (gw_resp_header(req, h->name, h->value) != 0) {
+            log_warn("req %s: dropped upstream header %s with control bytes", gw_req_id(req),
+                     h->name);
+        }
+    }
+    if (status == 204 || status == 304 || (status >= 100 && status < 200)) {
+        content_length = p->is_head ? content_length : 0;
+    }
+    if (p->ticket != NULL) {
+        char cur[24];
+        (void)snprintf(cur, sizeof(cur), "%llu", (unsigned long long)p->token);
+        if (gw_resp_header(req, "X-Fencing-Current-Token", cur) != 0) {
+            log_warn("req %s: could not add X-Fencing-Current-Token", gw_req_id(req));
+        }
+    }
+    gw_resp_body_begin(req, content_length);
+    p->head_sent = true;
+    return 0;
+}
+
+static int
+on_body(void *arg, const char *data, size_t len)
+{
+    struct preq *p = arg;
+    gw_metrics.bytes_out += len;
+    if (p->tap != NULL) {
+        if (gw_s3xml_feed(p->tap, data, len) != 0) {
+            gw_s3xml_free(p->tap); /* not an answer we understand: nothing is recorded */
+            p->tap = NULL;
+        }
+    }
+    if (p->detached) {
+        return 0; /* the client is gone: discarded */
+    }
+    int rc = gw_resp_body_write(p->req, data, len);
+    if (rc == ERR_AGAIN) {
+        p->recv_paused = true;
+        return ERR_AGAIN;
+    }
+    return rc;
+}
+
+/* The end of a write whose client left after sending all of it (on_abort):
+ * record what a multipart answer says, as for an attached client, then
+ * release the ticket, which lets newer epochs' writes go (G3). */
+static void
+end_detached(struct preq *p, int err)
+{
+    log_info("req %s: upstream outcome of the write its client left: %s, status %d; epoch "
+             "barrier released",
+             p->reqid, err != 0 ? err_str(err) : "complete", p->status);
+    struct gw_upload *u = gw_fence_uploads(p->fence);
+    if (err == 0 && p->status != 0 && u != NULL && p->query != NULL) {
+        gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
+    }
+    preq_free(p);
+}
+
+static void
+on_done(void *arg, int err)
+{
+    struct preq *p = arg;
+    p->x = NULL; /* freed by the upstream module after this returns */
+    if (p->detached) {
+        end_detached(p, err);
+        return;
+    }
+    if (err != 0) {
+        log_info("req %s: upstream transfer failed: %s", gw_req_id(p->req), err_str(err));
+        finish_error(p, err,
+                     err == ERR_TIMEOUT ? "The upstream did not answer in time."
+                                        : "The upstream could not be reached.");
+        return;
+    }
+    if (!p->head_sent) {
+        finish_error(p, ERR_UPSTREAM, "The upstream sent no response.");
+        return;
+    }
+    struct gw_req *req = p->req;
+    struct gw_upload *u = p->fence != NULL ? gw_fence_uploads(p->fence) : NULL;
+    if (p->ticket != NULL && u != NULL && p->query != NULL) {
+        gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
+    }
+    p->req = NULL;
+    preq_free(p);
+    gw_resp_end(req);
+}
+
+/* ---- client-side callbacks (struct gw_req_ops) ---- */
+
+static void
+on_body_ready(struct gw_req *req, void *arg)
+{
+    struct preq *p = arg;
+    (void)req;
+    if (p->body_waiting && p->x != NULL) {
+        p->body_waiting = false;
+        gw_xfer_resume_send(p->x);
+    }
+}
+
+static void
+on_output_drained(struct gw_req *req, void *arg)
+{
+    struct preq *p = arg;
+    (void)req;
+    if (p->recv_paused && p->x != NULL) {
+        p->recv_paused = false;
+        gw_xfer_resume_recv(p->x);
+    }
+}
+
+/*
+ * The client of a fenced write left after its whole request was handed to the
+ * upstream, which may still commit it: the barrier must await that outcome,
+ * whatever the client does (G3).  The transfer runs on without req (freed by
+ * the server after on_abort), its answer discarded, and its end releases the
+ * ticket (end_detached).
+ */
+static void
+detach(struct preq *p, struct gw_req *req)
+{
+    (void)snprintf(p->reqid, sizeof(p->reqid), "%s", gw_req_id(req));
+    gw_body_free(p->body); /* it reads from req; every byte of it was read */
+    p->body = NULL;
+    p->req = NULL;
+    p->detached = true;
+    TAILQ_INSERT_TAIL(&p->px->detached, p, link);
+    if (p->recv_paused) {
+        p->recv_paused = false;
+        gw_xfer_resume_recv(p->x); /* last: it may end the transfer and free p */
+    }
+}
+
+static void
+on_abort(struct gw_req *req, int err, void *arg)
+{
+    struct preq *p = arg;
+    gw_metrics.client_aborts++;
+    /* body_passed == body_length: the same "completely sent" as on_read_body's
+     * (and start_transfer's for an empty body), so exactly the writes the barrier awaits */
+    if (p->ticket != NULL && p->x != NULL && p->body_passed == p->body_length) {
+        log_info("req %s: client request aborted (%s) after the whole write was sent; awaiting "
+                 "the upstream outcome",
+                 gw_req_id(req), err_str(err));
+        detach(p, req);
+        return;
+    }
+    log_info("req %s: client request aborted (%s); upstream transfer cancelled", gw_req_id(req),
+             err_str(err));
+    p->req = NULL;
+    preq_free(p); /* cancels the transfer before its last byte: nothing is committed */
+}
+
+static const struct gw_xfer_cbs xfer_cbs;
+
+/* Starts the upstream transfer of a signed request (p->msg). */
+static int
+start_transfer(struct preq *p)
+{
+    p->start_pending = false;
+    struct gw_xfer_req xr;
+    gw_s3msg_xfer_req(&p->msg, p->method, p->up_length, &xr);
+    /* A HEAD with a query is not a plain HeadObject/HeadBucket: a store may
+     * answer it with a body (RGW 16 does for ?acl), which would poison the
+     * connection for the next request.  Plain HEADs keep their connection. */
+    xr.no_reuse = p->is_head && strchr(xr.url, '?') != NULL;
+    if (p->ticket != NULL && p->up_length <= 0) {
+        /* no body, or an empty one: the head is the whole request (G3) */
+        gw_fence_ticket_sent(p->ticket);
+    }
+    int rc = gw_xfer_start(p->px->up, &xr, &xfer_cbs, p, &p->x);
+    gw_s3msg_cleanup(&p->msg); /* the transfer copied what it needs */
+    if (rc != 0) {
+        return rc;
+    }
+    gw_metrics.proxied++;
+    if (p->is_write) {
+        gw_metrics.writes++;
+    }
+    return 0;
+}
+
+/* gw_fence_cut_fn: a newer epoch was accepted while this write's request was
+ * not completely sent (G3).  Closing the transfer before its last byte means
+ * S3 never commits it. */
+static void
+on_cut(void *arg, int err, uint64_t current)
+{
+    struct preq *p = arg;
+    struct gw_req *req = p->req;
+    p->ticket = NULL; /* freed by the fence */
+    if (p->detached) {
+        /* not expected: the barrier cuts only writes not completely sent */
+        log_warn("req %s: cut after its client left; transfer cancelled", p->reqid);
+        preq_free(p);
+        return;
+    }
+    gw_xfer_cancel(p->x);
+    p->x = NULL;
+    log_info("req %s: cut before its last byte (%s): token %llu, lock %s at %llu", gw_req_id(req),
+             err_str(err), (unsigned long long)p->token, p->lock, (unsigned long long)current);
+    bool audited = true;
+    if (err == ERR_FENCED || err == ERR_EXPIRED) {
+        audited = gw_fence_audit(p->fence, req, p->s3, p->principal,
+                                 err == ERR_FENCED ? STORE_AUDIT_CUT : STORE_AUDIT_LEASE_EXPIRED,
+                                 p->lock, p->token, current) == 0;
+    }
+    if (p->head_sent) {
+        gw_resp_abort(req);
+    } else if (!audited) {
+        gw_fence_send_slowdown(req); /* G7: no refusal without its record */
+    } else if (err == ERR_FENCED) {
+        gw_fence_send_error(req, 409, "StaleFencingToken",
+                            "A newer fencing token was accepted for this lock while this write "
+                            "was in flight; it was cut off before reaching the store.",
+                            p->lock, p->token, current);
+    } else if (err == ERR_EXPIRED) {
+        gw_fence_send_error(req, 409, "FencingLeaseExpired",
+                            "The lease of this fencing token ended while this write was in "
+                            "flight; it was cut off before reaching the store.",
+                            p->lock, p->token, current);
+    } else {
+        gw_s3err_send(req, 503, "ServiceUnavailable",
+                      "The write window of this fencing token could not be checked; the write "
+                      "was cut off before reaching the store. Retry later.");
+    }
+    p->req = NULL;
+    preq_free(p);
+}
+
+/* gw_fence_resume_fn: the window is open again; the held last byte (or the
+ * head of a body-less write) may go. */
+static void
+on_resume(void *arg)
+{
+    struct preq *p = arg;
+    if (p->start_pending) {
+        int rc = start_transfer(p);
+        if (rc != 0) {
+            log_error("req %s: not forwarded: the transfer could not start (%s)", gw_req_id(p->req),
+                      err_str(rc));
+            finish_error(p, own_failure(rc), "The request could not be forwarded.");
+        }
+        return;
+    }
+    if (p->x != NULL) {
+        p->body_waiting = false;
+        gw_xfer_resume_send(p->x);
+    }
+}
+
+static const struct gw_req_ops preq_ops = {
+    .on_body_ready = on_body_ready,
+    .on_output_drained = on_output_drained,
+    .on_abort = on_abort,
+};
+
+static const struct gw_xfer_cbs xfer_cbs = {
+    .read_body = on_read_body,
+    .on_head = on_head,
+    .on_body = on_body,
+    .on_done = on_done,
+};
+
+/* ---- building the upstream request ---- */
+
+/* How a step of forward ended when it did not succeed. */
+enum fwd_end {
+    FWD_OK = 0,
+    FWD_FAIL,  /* the client's request: logged at info, answered from rc and what */
+    FWD_OURS,  /* our own failure: logged as an error, answered 5xx */
+    FWD_QUIET, /* already answered (p->req cleared) */
+};
+
+/* What forward works out for one request, step by step. */
+struct fwd {
+    struct gw_proxy *px;
+    struct gw_req *req;
+    const struct gw_s3req *s3;
+    const struct gw_auth *auth;
+    const char *mem; /* the body read into memory (DeleteObjects), or NULL: streamed */
+    size_t mem_len;
+    struct preq *p;
+    const char *what; /* the answer's message when a step fails */
+    int rc;
+    int64_t body_length; /* upstream body length, -1 for none */
+    bool chunked;        /* the client sent aws-chunked framing */
+    const char *trailer; /* the re-framed body's trailer header, or NULL */
+    enum gw_checksum_alg ck_alg;
+    char ck_value[GW_CHECKSUM_B64_MAX];
+    bool drop_sdk_alg;
+    struct gw_sigv4_header *extra; /* the forwarded headers (before signing) */
+    size_t ne;
+    char ce[PROXY_MAX_CE][256 + 16]; /* "aws-chunked, " + the rest of a coding list */
+    size_t nce;
+    char ce_rest[256];
+    char decoded[24];
+    char epoch[24];
+    struct buf query; /* the client's query less presigned credentials */
+};
+
+/* fwd_bind - the request context, its share of upstream transfers, the fence ticket. */
+static enum fwd_end
+fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
+{
+    struct preq *p = f->p;
+    gw_metrics.requests_active++;
+    gw_s3msg_init(&p->msg);
+    p->px = f->px;
+    p->req = f->req;
+    p->is_head = strcmp(gw_req_method(f->req), "HEAD") == 0;
+    gw_req_set_ops(f->req, &preq_ops, p);
+    p->client = gw_req_transfer_begin(f->req);
+    if (p->client == NULL) {
+        /* DESIGN G10: this address holds its share of upstream transfers (logged) */
+        gw_s3err_send(f->req, 503, "SlowDown",
+                      "Too many requests in flight from your address. Please reduce your "
+                      "request rate.");
+        p->req = NULL;
+        if (fenced != NULL) {
+            p->ticket = fenced->ticket; /* released with p */
+        }
+        return FWD_QUIET;
+    }
+    if (fenced == NULL) {
+        return FWD_OK;
+    }
+    p->ticket = fenced->ticket;
+    gw_fence_ticket_rebind(p->ticket, on_cut, on_resume, p);
+    p->fence = fenced->fence;
+    p->token = fenced->token;
+    (void)snprintf(p->lock, sizeof(p->lock), "%s", fenced->lock);
+    (void)snprintf(p->principal, sizeof(p->principal), "%s",
+                   f->auth->principal != NULL ? f->auth->principal->name : "");
+    p->s3 = malloc(sizeof(*p->s3));
+    if (p->s3 == NULL) {
+        f->rc = ERR_NOMEM;
+        return FWD_FAIL;
+    }
+    *p->s3 = *f->s3;
+    if (gw_fence_uploads(p->fence) != NULL && gw_upload_tracked(f->s3)) {
+        p->query = strdup(gw_req_query(f->req)); /* req may be gone when the answer ends */
+        if (p->query == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
+        }
+    }
+    if (p->query != NULL && f->s3->op != GW_S3_OP_ABORT_MULTIPART) {
+        p->tap = gw_s3xml_new(0, GW_UPLOAD_TAP_MAX);
+        if (p->tap == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
+        }
+    }
+    return FWD_OK;
+}
+
+/*
+ * fwd_body - the body's framing: read into memory already, or streamed through
+ * the body filter.  A chunked body of unknown length cannot be signed for S3
+ * with a Content-Length (S3 answers 411 to a PUT without one).
+ */
+static enum fwd_end
+fwd_body(struct fwd *f)
+{
+    struct preq *p = f->p;
+    const struct gw_auth *auth = f->auth;
+    if (f->mem != NULL) {
+        /* read and checked already (hash, aws-chunked signatures): sent as is */
+        p->mem = malloc(f->mem_len > 0 ? f->mem_len : 1);
+        if (p->mem == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
+        }
+        memcpy(p->mem, f->mem, f->mem_len);
+        p->mem_len = f->mem_len;
+        f->body_length = (int64_t)f->mem_len;
+    } else {
+        p->body = gw_body_new(f->req, auth, f->px->trailers);
+        if (p->body == NULL) {
+            f->rc = ERR_NOMEM;
+            return FWD_FAIL;
+        }
+        f->body_length = gw_body_upstream_length(p->body);
+    }
+    f->chunked = auth->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+                 auth->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL ||
+                 auth->payload == GW_PAYLOAD_CHUNKED_UNSIGNED_TRL;
+    const char *method = gw_req_method(f->req);
+    if (f->body_length < 0) {
+        f->what = "A request body needs a Content-Length (chunked uploads need aws-chunked "
+                  "framing with x-amz-decoded-content-length).";
+        gw_s3err_send(f->req, 411, "MissingContentLength", f->what);
+        p->req = NULL;
+        return FWD_QUIET;
+    }
+    if (f->body_length == 0 && (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+                                strcmp(method, "DELETE") == 0 || strcmp(method, "OPTIONS") == 0)) {
+        f->body_length = -1; /* s3cmd sends "Content-Length: 0" on GET: no body either way */
+    }
+    p->body_length = f->body_length > 0 ? (uint64_t)f->body_length : 0;
+    return FWD_OK;
+}
+
+/*
+ * fwd_checksum - a checksum the client sent as an aws-chunked trailer goes
+ * along as a trailer of a re-framed body (an upstream that takes them), or,
+ * for a body read into memory, as the header (computed here: the body verified
+ * against it).  Otherwise it was checked here and is not forwarded, nor is
+ * x-amz-sdk-checksum-algorithm (S3 refuses it without a checksum).
+ */
+static enum fwd_end
+fwd_checksum(struct fwd *f)
+{
+    const struct gw_auth *auth = f->auth;
+    f->trailer = f->p->body != NULL ? gw_body_upstream_trailer(f->p->body) : NULL;
+    f->ck_alg = GW_CHECKSUM_NONE;
+    if (f->chunked && f->mem != NULL && auth->trailer != NULL &&
+        gw_checksum_alg_from_header(auth->trailer, &f->ck_alg) == 0 &&
+        gw_req_header(f->req, auth->trailer) == NULL) {
+        f->rc = gw_checksum_b64(f->ck_alg, f->mem, f->mem_len, f->ck_value, sizeof(f->ck_value));
+        if (f->rc != 0) {
+            f->what = "The request checksum could not be computed.";
+            return FWD_OURS;
+        }
+    } else {
+        f->ck_alg = GW_CHECKSUM_NONE;
+    }
+    f->drop_sdk_alg =
+        f->chunked && auth->trailer != NULL && f->trailer == NULL && f->ck_alg == GW_CHECKSUM_NONE;
+    return FWD_OK;
+}
+
+/* fwd_add - one more forwarded header. */
+static void
+fwd_add(struct fwd *f, const char *name, const char *value)
+{
+    f->extra[f->ne].name = name;
+    f->extra[f->ne].value = value;
+    f->ne++;
+}
+
+/*
+ * fwd_headers - the forwarded header set: the client's, less hop-by-hop
+ * headers, its credentials, the fencing headers and the aws-chunked framing;
+ * plus the re-framed body's framing or the checksum header, and the epoch
+ * metadata.  Signed afresh by the builder (x-amz-*, Content-MD5, Content-Type,
+ * Content-Encoding, Host).
+ */
+static enum fwd_end
+fwd_headers(struct fwd *f)
+{
+    const struct gw_config *cfg = f->px->cfg;
+    size_t nclient = gw_req_header_count(f->req);
+    /* + x-amz-meta-fencing-epoch, and Content-Encoding, x-amz-decoded-content-length
+     * and x-amz-trailer (re-framed) or the checksum header (buffered) */
+    f->extra = calloc(nclient + 4, sizeof(*f->extra));
+    if (f->extra == NULL) {
+        f->rc = ERR_NOMEM;
+        return FWD_FAIL;
+    }
+    const char *connection = gw_req_header(f->req, "connection");
+    for (size_t i = 0; i < nclient; i++) {
+        const struct gw_header *h = gw_req_header_at(f->req, i);
+        if (gw_proxy_hdr_drop_request(h->name, connection, f->chunked) ||
+            (f->drop_sdk_alg && strcasecmp(h->name, "x-amz-sdk-checksum-algorithm") == 0)) {
+            continue;
+        }
+        if (cfg->fencing.record_epoch_metadata &&
+            strcasecmp(h->name, "x-amz-meta-fencing-epoch") == 0) {
+            continue; /* only the gateway says which epoch wrote an object */
+        }
+        const char *value = h->value;
+        if (f->chunked && strcasecmp(h->name, "content-encoding") == 0) {
+            if (f->nce == PROXY_MAX_CE) {
+                f->rc = ERR_INVAL;
+                f->what = "Too many Content-Encoding headers.";
+                return FWD_FAIL;
+            }
+            value = gw_proxy_hdr_strip_aws_chunked(h->value, f->ce_rest, sizeof(f->ce_rest));
+            char *ce = f->ce[f->nce];
+            if (f->trailer != NULL && f->nce == 0) {
+                /* the re-framed body is aws-chunked again: first coding */
+                (void)snprintf(ce, sizeof(f->ce[0]), "aws-chunked%s%s", value != NULL ? ", " : "",
+                               value != NULL ? value : "");
+            } else if (value != NULL) {
+                (void)snprintf(ce, sizeof(f->ce[0]), "%s", value);
+            } else {
+                continue;
+            }
+            value = ce;
+            f->nce++;
+        }
+        fwd_add(f, h->name, value);
+    }
+    if (f->trailer != NULL) {
+        if (f->nce == 0) {
+            fwd_add(f, "Content-Encoding", "aws-chunked");
+        }
+        (void)snprintf(f->decoded, sizeof(f->decoded), "%llu",
+                       (unsigned long long)f->auth->decoded_length);
+        fwd_add(f, "x-amz-decoded-content-length", f->decoded);
+        fwd_add(f, "x-amz-trailer", f->trailer);
+    } else if (f->ck_alg != GW_CHECKSUM_NONE) {
+        fwd_add(f, gw_checksum_header_name(f->ck_alg), f->ck_value);
+    }
+    if (f->p->ticket != NULL && cfg->fencing.record_epoch_metadata &&
+        (f->s3->op == GW_S3_OP_PUT_OBJECT || f->s3->op == GW_S3_OP_CREATE_MULTIPART)) {
+        (void)snprintf(f->epoch, sizeof(f->epoch), "%llu", (unsigned long long)f->p->token);
+        fwd_add(f, "x-amz-meta-fencing-epoch", f->epoch);
+    }
+    return FWD_OK;
+}
+
+/*
+ * fwd_sign - where it goes and its signature: the raw (still encoded) key is
+ * forwarded byte for byte; only the bucket moves between path and Host with
+ * the addressing style.  The payload hash is the client's SHA-256 (checked
+ * here while streaming, and again by the upstream), the unsigned-trailer
+ * mode, else UNSIGNED-PAYLOAD.
+ */
+static enum fwd_end
+fwd_sign(struct fwd *f)
+{
+    const struct gw_s3req *s3 = f->s3;
+    const char *path = gw_req_path(f->req);
+    const char *key = NULL;
+    if (s3->bucket_len > 0) {
+        size_t plen = strlen(path);
+        if (s3->raw_key_off < plen) {
+            key = path + s3->raw_key_off;
+        } else if (s3->style == GW_S3_STYLE_PATH && plen > 1 && path[plen - 1] == '/') {
+            key = ""; /* "/bucket/": keep the slash the client sent */
+        }
+    }
+    f->rc = gw_auth_query_strip(gw_req_query(f->req), &f->query);
+    if (f->rc != 0) {
+        f->what = "The request could not be forwarded.";
+        return FWD_OURS;
+    }
+    const char *payload_hash = f->auth->payload == GW_PAYLOAD_SHA256 ? f->auth->sha256
+                               : f->trailer != NULL                  ? GW_SIGV4_STREAMING_UTRL
+                                                                     : GW_SIGV4_UNSIGNED;
+    struct gw_s3sign_req sr = {
+        .method = gw_req_method(f->req),
+        .bucket = s3->bucket_len > 0 ? s3->bucket : NULL,
+        .key = key,
+        .query = buf_cstr(&f->query),
+        .extra = f->extra,
+        .nextra = f->ne,
+        .payload_hash = payload_hash,
+        .policy = GW_S3SIGN_SIGN_S3,
+    };
+    f->rc = gw_s3signer_sign(f->px->signer, &sr, &f->p->msg);
+    if (f->rc != 0) {
+        f->what = "The request could not be signed for the upstream.";
+        return FWD_OURS;
+    }
+    return FWD_OK;
+}
+
+/*
+ * fwd_start - start the upstream transfer, or, for a fenced request with no
+ * body outside its write window, leave it to on_resume (the head is its last
+ * byte).
+ */
+static enum fwd_end
+fwd_start(struct fwd *f)
+{
+    struct preq *p = f->p;
+    p->method = gw_req_method(f->req);
+    p->up_length = f->body_length;
+    p->is_write = f->s3->write;
+    if (f->body_length >= 0 && f->mem == NULL) {
+        gw_req_body_start(f->req);
+    }
+    if (p->ticket != NULL && f->body_length <= 0 && !gw_fence_ticket_may_finish(p->ticket)) {
+        p->start_pending = true;
+        return FWD_OK;
+    }
+    f->rc = start_transfer(p);
+    return f->rc == 0 ? FWD_OK : FWD_OURS;
+}
+
+/* gw_proxy_forward and gw_proxy_forward_body: mem NULL streams the client's body. */
+static void
+forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+        const struct gw_auth *auth, const struct gw_proxy_fence *fenced, const char *mem,
+        size_t mem_len)
+{
+    struct fwd *f = calloc(1, sizeof(*f));
+    struct preq *p = f != NULL ? calloc(1, sizeof(*p)) : NULL;
+    if (p == NULL) {
+        free(f);
+        if (fenced != NULL) {
+            gw_fence_ticket_release(fenced->ticket);
+        }
+        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        return;
+    }
+    f->px = px;
+    f->req = req;
+    f->s3 = s3;
+    f->auth = auth;
+    f->mem = mem;
+    f->mem_len = mem_len;
+    f->p = p;
+    f->what = "The request could not be forwarded.";
+    buf_init(&f->query, PROXY_MAX_QUERY);
+
+    enum fwd_end end = fwd_bind(f, fenced);
+    end = end != FWD_OK ? end : fwd_body(f);
+    end = end != FWD_OK ? end : fwd_checksum(f);
+    end = end != FWD_OK ? end : fwd_headers(f);
+    end = end != FWD_OK ? end : fwd_sign(f);
+    end = end != FWD_OK ? end : fwd_start(f);
+
+    if (end == FWD_OURS || end == FWD_FAIL) {
+        int rc = f->rc;
+        if (end == FWD_OURS) {
+            log_error("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
+            rc = own_failure(rc);
+        } else {
+            log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
+        }
+        gw_s3err_send_err(req, rc, f->what);
+        p->req = NULL;
+    }
+    if (end != FWD_OK) {
+        preq_free(p);
+    }
+    free(f->extra);
+    buf_cleanup(&f->query);
+    free(f);
+}
+
+void
+gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                 const struct gw_auth *auth, const struct gw_proxy_fence *fenced)
+{
+    forward(px, req, s3, auth, fenced, NULL, 0);
+}
+
+void
+gw_proxy_forward_body(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                      const struct gw_auth *auth, const struct gw_proxy_fence *fenced,
+                      const char *body, size_t len)
+{
+    forward(px, req, s3, auth, fenced, body != NULL ? body : "", len);
+}

@@ -1,0 +1,96 @@
+/*
+ * gateway/proxy/proxy.h: the proxy pipeline.
+ *
+ * Forwards one client request to the upstream: rewrites the header set
+ * (drops hop-by-hop, client credentials and X-Fencing-*), re-signs it with
+ * SigV4 and the upstream credentials, streams the request body up and the
+ * response body down with back-pressure on both sides, and ends the client's
+ * request with exactly one response on every path.
+ *
+ * Event-loop thread only.  One struct gw_proxy per loop, shared by requests.
+ */
+#ifndef GW_PROXY_H
+#define GW_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct event_base;
+struct gw_auth;
+struct gw_config;
+struct gw_fence;
+struct gw_fence_ticket;
+struct gw_proxy;
+struct gw_req;
+struct gw_s3req;
+struct gw_upstream;
+
+/*
+ * gw_proxy_new - a proxy forwarding to cfg->upstream through up.
+ * [in] cfg, up  borrowed; must outlive the proxy (cfg may be swapped with gw_proxy_set_config).
+ * Returns the proxy, or NULL with errbuf filled (bad endpoint, no memory).
+ */
+struct gw_proxy *gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf,
+                              size_t errlen);
+
+/* gw_proxy_set_config - use cfg (borrowed) for requests forwarded from now on. */
+void gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg);
+
+/*
+ * gw_proxy_set_trailers - whether the upstream takes aws-chunked checksum
+ * trailers (config upstream.checksum_trailers, or the start-up probe): a
+ * checksum a client sends as a trailer then goes upstream as a trailer of the
+ * re-framed body (gateway/s3/chunk_enc.h); otherwise it is verified here only.
+ * Applies to requests forwarded from now on.  Default false.
+ */
+void gw_proxy_set_trailers(struct gw_proxy *px, bool on);
+
+/* gw_proxy_trailers - the current setting. */
+bool gw_proxy_trailers(const struct gw_proxy *px);
+
+/* gw_proxy_free - free the proxy (requests in flight must be gone; transfers still running
+ * for clients that left are cancelled and their tickets released).  NULL-safe. */
+void gw_proxy_free(struct gw_proxy *px);
+
+/* An admitted fenced write (see gateway/fence/fence.h). */
+struct gw_proxy_fence {
+    struct gw_fence *fence;         /* borrowed; for audit records of a cut */
+    struct gw_fence_ticket *ticket; /* owned from the call on: released when the write ends */
+    const char *lock;               /* borrowed for the call (copied) */
+    uint64_t token;                 /* the admitted token */
+};
+
+/*
+ * gw_proxy_forward - forward req (whose head is complete and whose body has
+ * not been started) as the S3 request s3 describes, with the body checked
+ * and decoded as auth says (both borrowed for the call).  fenced is NULL for
+ * an unfenced request; for an admitted fenced write it hands over the ticket:
+ * the proxy marks it sent once the whole request is with the upstream,
+ * answers 409 StaleFencingToken and cuts the transfer if the barrier cuts it,
+ * adds X-Fencing-Current-Token to the response, and releases the ticket when
+ * the write ends.  If the client goes away after the whole fenced request was
+ * sent, the transfer runs on without it (its answer discarded, a multipart
+ * answer still recorded) and the ticket is released when the transfer ends
+ * (DESIGN G3); otherwise a client hang-up cancels the transfer.
+ * Takes over req: the proxy answers it on every path, including errors.
+ */
+void gw_proxy_forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                      const struct gw_auth *auth, const struct gw_proxy_fence *fenced);
+
+/*
+ * gw_proxy_forward_body - as gw_proxy_forward, for a request whose body the
+ * caller has already read completely and checked (gateway/proxy/body.h: hash,
+ * aws-chunked signatures), e.g. a DeleteObjects document read to find its
+ * keys.  The body goes upstream from memory with the client's headers
+ * (Content-MD5 and checksums kept, framing headers dropped as usual).
+ * [in] body, len  the decoded body (copied; body may be NULL when len is 0)
+ * Takes over req as gw_proxy_forward does.
+ */
+void gw_proxy_forward_body(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
+                           const struct gw_auth *auth, const struct gw_proxy_fence *fenced,
+                           const char *body, size_t len);
+
+#endif

@@ -1,0 +1,467 @@
+#define LOG_MODULE "upload"
+#include "gateway/proxy/upload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "gateway/base/config.h"
+#include "gateway/s3/s3req.h"
+#include "gateway/s3/s3xml.h"
+#include "gateway/s3/sigv4.h"
+#include "gateway/upstream/s3sign.h"
+#include "gateway/upstream/upstream.h"
+#include "store/store.h"
+
+/* Bytes of an encoded key or query in a background abort. */
+#define UPLOAD_RAW_MAX ((size_t)4 * STORE_KEY_MAX + 64)
+
+/* One background abort of a stale upload. */
+struct reap_op {
+    struct gw_upload *u;               /* owner */
+    struct gw_xfer *x;                 /* the DELETE in flight; NULL before start */
+    int status;                        /* the upstream's status (0: none yet) */
+    char lock[STORE_LOCK_MAX + 1];     /* the upload's lock */
+    char id[STORE_UPLOAD_ID_MAX + 1];  /* its upload id */
+    uint64_t epoch;                    /* the epoch that created it */
+    char bucket[STORE_BUCKET_MAX + 1]; /* its bucket */
+    char key[STORE_KEY_MAX + 1];       /* its key */
+    LIST_ENTRY(reap_op) link;          /* in u->ops, or a start list */
+};
+
+LIST_HEAD(reap_list, reap_op);
+
+/* A recorded upload whose creation may have raced an advance.  Until the
+ * store has it, lookups find it here (the client may use the upload id as soon
+ * as it has the answer). */
+struct put_ctx {
+    struct gw_upload *u;              /* owner */
+    char lock[STORE_LOCK_MAX + 1];    /* the lock */
+    char id[STORE_UPLOAD_ID_MAX + 1]; /* the upload id */
+    uint64_t epoch;                   /* the creating epoch */
+    bool gone;                        /* completed or aborted since: lookups skip it */
+    LIST_ENTRY(put_ctx) link;         /* in u->puts */
+};
+
+LIST_HEAD(put_list, put_ctx);
+
+struct gw_upload {
+    struct store *st;            /* borrowed */
+    struct gw_upstream *up;      /* borrowed */
+    const struct gw_config *cfg; /* borrowed; in force */
+    struct gw_s3signer *signer;  /* owned */
+    struct reap_list ops;        /* aborts in flight */
+    unsigned nops;               /* their number */
+    unsigned pending;            /* store callbacks outstanding (they hold u) */
+    struct put_list puts;        /* recorded creations the store has not committed yet */
+    bool closing;                /* gw_upload_free ran: the last callback frees */
+};
+
+struct gw_upload *
+gw_upload_new(struct store *st, struct gw_upstream *up, const struct gw_config *cfg, char *errbuf,
+              size_t errlen)
+{
+    struct gw_upload *u = calloc(1, sizeof(*u));
+    if (u == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    u->st = st;
+    u->up = up;
+    u->cfg = cfg;
+    LIST_INIT(&u->ops);
+    LIST_INIT(&u->puts);
+    u->signer = gw_s3signer_new(cfg, errbuf, errlen);
+    if (u->signer == NULL) {
+        free(u);
+        return NULL;
+    }
+    return u;
+}
+
+int
+gw_upload_set_config(struct gw_upload *u, const struct gw_config *cfg)
+{
+    int rc = gw_s3signer_set_config(u->signer, cfg);
+    if (rc == 0) {
+        u->cfg = cfg;
+    }
+    return rc;
+}
+
+static void
+really_free(struct gw_upload *u)
+{
+    gw_s3signer_free(u->signer);
+    free(u);
+}
+
+void
+gw_upload_free(struct gw_upload *u)
+{
+    if (u == NULL) {
+        return;
+    }
+    while (!LIST_EMPTY(&u->ops)) {
+        struct reap_op *op = LIST_FIRST(&u->ops);
+        LIST_REMOVE(op, link);
+        gw_xfer_cancel(op->x);
+        free(op);
+    }
+    u->nops = 0;
+    if (u->pending > 0) {
+        u->closing = true; /* the store still owes callbacks */
+        return;
+    }
+    really_free(u);
+}
+
+bool
+gw_upload_tracked(const struct gw_s3req *s3)
+{
+    return s3->op == GW_S3_OP_CREATE_MULTIPART || s3->op == GW_S3_OP_COMPLETE_MULTIPART ||
+           s3->op == GW_S3_OP_ABORT_MULTIPART;
+}
+
+static int
+upload_id_of(const char *query, char *id, size_t len)
+{
+    return gw_s3req_query_get(query, "uploadId", id, len);
+}
+
+static bool
+in_upload(const struct gw_s3req *s3)
+{
+    return s3->op == GW_S3_OP_UPLOAD_PART || s3->op == GW_S3_OP_UPLOAD_PART_COPY ||
+           s3->op == GW_S3_OP_COMPLETE_MULTIPART || s3->op == GW_S3_OP_ABORT_MULTIPART;
+}
+
+/* The record of the request's upload: 0, ERR_NOTFOUND (none we know of), ERR_IO. */
+static int
+lookup(struct gw_upload *u, const char *lock, const struct gw_s3req *s3, const char *query,
+       struct store_upload *rec)
+{
+    char id[STORE_UPLOAD_ID_MAX + 1];
+    if (!in_upload(s3) || upload_id_of(query, id, sizeof(id)) != 0 || id[0] == '\0') {
+        return ERR_NOTFOUND; /* not one we could have recorded: the upstream decides */
+    }
+    const struct put_ctx *pc;
+    LIST_FOREACH (pc, &u->puts, link) {
+        if (!pc->gone && strcmp(pc->id, id) == 0 && strcmp(pc->lock, lock) == 0) {
+            rec->epoch = pc->epoch; /* recorded, not committed yet */
+            return 0;
+        }
+    }
+    int rc = store_upload_get(u->st, lock, id, rec);
+    if (rc == ERR_NOTFOUND || rc == ERR_INVAL) {
+        return ERR_NOTFOUND; /* created unfenced, before this table, or under another lock */
+    }
+    return rc != 0 ? ERR_IO : 0;
+}
+
+int
+gw_upload_claim(struct gw_upload *u, const char *lock, const struct gw_s3req *s3, const char *query,
+                uint64_t *epoch)
+{
+    struct store_upload rec;
+    int rc = lookup(u, lock, s3, query, &rec);
+    if (rc == 0) {
+        *epoch = rec.epoch;
+    }
+    return rc;
+}
+
+int
+gw_upload_check(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3req *s3,
+                const char *query, uint64_t *created)
+{
+    struct store_upload rec;
+    int rc = lookup(u, lock, s3, query, &rec);
+    if (rc == ERR_NOTFOUND) {
+        return 0;
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    bool newer_abort = s3->op == GW_S3_OP_ABORT_MULTIPART && rec.epoch < token;
+    if (rec.epoch != token && !newer_abort) {
+        *created = rec.epoch;
+        return ERR_FENCED;
+    }
+    return 0;
+}
+
+/* store_upload_done_fn: a recorded creation is durable; if the lock moved on
+ * meanwhile (the answer raced an advance), reap at once rather than at the
+ * next advance. */
+static void
+on_put(void *arg, int err)
+{
+    struct put_ctx *pc = arg;
+    struct gw_upload *u = pc->u;
+    u->pending--;
+    LIST_REMOVE(pc, link);
+    if (u->closing) {
+        if (u->pending == 0) {
+            really_free(u);
+        }
+        free(pc);
+        return;
+    }
+    struct store_fence f;
+    if (err != 0) {
+        log_warn("lock %s: upload of epoch %llu not recorded: %s", pc->lock,
+                 (unsigned long long)pc->epoch, err_str(err));
+    } else if (store_fence_get(u->st, pc->lock, &f, NULL) == 0 && f.token > pc->epoch) {
+        gw_upload_on_advance(u, pc->lock, f.token);
+    }
+    free(pc);
+}
+
+static void
+record(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3req *s3,
+       const char *id)
+{
+    struct put_ctx *pc = calloc(1, sizeof(*pc));
+    if (pc == NULL) {
+        log_error("lock %s: upload %s not recorded: out of memory", lock, id);
+        return;
+    }
+    pc->u = u;
+    pc->epoch = token;
+    (void)snprintf(pc->lock, sizeof(pc->lock), "%s", lock);
+    (void)snprintf(pc->id, sizeof(pc->id), "%s", id);
+    int rc = store_upload_put(u->st, lock, id, token, s3->bucket, s3->key, on_put, pc);
+    if (rc != 0) {
+        log_warn("lock %s: upload %.64s of epoch %llu not recorded: %s", lock, id,
+                 (unsigned long long)token, err_str(rc));
+        free(pc);
+        return;
+    }
+    u->pending++;
+    LIST_INSERT_HEAD(&u->puts, pc, link);
+    log_debug("lock %s: upload %.64s created by epoch %llu", lock, id, (unsigned long long)token);
+}
+
+static void
+forget(struct gw_upload *u, const char *lock, const char *query)
+{
+    char id[STORE_UPLOAD_ID_MAX + 1];
+    if (upload_id_of(query, id, sizeof(id)) != 0 || id[0] == '\0') {
+        return;
+    }
+    struct put_ctx *pc;
+    LIST_FOREACH (pc, &u->puts, link) {
+        if (strcmp(pc->id, id) == 0 && strcmp(pc->lock, lock) == 0) {
+            pc->gone = true; /* the delete below is queued after its put */
+        }
+    }
+    int rc = store_upload_del(u->st, lock, id, NULL, NULL);
+    if (rc != 0 && rc != ERR_INVAL) {
+        log_warn("lock %s: ended upload %.64s not forgotten: %s", lock, id, err_str(rc));
+    }
+}
+
+void
+gw_upload_response(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3req *s3,
+                   const char *query, int status, struct gw_s3xml *tap)
+{
+    bool parsed = tap != NULL && gw_s3xml_finish(tap) == 0;
+    switch (s3->op) {
+    case GW_S3_OP_CREATE_MULTIPART:
+        if (status == 200 && parsed && gw_s3xml_root(tap) == GW_S3XML_ROOT_INITIATE &&
+            gw_s3xml_upload_id(tap) != NULL) {
+            record(u, lock, token, s3, gw_s3xml_upload_id(tap));
+        }
+        break;
+    case GW_S3_OP_COMPLETE_MULTIPART:
+        /* S3 may answer 200 with an Error document: then nothing was completed */
+        if (status == 200 && parsed && gw_s3xml_root(tap) != GW_S3XML_ROOT_ERROR) {
+            forget(u, lock, query);
+        }
+        break;
+    case GW_S3_OP_ABORT_MULTIPART:
+        if (status == 204 || status == 200 || status == 404) {
+            forget(u, lock, query);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- background aborts ---- */
+
+static void
+op_end(struct reap_op *op)
+{
+    struct gw_upload *u = op->u;
+    LIST_REMOVE(op, link);
+    u->nops--;
+    free(op);
+}
+
+/* gw_xfer_cbs.on_head */
+static int
+on_reap_head(void *arg, int status, const struct gw_header *headers, size_t n)
+{
+    struct reap_op *op = arg;
+    (void)headers;
+    (void)n;
+    op->status = status;
+    return 0;
+}
+
+/* gw_xfer_cbs.on_body: the answer's body is not needed */
+static int
+on_reap_body(void *arg, const char *data, size_t len)
+{
+    (void)arg;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+/* gw_xfer_cbs.on_done */
+static void
+on_reap_done(void *arg, int err)
+{
+    struct reap_op *op = arg;
+    op->x = NULL;
+    /* 404 NoSuchUpload: already completed or aborted; either way nothing is left */
+    if (err == 0 && (op->status == 204 || op->status == 200 || op->status == 404)) {
+        log_info("lock %s: aborted upload %.64s of epoch %llu (%s/%.200s): %d", op->lock, op->id,
+                 (unsigned long long)op->epoch, op->bucket, op->key, op->status);
+        int rc = store_upload_del(op->u->st, op->lock, op->id, NULL, NULL);
+        if (rc != 0) {
+            log_warn("lock %s: aborted upload %.64s not forgotten: %s", op->lock, op->id,
+                     err_str(rc));
+        }
+    } else {
+        log_warn("lock %s: abort of upload %.64s failed (%s, status %d); retried at the next "
+                 "advance",
+                 op->lock, op->id, err_str(err), op->status);
+    }
+    op_end(op);
+}
+
+static const struct gw_xfer_cbs reap_cbs = {
+    .on_head = on_reap_head,
+    .on_body = on_reap_body,
+    .on_done = on_reap_done,
+};
+
+/* Signs and starts DELETE /bucket/key?uploadId=id.  Returns 0 or ERR_*. */
+static int
+reap_start(struct reap_op *op)
+{
+    struct buf raw_key, query;
+    struct gw_s3msg m;
+    buf_init(&raw_key, UPLOAD_RAW_MAX);
+    buf_init(&query, UPLOAD_RAW_MAX);
+    gw_s3msg_init(&m);
+    int rc = gw_s3sign_encode(op->key, true, &raw_key);
+    if (rc == 0) {
+        rc = buf_append_str(&query, "uploadId=");
+    }
+    if (rc == 0) {
+        rc = gw_s3sign_encode(op->id, false, &query);
+    }
+    if (rc != 0) {
+        goto out;
+    }
+    struct gw_s3sign_req rq = {
+        .method = "DELETE",
+        .bucket = op->bucket,
+        .key = buf_cstr(&raw_key),
+        .query = buf_cstr(&query),
+        .payload_hash = GW_SIGV4_EMPTY_SHA256,
+        .policy = GW_S3SIGN_SIGN_ALL,
+    };
+    rc = gw_s3signer_sign(op->u->signer, &rq, &m);
+    if (rc != 0) {
+        goto out;
+    }
+    struct gw_xfer_req xr;
+    gw_s3msg_xfer_req(&m, "DELETE", -1, &xr);
+    rc = gw_xfer_start(op->u->up, &xr, &reap_cbs, op, &op->x);
+out:
+    gw_s3msg_cleanup(&m);
+    buf_cleanup(&raw_key);
+    buf_cleanup(&query);
+    return rc;
+}
+
+struct collect {
+    struct gw_upload *u;    /* owner */
+    const char *lock;       /* the lock listed */
+    struct reap_list found; /* new candidates */
+    unsigned room;          /* how many more may start */
+    int err;                /* ERR_NOMEM if a candidate could not be kept */
+};
+
+static bool
+in_flight(const struct gw_upload *u, const char *lock, const char *id)
+{
+    const struct reap_op *op;
+    LIST_FOREACH (op, &u->ops, link) {
+        if (strcmp(op->lock, lock) == 0 && strcmp(op->id, id) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* store_upload_each_fn: runs inside a read transaction; only copies. */
+static int
+on_older(void *arg, const char *upload_id, const struct store_upload *rec)
+{
+    struct collect *c = arg;
+    if (in_flight(c->u, c->lock, upload_id)) {
+        return 0;
+    }
+    struct reap_op *op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        c->err = ERR_NOMEM;
+        return 1;
+    }
+    op->u = c->u;
+    op->epoch = rec->epoch;
+    (void)snprintf(op->lock, sizeof(op->lock), "%s", c->lock);
+    (void)snprintf(op->id, sizeof(op->id), "%s", upload_id);
+    (void)snprintf(op->bucket, sizeof(op->bucket), "%s", rec->bucket);
+    (void)snprintf(op->key, sizeof(op->key), "%s", rec->key);
+    LIST_INSERT_HEAD(&c->found, op, link);
+    return --c->room == 0 ? 1 : 0;
+}
+
+void
+gw_upload_on_advance(void *arg, const char *lock, uint64_t highest)
+{
+    struct gw_upload *u = arg;
+    if (u == NULL || u->closing || !u->cfg->fencing.abort_stale_uploads ||
+        u->nops >= GW_UPLOAD_REAP_MAX) {
+        return; /* a full pipe: what is left waits for the lock's next advance */
+    }
+    struct collect c = {.u = u, .lock = lock, .room = GW_UPLOAD_REAP_MAX - u->nops};
+    LIST_INIT(&c.found);
+    /* the limit counts entries already in flight too: ask for enough */
+    int rc = store_upload_list_older(u->st, lock, highest, 2 * GW_UPLOAD_REAP_MAX, on_older, &c);
+    if (rc != 0 || c.err != 0) {
+        log_warn("lock %s: stale uploads not listed: %s", lock, err_str(rc != 0 ? rc : c.err));
+    }
+    while (!LIST_EMPTY(&c.found)) {
+        struct reap_op *op = LIST_FIRST(&c.found);
+        LIST_REMOVE(op, link);
+        LIST_INSERT_HEAD(&u->ops, op, link);
+        u->nops++;
+        rc = reap_start(op);
+        if (rc != 0) {
+            log_warn("lock %s: abort of upload %.64s not started: %s", lock, op->id, err_str(rc));
+            op_end(op);
+        }
+    }
+}

@@ -1,0 +1,702 @@
+/* gateway/upstream/elect_s3.c: the s3 election backend (see elect_s3.h). */
+#define LOG_MODULE "elect_s3"
+#include "gateway/upstream/elect_s3.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include "common/buf.h"
+#include "common/date.h"
+#include "common/log.h"
+#include "common/num.h"
+#include "gateway/base/config.h"
+#include "gateway/http/http.h"
+#include "gateway/s3/s3xml.h"
+#include "gateway/s3/sigv4.h"
+#include "gateway/upstream/s3sign.h"
+#include "gateway/upstream/upstream.h"
+
+/* Error documents kept (for the Code); the rest of a larger one is dropped. */
+#define ES3_ERR_BODY_MAX ((size_t)16 * 1024)
+/* Cap on a listing's bytes: max keys of up to 3 KiB url-encoded, plus per-entry XML. */
+#define ES3_LIST_BYTES_PER_KEY ((size_t)3 * ELECT_KEY_MAX + 1024)
+/* The raw (percent-encoded) key, query and signed request. */
+#define ES3_RAW_MAX ((size_t)16 * 1024)
+
+LIST_HEAD(es3_op_list, es3_op);
+
+struct es3 {
+    struct elect_backend base;  /* first: the election's handle */
+    struct gw_upstream *up;     /* borrowed; outlives the backend */
+    struct gw_s3signer *signer; /* owned */
+    char *bucket;               /* owned copy */
+    char *name;                 /* owned; "s3:<bucket>" (base.name points here) */
+    struct es3_op_list ops;     /* pending operations */
+};
+
+enum op_kind {
+    OP_CREATE,
+    OP_REPLACE,
+    OP_GET,
+    OP_LIST,
+    OP_DEL,
+    OP_PUT, /* gw_elect_s3_put: a probe of the gateway's own */
+};
+
+/* One pending operation: owns its request body copy and response buffers. */
+struct es3_op {
+    LIST_ENTRY(es3_op) link; /* in es3.ops while pending */
+    struct es3 *be;          /* the backend (valid while the op is pending) */
+    enum op_kind kind;
+    struct gw_xfer *x; /* the transfer; NULL once done */
+    union {
+        elect_be_write_fn *write;
+        elect_be_get_fn *get;
+        elect_be_list_fn *list;
+        elect_be_del_fn *del;
+    } cb;                       /* the caller's callback */
+    void *arg;                  /* its argument */
+    char *req_body;             /* owned copy of a PUT body */
+    size_t req_len;             /* its length */
+    size_t req_off;             /* bytes handed to the upstream so far */
+    int status;                 /* the response status, 0 before the head */
+    bool etag_bad;              /* an ETag header that is not a valid (short) entity-tag */
+    struct elect_obj_meta meta; /* from the response head */
+    struct buf body;            /* GET 200: the object (cap ELECT_OBJ_MAX); errors: the doc */
+    struct gw_s3xml *xml;       /* LIST 200: the streaming parser */
+    char *prefix;               /* LIST: owned copy, to check the answer */
+    char *start_after;          /* LIST: owned copy or NULL */
+    uint32_t max;               /* LIST: max keys asked for */
+    const char *payload_hash;   /* OP_PUT: x-amz-content-sha256 (borrowed), or NULL (hashed) */
+    char what[96];              /* for logs: "PUT key" (key shortened) */
+};
+
+/* ---- HTTP dates ---- */
+
+/*
+ * IMF-fixdate (RFC 9110 5.6.7): "Sun, 06 Nov 1994 08:49:37 GMT", exactly 29
+ * bytes, case-sensitive names, a weekday that matches the date, seconds up
+ * to 60 (a leap second counts as :59).  Nothing else (no RFC 850 or asctime
+ * forms: S3 sends IMF-fixdate only).  Returns 0 with *ms, or ERR_INVAL.
+ */
+
+/* ---- status mapping ---- */
+
+/*
+ * The outcome of a complete response (see elect_s3.h "Status mapping").
+ * code is the error document's Code or NULL.
+ */
+static int
+map_status(enum op_kind kind, int status, const char *code)
+{
+    if (status >= 200 && status < 300) {
+        return 0;
+    }
+    switch (status) {
+    case 404:
+        return kind == OP_DEL ? 0 : ERR_NOTFOUND;
+    case 412:
+        return kind == OP_CREATE    ? ERR_EXISTS
+               : kind == OP_REPLACE ? ERR_CONFLICT
+                                    : ERR_UPSTREAM; /* we sent no precondition */
+    case 409:
+        return ERR_CONFLICT;
+    case 401:
+    case 403:
+        return ERR_DENIED;
+    case 408:
+        return ERR_TIMEOUT;
+    case 413:
+        return ERR_TOOBIG;
+    case 429:
+        return ERR_UPSTREAM;
+    case 501:
+        return ERR_UNSUPPORTED;
+    default:
+        break;
+    }
+    if (status == 400 && code != NULL && strcmp(code, "RequestTimeout") == 0) {
+        return ERR_TIMEOUT; /* S3: the body did not arrive in time */
+    }
+    if (status >= 400 && status < 500) {
+        return ERR_INVAL;
+    }
+    return ERR_UPSTREAM; /* 5xx, 3xx, anything unexpected */
+}
+
+/* ---- operations ---- */
+
+static void
+op_free(struct es3_op *op)
+{
+    if (op == NULL) {
+        return;
+    }
+    free(op->req_body);
+    buf_cleanup(&op->body);
+    gw_s3xml_free(op->xml);
+    free(op->prefix);
+    free(op->start_after);
+    free(op);
+}
+
+static struct es3_op *
+op_new(struct es3 *be, enum op_kind kind, void *arg)
+{
+    struct es3_op *op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        return NULL;
+    }
+    op->be = be;
+    op->kind = kind;
+    op->arg = arg;
+    op->meta.last_modified_ms = -1;
+    op->meta.date_ms = -1;
+    buf_init(&op->body, ES3_ERR_BODY_MAX);
+    return op;
+}
+
+/* gw_xfer_cbs.read_body */
+static ssize_t
+on_read_body(void *arg, char *dst, size_t len)
+{
+    struct es3_op *op = arg;
+    size_t n = op->req_len - op->req_off;
+    n = n < len ? n : len;
+    memcpy(dst, op->req_body + op->req_off, n);
+    op->req_off += n;
+    return (ssize_t)n;
+}
+
+/* gw_xfer_cbs.on_head */
+static int
+on_head(void *arg, int status, const struct gw_header *headers, size_t n)
+{
+    struct es3_op *op = arg;
+    int64_t content_length = -1;
+    op->status = status;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = headers[i].name;
+        const char *value = headers[i].value;
+        if (strcasecmp(name, "ETag") == 0) {
+            op->etag_bad = elect_etag_bare(value, op->meta.etag, sizeof(op->meta.etag)) != 0;
+            if (op->etag_bad) {
+                op->meta.etag[0] = '\0';
+            }
+        } else if (strcasecmp(name, "Last-Modified") == 0) {
+            if (date_http_parse(value, &op->meta.last_modified_ms) != 0) {
+                op->meta.last_modified_ms = -1;
+            }
+        } else if (strcasecmp(name, "Date") == 0) {
+            if (date_http_parse(value, &op->meta.date_ms) != 0) {
+                op->meta.date_ms = -1;
+            }
+        } else if (strcasecmp(name, "Content-Length") == 0) {
+            uint64_t v;
+            if (parse_u64(value, 0, INT64_MAX, &v) == 0) {
+                content_length = (int64_t)v;
+            }
+        }
+    }
+    if (status != 200) {
+        return 0; /* error document (or nothing) into op->body, capped */
+    }
+    if (op->kind == OP_GET) {
+        if (content_length > ELECT_OBJ_MAX) {
+            return ERR_TOOBIG; /* not read further */
+        }
+        buf_init(&op->body, ELECT_OBJ_MAX);
+    } else if (op->kind == OP_LIST) {
+        op->xml = gw_s3xml_new(op->max, (size_t)op->max * ES3_LIST_BYTES_PER_KEY + 4096);
+        if (op->xml == NULL) {
+            return ERR_NOMEM;
+        }
+    }
+    return 0;
+}
+
+/* gw_xfer_cbs.on_body */
+static int
+on_body(void *arg, const char *data, size_t len)
+{
+    struct es3_op *op = arg;
+    if (op->status == 200 && op->kind == OP_GET) {
+        return buf_append(&op->body, data, len); /* ERR_TOOBIG past ELECT_OBJ_MAX */
+    }
+    if (op->status == 200 && op->kind == OP_LIST) {
+        int rc = gw_s3xml_feed(op->xml, data, len);
+        if (rc != 0) {
+            log_warn("%s: %s: bad listing: %s", op->be->name, op->what, err_str(rc));
+            return rc == ERR_NOMEM ? rc : ERR_UPSTREAM;
+        }
+        return 0;
+    }
+    if (op->status < 200 || op->status >= 300) {
+        size_t room = op->body.cap - op->body.len;
+        if (buf_append(&op->body, data, len < room ? len : room) != 0) {
+            buf_reset(&op->body); /* out of memory: just lose the Code */
+        }
+    }
+    return 0; /* a 2xx body of a write or delete is ignored */
+}
+
+/* The Code of an error document in op->body, into code[len] ("" if none). */
+static void
+error_code(const struct es3_op *op, char *code, size_t len)
+{
+    code[0] = '\0';
+    if (op->body.len == 0) {
+        return;
+    }
+    struct gw_s3xml *x = gw_s3xml_new(0, ES3_ERR_BODY_MAX);
+    if (x == NULL) {
+        return;
+    }
+    if (gw_s3xml_feed(x, op->body.data, op->body.len) == 0 && gw_s3xml_finish(x) == 0 &&
+        gw_s3xml_error_code(x) != NULL) {
+        (void)snprintf(code, len, "%s", gw_s3xml_error_code(x));
+    }
+    gw_s3xml_free(x);
+}
+
+/* LIST 200: finish the parse and check the keys keep the contract. */
+static int
+list_result(struct es3_op *op, const char *const **keys, size_t *n, bool *truncated)
+{
+    int rc = gw_s3xml_finish(op->xml);
+    if (rc != 0) {
+        log_warn("%s: %s: bad listing: %s", op->be->name, op->what, err_str(rc));
+        return rc == ERR_NOMEM ? rc : ERR_UPSTREAM;
+    }
+    if (gw_s3xml_root(op->xml) != GW_S3XML_ROOT_LIST) {
+        log_warn("%s: %s: 200 without a ListBucketResult", op->be->name, op->what);
+        return ERR_UPSTREAM;
+    }
+    *keys = gw_s3xml_keys(op->xml, n);
+    *truncated = gw_s3xml_truncated(op->xml);
+    size_t plen = strlen(op->prefix);
+    for (size_t i = 0; i < *n; i++) {
+        const char *k = (*keys)[i];
+        const char *prev = i > 0 ? (*keys)[i - 1] : op->start_after;
+        if (strncmp(k, op->prefix, plen) != 0 || (prev != NULL && strcmp(k, prev) <= 0) ||
+            strlen(k) > ELECT_KEY_MAX) {
+            log_warn("%s: %s: listing out of order or off prefix", op->be->name, op->what);
+            return ERR_UPSTREAM;
+        }
+    }
+    if (*n > op->max || (*truncated && *n == 0)) {
+        /* more than asked for, or "more follow" with no key to continue after */
+        log_warn("%s: %s: listing of %zu keys (max %u, truncated %d)", op->be->name, op->what, *n,
+                 op->max, (int)*truncated);
+        return ERR_UPSTREAM;
+    }
+    return 0;
+}
+
+/* Runs the caller's callback for a finished op with outcome err. */
+static void
+op_complete(struct es3_op *op, int err)
+{
+    switch (op->kind) {
+    case OP_CREATE:
+    case OP_REPLACE:
+        if (err == 0 && (op->meta.etag[0] == '\0' || op->etag_bad)) {
+            log_warn("%s: %s: %d without a usable ETag", op->be->name, op->what, op->status);
+            err = ERR_UPSTREAM; /* written, but we cannot tell its ETag: ambiguous */
+        }
+        op->cb.write(op->arg, err, err == 0 ? &op->meta : NULL);
+        break;
+    case OP_GET:
+        if (err == 0 && op->status != 200) {
+            err = ERR_UPSTREAM; /* 2xx other than 200 to a plain GET */
+        }
+        if (err == 0 && op->etag_bad) {
+            log_warn("%s: %s: bad ETag in the answer", op->be->name, op->what);
+            err = ERR_UPSTREAM;
+        }
+        if (err == 0) {
+            op->cb.get(op->arg, 0, op->body.len > 0 ? op->body.data : "", op->body.len, &op->meta);
+        } else {
+            op->cb.get(op->arg, err, NULL, 0, NULL);
+        }
+        break;
+    case OP_LIST: {
+        const char *const *keys = NULL;
+        size_t n = 0;
+        bool truncated = false;
+        if (err == 0 && (op->status != 200 || op->xml == NULL)) {
+            err = ERR_UPSTREAM;
+        }
+        if (err == 0) {
+            err = list_result(op, &keys, &n, &truncated);
+        }
+        if (err == 0) {
+            op->cb.list(op->arg, 0, n > 0 ? keys : NULL, n, truncated);
+        } else {
+            op->cb.list(op->arg, err, NULL, 0, false);
+        }
+        break;
+    }
+    case OP_DEL:
+    case OP_PUT:
+    default:
+        op->cb.del(op->arg, err);
+        break;
+    }
+}
+
+/* gw_xfer_cbs.on_done */
+static void
+on_done(void *arg, int err)
+{
+    struct es3_op *op = arg;
+    struct es3 *be = op->be;
+    LIST_REMOVE(op, link);
+    op->x = NULL;
+    if (err == 0) {
+        char code[64] = "";
+        if (op->status < 200 || op->status >= 300) {
+            error_code(op, code, sizeof(code));
+        }
+        err = map_status(op->kind, op->status, code[0] != '\0' ? code : NULL);
+        bool expected = err == 0 || err == ERR_EXISTS || err == ERR_CONFLICT ||
+                        err == ERR_NOTFOUND || (op->kind == OP_PUT && err == ERR_INVAL);
+        if (expected) {
+            log_debug("%s: %s: %d %s -> %s", be->name, op->what, op->status, code, err_str(err));
+        } else {
+            log_warn("%s: %s: %d %s -> %s", be->name, op->what, op->status, code, err_str(err));
+        }
+    } else {
+        /* the upstream client logged the cause already (with its library's text) */
+        log_debug("%s: %s: no complete answer: %s", be->name, op->what, err_str(err));
+    }
+    /* The callback may free the backend or start new operations: op is off
+     * the list already and is freed here, without touching be again. */
+    op_complete(op, err);
+    op_free(op);
+}
+
+static const struct gw_xfer_cbs xfer_cbs = {
+    .read_body = on_read_body,
+    .on_head = on_head,
+    .on_body = on_body,
+    .on_done = on_done,
+};
+
+/*
+ * Signs and starts op: method on key (plain, or NULL for the bucket), with
+ * query (raw) and extra headers; op->req_body (if any) is the body.  On
+ * success op is pending; on failure the caller frees it (no callback).
+ */
+static int
+op_start(struct es3 *be, struct es3_op *op, const char *method, const char *key, const char *query,
+         const struct gw_sigv4_header *extra, size_t nextra)
+{
+    struct buf raw_key;
+    struct gw_s3msg m;
+    char hash[GW_SIGV4_HEX_LEN + 1];
+    buf_init(&raw_key, ES3_RAW_MAX);
+    gw_s3msg_init(&m);
+    if (op->what[0] == '\0') {
+        (void)snprintf(op->what, sizeof(op->what), "%s %.80s", method, key != NULL ? key : "/");
+    }
+
+    int rc = 0;
+    const char *payload_hash = op->payload_hash; /* a fixed one (OP_PUT), else the body's */
+    if (payload_hash == NULL) {
+        rc = gw_sigv4_sha256_hex(op->req_body != NULL ? op->req_body : "", op->req_len, hash);
+        payload_hash = hash;
+    }
+    if (rc == 0 && key != NULL) {
+        rc = gw_s3sign_encode(key, true, &raw_key);
+    }
+    if (rc != 0) {
+        goto out;
+    }
+    struct gw_s3sign_req rq = {
+        .method = method,
+        .bucket = be->bucket,
+        .key = key != NULL ? buf_cstr(&raw_key) : NULL,
+        .query = query,
+        .extra = extra,
+        .nextra = nextra,
+        .payload_hash = payload_hash,
+        .policy = GW_S3SIGN_SIGN_ALL,
+    };
+    rc = gw_s3signer_sign(be->signer, &rq, &m);
+    if (rc != 0) {
+        goto out;
+    }
+    bool has_body = op->kind == OP_CREATE || op->kind == OP_REPLACE || op->kind == OP_PUT;
+    struct gw_xfer_req xr;
+    gw_s3msg_xfer_req(&m, method, has_body ? (int64_t)op->req_len : -1, &xr);
+    rc = gw_xfer_start(be->up, &xr, &xfer_cbs, op, &op->x);
+    if (rc != 0) {
+        goto out;
+    }
+    LIST_INSERT_HEAD(&be->ops, op, link);
+out:
+    if (rc != 0) {
+        log_warn("%s: %s: not started: %s", be->name, op->what, err_str(rc));
+    }
+    gw_s3msg_cleanup(&m);
+    buf_cleanup(&raw_key);
+    return rc;
+}
+
+/* Copies a write's body into op. */
+static int
+op_set_body(struct es3_op *op, const char *body, size_t len)
+{
+    op->req_body = malloc(len > 0 ? len : 1);
+    if (op->req_body == NULL) {
+        return ERR_NOMEM;
+    }
+    if (len > 0) {
+        memcpy(op->req_body, body, len);
+    }
+    op->req_len = len;
+    return 0;
+}
+
+static int
+es3_create(struct elect_backend *base, const char *key, const char *body, size_t len,
+           elect_be_write_fn *cb, void *arg)
+{
+    struct es3 *be = (struct es3 *)base;
+    struct es3_op *op = op_new(be, OP_CREATE, arg);
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->cb.write = cb;
+    /* RFC 9110 13.1.2 / S3 conditional writes: create only if absent. */
+    static const struct gw_sigv4_header inm = {"If-None-Match", "*"};
+    int rc = op_set_body(op, body, len);
+    if (rc == 0) {
+        rc = op_start(be, op, "PUT", key, NULL, &inm, 1);
+    }
+    if (rc != 0) {
+        op_free(op);
+    }
+    return rc;
+}
+
+static int
+es3_replace(struct elect_backend *base, const char *key, const char *etag,
+            enum elect_etag_form form, const char *body, size_t len, elect_be_write_fn *cb,
+            void *arg)
+{
+    struct es3 *be = (struct es3 *)base;
+    char value[ELECT_ETAG_MAX + 3];
+    /* AWS compares the quoted entity-tag (RFC 9110 8.8.3); RGW's PUT only the bare one. */
+    int w;
+    if (form == ELECT_ETAG_QUOTED) {
+        w = snprintf(value, sizeof(value), "\"%s\"", etag);
+    } else {
+        w = snprintf(value, sizeof(value), "%s", etag);
+    }
+    if (strchr(etag, '"') != NULL || w < 0 || (size_t)w >= sizeof(value)) {
+        return ERR_INVAL;
+    }
+    struct es3_op *op = op_new(be, OP_REPLACE, arg);
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->cb.write = cb;
+    struct gw_sigv4_header im = {"If-Match", value};
+    int rc = op_set_body(op, body, len);
+    if (rc == 0) {
+        rc = op_start(be, op, "PUT", key, NULL, &im, 1);
+    }
+    if (rc != 0) {
+        op_free(op);
+    }
+    return rc;
+}
+
+static int
+es3_get(struct elect_backend *base, const char *key, elect_be_get_fn *cb, void *arg)
+{
+    struct es3 *be = (struct es3 *)base;
+    struct es3_op *op = op_new(be, OP_GET, arg);
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->cb.get = cb;
+    int rc = op_start(be, op, "GET", key, NULL, NULL, 0);
+    if (rc != 0) {
+        op_free(op);
+    }
+    return rc;
+}
+
+static int
+es3_list(struct elect_backend *base, const char *prefix, const char *start_after, uint32_t max,
+         elect_be_list_fn *cb, void *arg)
+{
+    struct es3 *be = (struct es3 *)base;
+    struct buf q;
+    buf_init(&q, ES3_RAW_MAX);
+    struct es3_op *op = op_new(be, OP_LIST, arg);
+    int rc = ERR_NOMEM;
+    if (op == NULL) {
+        goto out;
+    }
+    op->cb.list = cb;
+    op->max = max;
+    (void)snprintf(op->what, sizeof(op->what), "LIST %.80s", prefix);
+    op->prefix = strdup(prefix);
+    op->start_after = start_after != NULL ? strdup(start_after) : NULL;
+    if (op->prefix == NULL || (start_after != NULL && op->start_after == NULL)) {
+        goto out;
+    }
+    /* ListObjectsV2; encoding-type=url so that any key survives XML 1.0. */
+    rc = buf_printf(&q, "list-type=2&encoding-type=url&max-keys=%u", (unsigned)max);
+    if (rc == 0 && prefix[0] != '\0') {
+        rc = buf_append_str(&q, "&prefix=");
+        if (rc == 0) {
+            rc = gw_s3sign_encode(prefix, false, &q);
+        }
+    }
+    if (rc == 0 && start_after != NULL) {
+        rc = buf_append_str(&q, "&start-after=");
+        if (rc == 0) {
+            rc = gw_s3sign_encode(start_after, false, &q);
+        }
+    }
+    if (rc == 0) {
+        rc = op_start(be, op, "GET", NULL, buf_cstr(&q), NULL, 0);
+    }
+    if (rc == 0) {
+        op = NULL; /* pending */
+    }
+out:
+    op_free(op);
+    buf_cleanup(&q);
+    return rc;
+}
+
+static int
+es3_del(struct elect_backend *base, const char *key, elect_be_del_fn *cb, void *arg)
+{
+    struct es3 *be = (struct es3 *)base;
+    struct es3_op *op = op_new(be, OP_DEL, arg);
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->cb.del = cb;
+    int rc = op_start(be, op, "DELETE", key, NULL, NULL, 0);
+    if (rc != 0) {
+        op_free(op);
+    }
+    return rc;
+}
+
+static void
+es3_free(struct elect_backend *base)
+{
+    struct es3 *be = (struct es3 *)base;
+    struct es3_op *op;
+    while ((op = LIST_FIRST(&be->ops)) != NULL) {
+        LIST_REMOVE(op, link);
+        gw_xfer_cancel(op->x); /* no callback follows; a PUT cut short is never committed */
+        op_free(op);
+    }
+    gw_s3signer_free(be->signer);
+    free(be->bucket);
+    free(be->name);
+    free(be);
+}
+
+static const struct elect_backend_ops es3_ops = {
+    .create = es3_create,
+    .replace = es3_replace,
+    .get = es3_get,
+    .list = es3_list,
+    .del = es3_del,
+    .free = es3_free,
+};
+
+struct elect_backend *
+gw_elect_s3_new(struct gw_upstream *up, const struct gw_config *cfg, const char *bucket,
+                char *errbuf, size_t errlen)
+{
+    char dummy[8];
+    if (errbuf == NULL) {
+        errbuf = dummy;
+        errlen = sizeof(dummy);
+    }
+    if (up == NULL || cfg == NULL || bucket == NULL || bucket[0] == '\0' ||
+        strlen(bucket) > GW_S3SIGN_MAX_BUCKET ||
+        strspn(bucket, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+            strlen(bucket)) {
+        (void)snprintf(errbuf, errlen, "election.bucket: expected 1..255 of [A-Za-z0-9._-]");
+        return NULL;
+    }
+    struct es3 *be = calloc(1, sizeof(*be));
+    if (be == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    LIST_INIT(&be->ops);
+    be->up = up;
+    be->base.ops = &es3_ops;
+    be->signer = gw_s3signer_new(cfg, errbuf, errlen);
+    if (be->signer == NULL) {
+        goto fail;
+    }
+    be->bucket = strdup(bucket);
+    size_t nlen = strlen(bucket) + 4;
+    be->name = malloc(nlen);
+    if (be->bucket == NULL || be->name == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    (void)snprintf(be->name, nlen, "s3:%s", bucket);
+    be->base.name = be->name;
+    return &be->base;
+
+fail:
+    es3_free(&be->base);
+    return NULL;
+}
+
+int
+gw_elect_s3_put(struct elect_backend *base, const char *key, const char *body, size_t len,
+                const struct gw_sigv4_header *extra, size_t nextra, const char *payload_hash,
+                elect_be_del_fn *cb, void *arg)
+{
+    if (base == NULL || base->ops != &es3_ops) {
+        return ERR_INVAL;
+    }
+    struct es3 *be = (struct es3 *)base;
+    struct es3_op *op = op_new(be, OP_PUT, arg);
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->cb.del = cb;
+    op->payload_hash = payload_hash;
+    int rc = op_set_body(op, body, len);
+    if (rc == 0) {
+        rc = op_start(be, op, "PUT", key, NULL, extra, nextra);
+    }
+    if (rc != 0) {
+        op_free(op);
+    }
+    return rc;
+}
+
+int
+gw_elect_s3_set_config(struct elect_backend *base, const struct gw_config *cfg)
+{
+    if (base == NULL || base->ops != &es3_ops) {
+        return ERR_INVAL;
+    }
+    struct es3 *be = (struct es3 *)base;
+    return gw_s3signer_set_config(be->signer, cfg);
+}

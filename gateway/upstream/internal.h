@@ -1,0 +1,142 @@
+/*
+ * gateway/upstream/internal.h: internals shared by gateway/upstream/upstream.c (the libcurl
+ * multi handle on libevent: socket and timer glue, deferred work, transfer
+ * objects and their lifecycle, gw_upstream_new/free, gw_xfer_start and
+ * gw_xfer_cancel) and gateway/upstream/xfer.c (per-transfer libcurl
+ * callbacks, request setup, pause/resume).  Not for other modules: they use
+ * gateway/upstream/upstream.h.
+ *
+ * Event-loop thread only.  The re-entrancy and timeout rules are described at
+ * the top of gateway/upstream/upstream.c; in short, nothing here that touches the multi
+ * handle may run while up->depth > 0: such work is queued on up->pending and
+ * applied by gw_upstream_after_curl().  Every pointer is borrowed; struct
+ * gw_xfer objects are owned by their struct gw_upstream.
+ */
+#ifndef GW_UPSTREAM_INT_H
+#define GW_UPSTREAM_INT_H
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "common/buf.h"
+#include "common/clock.h"
+#include "gateway/upstream/msg.h"
+#include "gateway/upstream/upstream.h"
+
+struct sock; /* one socket libcurl asked us to watch (gateway/upstream/upstream.c) */
+
+struct gw_xfer {
+    struct gw_upstream *up;            /* owner */
+    CURL *easy;                        /* kept across uses if reusable; CURLOPT_PRIVATE here */
+    struct event *idle_ev;             /* inactivity timer (opts.timeout_ms) */
+    TAILQ_ENTRY(gw_xfer) link;         /* in up->active or up->idle */
+    TAILQ_ENTRY(gw_xfer) pending_link; /* in up->pending while deferred work waits */
+    struct gw_xfer_cbs cbs;            /* copied at start */
+    void *arg;                         /* the caller's argument for cbs */
+    int64_t body_length;               /* request body bytes, -1 for none */
+    uint64_t body_sent;                /* bytes read_body handed to libcurl */
+    uint64_t last_progress_ms;         /* clock_mono_ms() when a byte last moved */
+    int cb_err;                        /* error from a callback (or our parser) ending it */
+    int fail_err;                      /* deferred failure to report through on_done */
+    bool in_multi;                     /* added to up->multi */
+    bool send_paused;                  /* we paused sending (read_body said ERR_AGAIN) */
+    bool recv_paused;                  /* we paused receiving (on_body said ERR_AGAIN) */
+    bool pause_dirty;                  /* pause state changed inside libcurl: apply later */
+    bool add_pending;                  /* started inside libcurl: add to the multi later */
+    bool cancelled;                    /* gw_xfer_cancel ran; no callback may follow */
+    bool pending;                      /* on up->pending */
+    bool head_done;                    /* on_head was called */
+    bool finishing;                    /* on_done is running */
+    bool reusable;                     /* libcurl completed it (CURLE_OK): easy may be parked */
+    struct gw_uphead head;             /* the response head being collected */
+    struct buf rqbuf;                  /* request header strings, NUL-separated */
+    struct curl_slist *slist;          /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */
+    size_t slist_cap;                  /* nodes allocated */
+    char errbuf[CURL_ERROR_SIZE];      /* CURLOPT_ERRORBUFFER */
+};
+
+TAILQ_HEAD(xfer_list, gw_xfer);
+
+struct gw_upstream {
+    struct event_base *base;          /* borrowed */
+    CURLM *multi;                     /* owns the connection cache */
+    struct event *timer;              /* CURLMOPT_TIMERFUNCTION's timer */
+    struct gw_upstream_opts opts;     /* copied; opts.ca_file points at ca_file */
+    char *ca_file;                    /* owned copy */
+    bool curl_inited;                 /* curl_global_init succeeded */
+    struct xfer_list active;          /* started, not yet finished or cancelled */
+    struct xfer_list idle;            /* parked for reuse */
+    struct xfer_list pending;         /* deferred work for after_curl */
+    size_t nidle;                     /* entries in idle */
+    LIST_HEAD(sock_list, sock) socks; /* sockets being watched */
+    int depth;                        /* nesting of libcurl calls that may run callbacks */
+    bool settling;                    /* after_curl is running */
+    uint32_t connect_fails;           /* transfers in a row that could not connect */
+    uint64_t connect_fail_ms;         /* when the last of them ended (mono ms) */
+    char connect_err[160];            /* libcurl's text for it */
+};
+
+/* x->last_progress_ms = now: a byte moved. */
+static inline void
+gw_xfer_touch(struct gw_xfer *x)
+{
+    x->last_progress_ms = clock_mono_ms();
+}
+
+/* x's pause state as curl_easy_pause bits. */
+static inline long
+gw_xfer_pause_bits(const struct gw_xfer *x)
+{
+    return (x->send_paused ? CURLPAUSE_SEND : 0) | (x->recv_paused ? CURLPAUSE_RECV : 0);
+}
+
+/* Put x on up->pending (once) for gw_upstream_after_curl(). */
+static inline void
+gw_xfer_queue_pending(struct gw_xfer *x)
+{
+    if (!x->pending) {
+        x->pending = true;
+        TAILQ_INSERT_TAIL(&x->up->pending, x, pending_link);
+    }
+}
+
+/*
+ * gw_upstream_after_curl - once the outermost libcurl call has returned:
+ * apply deferred work, then report every finished transfer.  Callers'
+ * callbacks (on_done) run from here.  A no-op while up->depth > 0 or while it
+ * is already running.  (gateway/upstream/upstream.c)
+ */
+void gw_upstream_after_curl(struct gw_upstream *up);
+
+/*
+ * gw_xfer_arm_idle - (re)arm x's inactivity timer to fire in ms (nothing when
+ * opts.timeout_ms is 0); logs if it cannot.  (gateway/upstream/upstream.c)
+ */
+void gw_xfer_arm_idle(struct gw_xfer *x, uint64_t ms);
+
+/*
+ * gw_xfer_result - the ERR_* (or 0) for a transfer libcurl finished with rc;
+ * logs once if libcurl failed it.  (gateway/upstream/upstream.c)
+ */
+int gw_xfer_result(struct gw_xfer *x, CURLcode rc);
+
+/*
+ * gw_xfer_setup - build x's request headers from rq and set every option of
+ * x->easy (callbacks, timeouts, TLS).  rq's strings are copied or read before
+ * the transfer starts, except rq->url and rq->method, which libcurl copies.
+ * Returns 0, ERR_NOMEM or ERR_INVAL (logged where libcurl refused).
+ * (gateway/upstream/xfer.c)
+ */
+int gw_xfer_setup(struct gw_xfer *x, const struct gw_xfer_req *rq);
+
+/*
+ * gw_xfer_sync_pause - apply x's pause state to libcurl now, or queue it for
+ * after the current libcurl call returns; may run x's callbacks and
+ * gw_upstream_after_curl().  (gateway/upstream/xfer.c)
+ */
+void gw_xfer_sync_pause(struct gw_xfer *x);
+
+#endif

@@ -1,0 +1,563 @@
+/* gateway/upstream/s3sign.c: signed upstream requests (see s3sign.h). */
+#define LOG_MODULE "s3sign"
+#include "gateway/upstream/s3sign.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "gateway/base/config.h"
+#include "gateway/upstream/upstream.h"
+
+/* Headers the builder adds itself: Host, x-amz-date, x-amz-content-sha256,
+ * x-amz-security-token, Authorization. */
+#define OWN_HEADERS 5
+
+struct gw_s3signer {
+    const struct gw_config *cfg;       /* borrowed; credentials, region, addressing */
+    struct gw_sigv4_keycache *kc;      /* owned; signing keys per day/region/service */
+    char scheme[8];                    /* "http" or "https" */
+    char host[GW_S3SIGN_MAX_HOST + 1]; /* endpoint "host[:port]" */
+};
+
+/* Headers an extra may not name: the builder or the upstream client writes them. */
+static const char *const reserved[] = {
+    "host",       "authorization",        "content-length",
+    "x-amz-date", "x-amz-content-sha256", "x-amz-security-token",
+    NULL,
+};
+
+/* Parses "http[s]://host[:port][/]" of the configuration. */
+static int
+parse_endpoint(const char *endpoint, char *scheme, size_t schemelen, char *host, size_t hostlen,
+               char *errbuf, size_t errlen)
+{
+    const char *rest;
+    if (endpoint == NULL) {
+        (void)snprintf(errbuf, errlen, "upstream.endpoint: missing");
+        return ERR_INVAL;
+    }
+    if (strncmp(endpoint, "http://", 7) == 0) {
+        (void)snprintf(scheme, schemelen, "http");
+        rest = endpoint + 7;
+    } else if (strncmp(endpoint, "https://", 8) == 0) {
+        (void)snprintf(scheme, schemelen, "https");
+        rest = endpoint + 8;
+    } else {
+        (void)snprintf(errbuf, errlen, "upstream.endpoint: must start with http:// or https://");
+        return ERR_INVAL;
+    }
+    size_t n = strcspn(rest, "/?#@");
+    if (n == 0 || n >= hostlen || (rest[n] != '\0' && strcmp(rest + n, "/") != 0)) {
+        (void)snprintf(errbuf, errlen, "upstream.endpoint: expected scheme://host[:port]");
+        return ERR_INVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)rest[i];
+        if (c <= 0x20 || c >= 0x7f) {
+            (void)snprintf(errbuf, errlen, "upstream.endpoint: bad character in host");
+            return ERR_INVAL;
+        }
+    }
+    memcpy(host, rest, n);
+    host[n] = '\0';
+    return 0;
+}
+
+static int
+check_config(const struct gw_config *cfg, char *scheme, size_t schemelen, char *host,
+             size_t hostlen, char *errbuf, size_t errlen)
+{
+    if (cfg == NULL) {
+        (void)snprintf(errbuf, errlen, "no configuration");
+        return ERR_INVAL;
+    }
+    int rc =
+        parse_endpoint(cfg->upstream.endpoint, scheme, schemelen, host, hostlen, errbuf, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    if (cfg->upstream.access_key == NULL || cfg->upstream.access_key[0] == '\0' ||
+        cfg->upstream.secret_key == NULL || cfg->upstream.secret_key[0] == '\0') {
+        (void)snprintf(errbuf, errlen, "upstream: no access key or secret key");
+        return ERR_INVAL;
+    }
+    if (cfg->upstream.region == NULL || cfg->upstream.region[0] == '\0') {
+        (void)snprintf(errbuf, errlen, "upstream.region: missing");
+        return ERR_INVAL;
+    }
+    return 0;
+}
+
+struct gw_s3signer *
+gw_s3signer_new(const struct gw_config *cfg, char *errbuf, size_t errlen)
+{
+    struct gw_s3signer *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    if (check_config(cfg, s->scheme, sizeof(s->scheme), s->host, sizeof(s->host), errbuf, errlen) !=
+        0) {
+        goto fail;
+    }
+    s->kc = gw_sigv4_keycache_new();
+    if (s->kc == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    s->cfg = cfg;
+    return s;
+
+fail:
+    gw_s3signer_free(s);
+    return NULL;
+}
+
+int
+gw_s3signer_set_config(struct gw_s3signer *s, const struct gw_config *cfg)
+{
+    char scheme[sizeof(s->scheme)];
+    char host[sizeof(s->host)];
+    char errbuf[256];
+    if (check_config(cfg, scheme, sizeof(scheme), host, sizeof(host), errbuf, sizeof(errbuf)) !=
+        0) {
+        log_error("keeping the old upstream for signed requests: %s", errbuf);
+        return ERR_INVAL;
+    }
+    memcpy(s->scheme, scheme, sizeof(s->scheme));
+    memcpy(s->host, host, sizeof(s->host));
+    /* The key cache tells entries apart by a hash of the secret: a changed
+     * secret or region simply misses. */
+    s->cfg = cfg;
+    return 0;
+}
+
+void
+gw_s3signer_free(struct gw_s3signer *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    gw_sigv4_keycache_free(s->kc);
+    free(s);
+}
+
+void
+gw_s3msg_init(struct gw_s3msg *m)
+{
+    memset(m, 0, sizeof(*m));
+    buf_init(&m->data, GW_S3SIGN_MAX_BYTES);
+}
+
+void
+gw_s3msg_cleanup(struct gw_s3msg *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    buf_cleanse(&m->data); /* holds the session token, if any */
+    free(m->line_ptrs);
+    free(m->sh);
+    free(m->offs);
+    gw_s3msg_init(m);
+}
+
+/* Drops the contents but keeps the storage. */
+static void
+msg_reset(struct gw_s3msg *m)
+{
+    buf_reset(&m->data);
+    m->url = NULL;
+    m->lines = NULL;
+    m->nlines = 0;
+}
+
+static int
+msg_reserve(struct gw_s3msg *m, size_t n)
+{
+    if (n <= m->slots) {
+        return 0;
+    }
+    const char **lp = calloc(n + 1, sizeof(*lp));
+    struct gw_sigv4_header *sh = calloc(n, sizeof(*sh));
+    size_t *offs = calloc(2 * n, sizeof(*offs));
+    if (lp == NULL || sh == NULL || offs == NULL) {
+        free(lp);
+        free(sh);
+        free(offs);
+        return ERR_NOMEM;
+    }
+    free(m->line_ptrs);
+    free(m->sh);
+    free(m->offs);
+    m->line_ptrs = lp;
+    m->sh = sh;
+    m->offs = offs;
+    m->slots = n;
+    return 0;
+}
+
+/* RFC 9110 5.6.2 token characters. */
+static bool
+is_tchar(unsigned char c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+        return true;
+    }
+    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static bool
+name_ok(const char *name)
+{
+    if (name == NULL || name[0] == '\0' || strlen(name) > 256) {
+        return false;
+    }
+    for (const char *p = name; *p != '\0'; p++) {
+        if (!is_tchar((unsigned char)*p)) {
+            return false;
+        }
+    }
+    for (size_t i = 0; reserved[i] != NULL; i++) {
+        if (strcasecmp(reserved[i], name) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* RFC 9110 5.5: field values are VCHAR, obs-text, SP and HTAB; no CR/LF/NUL. */
+static bool
+value_ok(const char *value)
+{
+    if (value == NULL) {
+        return false;
+    }
+    for (const char *p = value; *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A raw path or query piece: printable ASCII, no space, and none of stop. */
+static bool
+raw_ok(const char *s, const char *stop)
+{
+    for (const char *p = s; *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c <= 0x20 || c >= 0x7f || strchr(stop, c) != NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool
+bucket_ok(const char *b)
+{
+    size_t n = strlen(b);
+    if (n > GW_S3SIGN_MAX_BUCKET) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = b[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int
+check_req(const struct gw_s3sign_req *rq)
+{
+    if (rq == NULL || rq->method == NULL || rq->method[0] == '\0' ||
+        (rq->nextra > 0 && rq->extra == NULL)) {
+        return ERR_INVAL;
+    }
+    for (const char *p = rq->method; *p != '\0'; p++) {
+        if (!is_tchar((unsigned char)*p)) {
+            return ERR_INVAL;
+        }
+    }
+    if ((rq->bucket != NULL && !bucket_ok(rq->bucket)) ||
+        (rq->key != NULL && !raw_ok(rq->key, "?#")) ||
+        (rq->query != NULL && !raw_ok(rq->query, "#"))) {
+        return ERR_INVAL;
+    }
+    if (rq->nextra > GW_S3SIGN_MAX_EXTRA) {
+        return ERR_TOOBIG;
+    }
+    for (size_t i = 0; i < rq->nextra; i++) {
+        if (!name_ok(rq->extra[i].name) || !value_ok(rq->extra[i].value)) {
+            return ERR_INVAL;
+        }
+    }
+    const char *ph = rq->payload_hash;
+    if (ph != NULL && strcmp(ph, GW_SIGV4_UNSIGNED) != 0 &&
+        strcmp(ph, GW_SIGV4_STREAMING_UTRL) != 0) {
+        if (strlen(ph) != GW_SIGV4_HEX_LEN || strspn(ph, "0123456789abcdef") != GW_SIGV4_HEX_LEN) {
+            return ERR_INVAL;
+        }
+    }
+    return 0;
+}
+
+/* Appends "lname\0Name: value\0" and records both offsets as header number *n. */
+static int
+add_header(struct gw_s3msg *m, size_t *n, const char *name, const char *value)
+{
+    size_t lname = m->data.len;
+    size_t nlen = strlen(name);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < nlen; i++) {
+        char c = name[i];
+        c = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+        rc = buf_append(&m->data, &c, 1);
+    }
+    if (rc == 0) {
+        rc = buf_append(&m->data, "", 1);
+    }
+    size_t line = m->data.len;
+    if (rc == 0) {
+        rc = buf_printf(&m->data, "%s: %s", name, value);
+    }
+    if (rc == 0) {
+        rc = buf_append(&m->data, "", 1);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    m->offs[2 * *n] = lname;
+    m->offs[2 * *n + 1] = line;
+    (*n)++;
+    return 0;
+}
+
+static bool
+s3_signed_name(const char *lname)
+{
+    return strncmp(lname, "x-amz-", 6) == 0 || strcmp(lname, "content-md5") == 0 ||
+           strcmp(lname, "content-type") == 0 || strcmp(lname, "content-encoding") == 0 ||
+           strcmp(lname, "host") == 0;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * The sorted, unique ';'-joined SignedHeaders list: the builder's own
+ * headers (0..nown) always, the extras per policy.  names is scratch of n
+ * entries.
+ */
+static int
+signed_list(const struct gw_s3msg *m, size_t n, size_t nown, enum gw_s3sign_policy policy,
+            const char **names, char *out, size_t outlen)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *l = m->sh[i].name;
+        if (i >= nown && policy == GW_S3SIGN_SIGN_S3 && !s3_signed_name(l)) {
+            continue;
+        }
+        names[k++] = l;
+    }
+    qsort(names, k, sizeof(names[0]), cmp_str);
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < k; i++) {
+        if (i > 0 && strcmp(names[i], names[i - 1]) == 0) {
+            continue; /* a repeated header is one canonical line */
+        }
+        int w = snprintf(out + used, outlen - used, "%s%s", used > 0 ? ";" : "", names[i]);
+        if (w < 0 || (size_t)w >= outlen - used) {
+            return ERR_TOOBIG;
+        }
+        used += (size_t)w;
+    }
+    return 0;
+}
+
+/* Points sh[] and line_ptrs[] at the n headers in data (after its last growth). */
+static void
+msg_point(struct gw_s3msg *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *lname = m->data.data + m->offs[2 * i];
+        const char *line = m->data.data + m->offs[2 * i + 1];
+        m->sh[i].name = lname;
+        m->sh[i].value = line + strlen(lname) + 2; /* "Name: " */
+        m->line_ptrs[i] = line;
+    }
+    m->line_ptrs[n] = NULL;
+}
+
+int
+gw_s3signer_sign(struct gw_s3signer *s, const struct gw_s3sign_req *rq, struct gw_s3msg *m)
+{
+    const struct gw_config *cfg = s->cfg;
+    const char **names = NULL;
+    char amz_date[GW_SIGV4_AMZ_DATE_LEN + 1];
+    char *signed_hdrs = NULL;
+    char *authz = NULL;
+    size_t n = 0;
+    struct buf path;
+
+    buf_init(&path, GW_S3SIGN_MAX_BYTES);
+    msg_reset(m);
+    int rc = check_req(rq);
+    if (rc != 0) {
+        goto fail;
+    }
+    const char *bucket = rq->bucket != NULL ? rq->bucket : "";
+    bool virt = cfg->upstream.addressing == GW_ADDR_VIRTUAL && bucket[0] != '\0';
+    const char *payload_hash = rq->payload_hash != NULL ? rq->payload_hash : GW_SIGV4_UNSIGNED;
+    size_t total = OWN_HEADERS + rq->nextra;
+    rc = msg_reserve(m, total);
+    if (rc != 0) {
+        goto fail;
+    }
+    names = calloc(total, sizeof(*names));
+    signed_hdrs = malloc(GW_SIGV4_MAX_SIGNED_HDRS + 1);
+    authz = malloc(GW_SIGV4_MAX_AUTHZ);
+    if (names == NULL || signed_hdrs == NULL || authz == NULL) {
+        rc = ERR_NOMEM;
+        goto fail;
+    }
+
+    /* Path: "/bucket/key" (path style) or "/key" (virtual); S3 keys go on the
+     * path exactly as given (no normalisation: DESIGN.md "One key, one meaning"). */
+    const char *query = rq->query != NULL ? rq->query : "";
+    if (!virt && bucket[0] != '\0') {
+        rc = buf_printf(&path, "/%s", bucket);
+    }
+    if (rc == 0 && rq->key != NULL) {
+        rc = buf_printf(&path, "/%s", rq->key);
+    }
+    if (rc == 0 && path.len == 0) {
+        rc = buf_append_str(&path, "/");
+    }
+    char hostv[GW_S3SIGN_MAX_HOST + GW_S3SIGN_MAX_BUCKET + 2];
+    (void)snprintf(hostv, sizeof(hostv), "%s%s%s", virt ? bucket : "", virt ? "." : "", s->host);
+    /* data: url \0, then "lname\0Name: value\0" per header */
+    if (rc == 0) {
+        rc = buf_printf(&m->data, "%s://%s%s%s%s", s->scheme, hostv, buf_cstr(&path),
+                        query[0] != '\0' ? "?" : "", query);
+    }
+    if (rc == 0) {
+        rc = buf_append(&m->data, "", 1);
+    }
+    if (rc != 0) {
+        goto fail;
+    }
+
+    rc = gw_sigv4_amz_date_format(clock_wall_ms() / 1000, amz_date);
+    if (rc == 0) {
+        rc = add_header(m, &n, "Host", hostv);
+    }
+    if (rc == 0) {
+        rc = add_header(m, &n, "x-amz-date", amz_date);
+    }
+    if (rc == 0) {
+        rc = add_header(m, &n, "x-amz-content-sha256", payload_hash);
+    }
+    if (rc == 0 && cfg->upstream.session_token != NULL && cfg->upstream.session_token[0] != '\0') {
+        rc = add_header(m, &n, "x-amz-security-token", cfg->upstream.session_token);
+    }
+    size_t nown = n;
+    for (size_t i = 0; rc == 0 && i < rq->nextra; i++) {
+        rc = add_header(m, &n, rq->extra[i].name, rq->extra[i].value);
+    }
+    if (rc != 0) {
+        goto fail;
+    }
+    msg_point(m, n);
+    rc = signed_list(m, n, nown, rq->policy, names, signed_hdrs, GW_SIGV4_MAX_SIGNED_HDRS + 1);
+    if (rc != 0) {
+        goto fail;
+    }
+    struct gw_sigv4_creds creds = {
+        .access_key = cfg->upstream.access_key,
+        .secret_key = cfg->upstream.secret_key,
+        .session_token = cfg->upstream.session_token,
+    };
+    struct gw_sigv4_input in = {
+        .method = rq->method,
+        .path = buf_cstr(&path),
+        .query = query,
+        .headers = m->sh,
+        .nheaders = n,
+        .payload_hash = payload_hash,
+    };
+    rc = gw_sigv4_sign(s->kc, &creds, cfg->upstream.region, "s3", amz_date, &in, signed_hdrs, authz,
+                       GW_SIGV4_MAX_AUTHZ);
+    if (rc != 0) {
+        goto fail;
+    }
+    rc = add_header(m, &n, "Authorization", authz);
+    if (rc != 0) {
+        goto fail;
+    }
+    msg_point(m, n); /* data may have moved; it no longer grows */
+    m->url = m->data.data;
+    m->lines = m->line_ptrs;
+    m->nlines = n;
+    rc = 0;
+    goto out;
+
+fail:
+    msg_reset(m);
+out:
+    buf_cleanup(&path);
+    free(names);
+    free(signed_hdrs);
+    free(authz);
+    return rc;
+}
+
+void
+gw_s3msg_xfer_req(const struct gw_s3msg *m, const char *method, int64_t body_length,
+                  struct gw_xfer_req *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->method = method;
+    out->url = m->url;
+    out->headers = m->lines;
+    out->nheaders = m->nlines;
+    out->body_length = body_length;
+}
+
+int
+gw_s3sign_encode(const char *s, bool keep_slash, struct buf *out)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t old = out->len;
+    int rc = 0;
+    for (const char *p = s; rc == 0 && *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                     c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+        if (plain) {
+            rc = buf_append(out, p, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            rc = buf_append(out, e, sizeof(e));
+        }
+    }
+    if (rc != 0 && out->data != NULL) {
+        out->len = old; /* unchanged on failure, as buf_append promises */
+        out->data[old] = '\0';
+    }
+    return rc;
+}

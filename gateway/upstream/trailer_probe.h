@@ -1,0 +1,53 @@
+/*
+ * gateway/upstream/trailer_probe.h: does the upstream take aws-chunked checksum trailers?
+ *
+ * upstream.checksum_trailers "auto" asks the upstream itself, once, at start-up,
+ * in the bucket the gateway already writes to (the s3 election backend's):
+ *
+ *   1. PUT <prefix>~probe/trailers-<random> as STREAMING-UNSIGNED-PAYLOAD-TRAILER
+ *      (Content-Encoding: aws-chunked, x-amz-decoded-content-length,
+ *      x-amz-trailer: x-amz-checksum-crc32), framed by gateway/s3/chunk_enc.h,
+ *      exactly as a forwarded upload would be;
+ *   2. GET it back: the upstream must have stored the payload, not the framing;
+ *   3. DELETE it (best effort).
+ *
+ * Outcomes: 2xx and the payload read back: supported.  A 4xx or 501 to the
+ * PUT (RGW 16 answers 400 XAmzContentSHA256Mismatch), or the framing read
+ * back: not supported, final.  Anything else (no answer, 5xx, 403, a missing
+ * bucket) says nothing: retried with a backoff from 1 s to 5 min, and until an
+ * answer the gateway verifies trailers without forwarding them (safe: nothing
+ * is refused because of the probe).  The result is reported once.
+ *
+ * Event-loop thread only.  The probe borrows the backend: free the backend
+ * (which cancels its requests without callbacks) before the probe.
+ */
+#ifndef GW_TRAILER_PROBE_H
+#define GW_TRAILER_PROBE_H
+
+#include <stdbool.h>
+
+#include "common/err.h"
+
+struct event_base;
+struct elect_backend;
+struct gw_trailer_probe;
+
+/* gw_trailer_probe_done_fn - the answer: the upstream takes checksum trailers or not. */
+typedef void gw_trailer_probe_done_fn(void *arg, bool supported);
+
+/*
+ * gw_trailer_probe_start - probe through an s3 election backend.
+ * [in] base    the loop (retry timer)
+ * [in] be      an s3 backend (gateway/upstream/elect_s3.h); borrowed, see above
+ * [in] prefix  key prefix (the election's); copied
+ * [in] done    called once with the answer (never before this returns)
+ * Returns the probe (owned: gw_trailer_probe_free), or NULL (out of memory).
+ */
+struct gw_trailer_probe *gw_trailer_probe_start(struct event_base *base, struct elect_backend *be,
+                                                const char *prefix, gw_trailer_probe_done_fn *done,
+                                                void *arg);
+
+/* gw_trailer_probe_free - stop retrying and free.  NULL-safe. */
+void gw_trailer_probe_free(struct gw_trailer_probe *p);
+
+#endif

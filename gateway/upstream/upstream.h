@@ -1,0 +1,135 @@
+/*
+ * gateway/upstream/upstream.h: the upstream HTTP(S) client (libcurl multi on libevent).
+ *
+ * One struct gw_upstream per event loop: a CURLM driven by the loop through
+ * CURLMOPT_SOCKETFUNCTION / CURLMOPT_TIMERFUNCTION (curl's hiperfifo pattern,
+ * without its exits).  Connections are reused across transfers.  Each
+ * transfer (struct gw_xfer) streams its request body from a pull callback and
+ * its response body to a push callback, pausing either side on request, so
+ * memory per transfer is bounded whatever the object size.
+ *
+ * Event-loop thread only.  No callback runs before gw_xfer_start returns.
+ * <curl/curl.h> is included only by gateway/upstream*.c (STYLE R1).
+ */
+#ifndef GW_UPSTREAM_H
+#define GW_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+#include "gateway/http/http.h"
+
+struct event_base;
+struct gw_upstream;
+struct gw_xfer;
+
+struct gw_upstream_opts {
+    uint32_t connect_timeout_ms; /* TCP + TLS connect; ERR_TIMEOUT past it */
+    uint32_t timeout_ms;         /* no progress either way for this long: ERR_TIMEOUT (0 = none) */
+    uint32_t max_connections;    /* cap on open connections (0 = libcurl's default) */
+    const char *ca_file;         /* borrowed during gw_upstream_new; NULL = system CAs */
+    bool tls_verify;             /* verify peer certificate and host name */
+};
+
+/* What to send.  Every pointer is borrowed only until gw_xfer_start returns. */
+struct gw_xfer_req {
+    const char *method;         /* sent exactly as given */
+    const char *url;            /* scheme://host[:port]/path?query; the path is sent byte for byte
+                                   (CURLOPT_PATH_AS_IS: no dot-segment squashing) */
+    const char *const *headers; /* "Name: value" strings, NULL-terminated; sent as given, in
+                                   order, and nothing else is added (no Accept, no Expect,
+                                   no Content-Type); a Host header here replaces curl's */
+    size_t nheaders;            /* number of entries in headers (the NULL not counted) */
+    int64_t body_length;        /* -1: no request body; >= 0: a body of exactly this many
+                                   bytes, sent with Content-Length */
+    bool no_reuse;              /* close the connection after this transfer: its answer's
+                                   framing cannot be trusted (RGW answers HEAD ?acl with a
+                                   body; the next answer on that connection would be read
+                                   from the middle of it) */
+};
+
+/* Callbacks for one transfer; arg is the one given to gw_xfer_start. */
+struct gw_xfer_cbs {
+    /*
+     * Pull request-body bytes into dst (at most len).  Return >0 bytes, 0 at
+     * the end of the body, ERR_AGAIN to pause sending (resume with
+     * gw_xfer_resume_send), or another negative ERR_* to abort the transfer
+     * before its last byte (on_done follows with that error).  Required when
+     * body_length >= 0.
+     */
+    ssize_t (*read_body)(void *arg, char *dst, size_t len);
+    /*
+     * The final response head (1xx responses are skipped): status and headers
+     * as received (borrowed for the call).  Return 0, or a negative ERR_* to
+     * abort.  Called once, before any on_body.
+     */
+    int (*on_head)(void *arg, int status, const struct gw_header *headers, size_t n);
+    /*
+     * Response-body bytes (borrowed for the call; always consumed).  Return 0,
+     * ERR_AGAIN to pause receiving after these bytes (resume with
+     * gw_xfer_resume_recv), or another negative ERR_* to abort.
+     */
+    int (*on_body)(void *arg, const char *data, size_t len);
+    /*
+     * The transfer is over: err 0 (complete response received), ERR_UPSTREAM
+     * (connect/protocol failure), ERR_TIMEOUT, or the error a callback
+     * returned.  The xfer is freed right after this returns; never called
+     * after gw_xfer_cancel.
+     */
+    void (*on_done)(void *arg, int err);
+};
+
+/*
+ * gw_upstream_new - a client on base.
+ * Returns the client, or NULL (out of memory or libcurl init failure; logged).
+ */
+struct gw_upstream *gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts);
+
+#define GW_UPSTREAM_DOWN_AFTER   3     /* connect failures in a row: unreachable */
+#define GW_UPSTREAM_DOWN_HOLD_MS 10000 /* for this long after the last of them */
+
+/*
+ * gw_upstream_unreachable - whether the upstream looks unreachable: the last
+ * GW_UPSTREAM_DOWN_AFTER transfers failed to connect (refused, unresolvable,
+ * TLS handshake failed, or timed out before connecting), no transfer got a
+ * response since, and the last failure is younger than
+ * GW_UPSTREAM_DOWN_HOLD_MS.  It clears by itself: at the first transfer that
+ * gets a response, or when no failure came for the hold time (the next
+ * forwarded request tries again).  For /readyz (DESIGN G10).
+ * [out] why  when true: libcurl's text for the last failure, borrowed from
+ *            up, valid until the next transfer ends.
+ */
+bool gw_upstream_unreachable(const struct gw_upstream *up, const char **why);
+
+/* gw_upstream_free - cancel every transfer (no on_done) and free.  NULL-safe. */
+void gw_upstream_free(struct gw_upstream *up);
+
+/*
+ * gw_xfer_start - start a transfer.
+ * [out] out  the transfer handle, valid until on_done returns or gw_xfer_cancel.
+ * Returns 0, ERR_NOMEM, or ERR_INVAL (bad URL or header).  On failure no
+ * callback runs.
+ */
+MUST_USE int gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
+                           const struct gw_xfer_cbs *cbs, void *arg, struct gw_xfer **out);
+
+/* gw_xfer_resume_send - read_body has data again after ERR_AGAIN. */
+void gw_xfer_resume_send(struct gw_xfer *x);
+
+/* gw_xfer_resume_recv - on_body may be called again after ERR_AGAIN. */
+void gw_xfer_resume_recv(struct gw_xfer *x);
+
+/*
+ * gw_xfer_cancel - stop now and free x; no callback runs afterwards.  If the
+ * request body was not completely sent, the connection is closed before its
+ * last byte, so the upstream never sees a complete request.  NULL-safe.
+ */
+void gw_xfer_cancel(struct gw_xfer *x);
+
+/* gw_xfer_body_sent - bytes of request body handed to the connection so far. */
+uint64_t gw_xfer_body_sent(const struct gw_xfer *x);
+
+#endif

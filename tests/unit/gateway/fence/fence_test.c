@@ -1,0 +1,330 @@
+/* Unit tests for gateway/fence/fence.c: admission, G4, the epoch barrier, on a real
+ * LMDB store in a temporary directory and a real event loop. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+
+#include "common/err.h"
+#include "gateway/fence/fence.h"
+#include "store/store.h"
+
+struct env {
+    char dir[64];
+    struct event_base *base;
+    struct store *st;
+    struct event *ev;
+    struct gw_fence *f;
+};
+
+/* One write's view of the fence. */
+struct w {
+    int verdicts;     /* how many verdicts arrived */
+    int err;          /* the verdict */
+    uint64_t current; /* its current token */
+    int cuts;         /* how many cuts */
+    uint64_t cut_current;
+    struct gw_fence_ticket *t;
+};
+
+static void
+on_completion(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)store_dispatch_completions(arg);
+}
+
+static void
+env_open(struct env *e)
+{
+    struct store_opts o;
+    char errbuf[256];
+    store_opts_init(&o);
+    o.data_dir = e->dir;
+    assert_int_equal(store_open(&o, &e->st, errbuf, sizeof(errbuf)), 0);
+    e->ev =
+        event_new(e->base, store_completion_fd(e->st), EV_READ | EV_PERSIST, on_completion, e->st);
+    assert_non_null(e->ev);
+    assert_int_equal(event_add(e->ev, NULL), 0);
+    e->f = gw_fence_new(e->base, e->st);
+    assert_non_null(e->f);
+}
+
+static void
+env_close(struct env *e)
+{
+    gw_fence_free(e->f);
+    event_free(e->ev);
+    store_close(e->st);
+}
+
+static int
+setup(void **state)
+{
+    struct env *e = calloc(1, sizeof(*e));
+    (void)snprintf(e->dir, sizeof(e->dir), "/tmp/fence-test-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    e->base = event_base_new();
+    env_open(e);
+    *state = e;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct env *e = *state;
+    env_close(e);
+    event_base_free(e->base);
+    char cmd[128];
+    (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", e->dir);
+    assert_int_equal(system(cmd), 0);
+    free(e);
+    return 0;
+}
+
+static void
+on_verdict(void *arg, int err, uint64_t current)
+{
+    struct w *w = arg;
+    w->verdicts++;
+    w->err = err;
+    w->current = current;
+    if (err != 0) {
+        w->t = NULL; /* freed by the fence */
+    }
+}
+
+static void
+on_cut(void *arg, int err, uint64_t current)
+{
+    struct w *w = arg;
+    (void)err;
+    w->cuts++;
+    w->cut_current = current;
+    w->t = NULL;
+}
+
+static void
+admit(struct env *e, const char *lock, uint64_t token, struct w *w)
+{
+    struct gw_fence_claim c = {.fenced = true, .token = token};
+    (void)snprintf(c.lock, sizeof(c.lock), "%s", lock);
+    memset(w, 0, sizeof(*w));
+    assert_int_equal(gw_fence_admit(e->f, &c, "req", "tester", on_verdict, on_cut, w, &w->t), 0);
+    assert_int_equal(w->verdicts, 0); /* never before the call returns */
+}
+
+/* Runs the loop until cond holds (bounded). */
+#define RUN_UNTIL(e, cond)                                                                         \
+    do {                                                                                           \
+        for (int i_ = 0; i_ < 2000 && !(cond); i_++) {                                             \
+            (void)event_base_loop((e)->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);                       \
+            usleep(500);                                                                           \
+        }                                                                                          \
+        assert_true(cond);                                                                         \
+    } while (0)
+
+static void
+grant(struct env *e, const char *lock, uint64_t epoch)
+{
+    assert_int_equal(store_elect_advance_sync(e->st, lock, epoch, NULL), 0);
+}
+
+static void
+test_not_granted_and_stale(void **state)
+{
+    struct env *e = *state;
+    struct w a, b, c;
+    admit(e, "orders", 7, &a); /* nothing granted yet: G4 refuses */
+    RUN_UNTIL(e, a.verdicts == 1);
+    assert_int_equal(a.err, ERR_DENIED);
+
+    grant(e, "orders", 3);
+    admit(e, "orders", 3, &b);
+    RUN_UNTIL(e, b.verdicts == 1);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(b.current, 3);
+    uint64_t cur = 0;
+    assert_int_equal(gw_fence_current(e->f, "orders", &cur), 0);
+    assert_int_equal(cur, 3);
+    gw_fence_ticket_release(b.t);
+
+    admit(e, "orders", 2, &c); /* lower than the highest: stale */
+    RUN_UNTIL(e, c.verdicts == 1);
+    assert_int_equal(c.err, ERR_FENCED);
+    assert_int_equal(c.current, 3);
+
+    admit(e, "orders", 4, &c); /* above the latest granted epoch: refused, fence unmoved */
+    RUN_UNTIL(e, c.verdicts == 1);
+    assert_int_equal(c.err, ERR_DENIED);
+    assert_int_equal(gw_fence_current(e->f, "orders", &cur), 0);
+    assert_int_equal(cur, 3);
+}
+
+static int lookups;
+
+static void
+lookup_done_later(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    void **pair = arg;
+    gw_fence_granted_done_fn *done = (gw_fence_granted_done_fn *)(uintptr_t)pair[0];
+    done(pair[1], 0, (uintptr_t)pair[2] != 0);
+    free(pair);
+}
+
+/* A G4 lookup hook that grants only epoch 10. */
+static int
+lookup(void *arg, const char *lock, uint64_t epoch, gw_fence_granted_done_fn *done, void *done_arg)
+{
+    struct env *e = arg;
+    (void)lock;
+    lookups++;
+    void **pair = calloc(3, sizeof(void *));
+    pair[0] = (void *)(uintptr_t)done;
+    pair[1] = done_arg;
+    pair[2] = (void *)(uintptr_t)(epoch == 10);
+    static const struct timeval now = {0, 0};
+    return event_base_once(e->base, -1, EV_TIMEOUT, lookup_done_later, pair, &now);
+}
+
+static void
+test_lookup_hook(void **state)
+{
+    struct env *e = *state;
+    struct w a, b;
+    gw_fence_set_lookup(e->f, lookup, e);
+    lookups = 0;
+    admit(e, "l", 9, &a);
+    RUN_UNTIL(e, a.verdicts == 1);
+    assert_int_equal(a.err, ERR_DENIED);
+    admit(e, "l", 10, &b);
+    RUN_UNTIL(e, b.verdicts == 1);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(lookups, 2);
+    gw_fence_ticket_release(b.t);
+}
+
+static void
+test_barrier_cuts_unsent_older_writes(void **state)
+{
+    struct env *e = *state;
+    struct w old_unsent, old_sent, newer;
+    grant(e, "b", 2);
+    admit(e, "b", 1, &old_unsent);
+    admit(e, "b", 1, &old_sent);
+    RUN_UNTIL(e, old_unsent.verdicts == 1 && old_sent.verdicts == 1);
+    assert_int_equal(old_unsent.err, 0);
+    assert_int_equal(old_sent.err, 0);
+    gw_fence_ticket_sent(old_sent.t);
+
+    admit(e, "b", 2, &newer);
+    /* the unsent epoch-1 write is cut as soon as epoch 2 is durable */
+    RUN_UNTIL(e, old_unsent.cuts == 1);
+    assert_int_equal(old_unsent.cut_current, 2);
+    /* the completely sent one is awaited: epoch 2 is not admitted yet */
+    for (int i = 0; i < 50; i++) {
+        (void)event_base_loop(e->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        usleep(1000);
+    }
+    assert_int_equal(newer.verdicts, 0);
+    assert_int_equal(old_sent.cuts, 0);
+    gw_fence_ticket_release(old_sent.t); /* it ended at S3 */
+    RUN_UNTIL(e, newer.verdicts == 1);
+    assert_int_equal(newer.err, 0);
+    gw_fence_ticket_release(newer.t);
+}
+
+static void
+test_release_while_waiting(void **state)
+{
+    struct env *e = *state;
+    struct w a;
+    grant(e, "c", 1);
+    admit(e, "c", 1, &a);
+    gw_fence_ticket_release(a.t); /* the client left before the verdict */
+    for (int i = 0; i < 50; i++) {
+        (void)event_base_loop(e->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        usleep(1000);
+    }
+    assert_int_equal(a.verdicts, 0);
+    uint64_t cur = 0;
+    assert_int_equal(gw_fence_current(e->f, "c", &cur), 0);
+    assert_true(cur <= 1);
+}
+
+static void
+test_highest_survives_reopen(void **state)
+{
+    struct env *e = *state;
+    struct w a, b;
+    grant(e, "d", 5);
+    admit(e, "d", 5, &a);
+    RUN_UNTIL(e, a.verdicts == 1);
+    assert_int_equal(a.err, 0);
+    gw_fence_ticket_release(a.t);
+    env_close(e);
+    env_open(e);
+    admit(e, "d", 4, &b);
+    RUN_UNTIL(e, b.verdicts == 1);
+    assert_int_equal(b.err, ERR_FENCED);
+    assert_int_equal(b.current, 5);
+}
+
+static bool
+all_decided(const struct w *ws, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ws[i].verdicts == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void
+test_many_concurrent_advances_leave_the_largest(void **state)
+{
+    struct env *e = *state;
+    struct w ws[16];
+    grant(e, "m", 16);
+    for (int i = 0; i < 16; i++) {
+        admit(e, "m", (uint64_t)(i % 2 == 0 ? 16 - i : i + 1), &ws[i]);
+    }
+    RUN_UNTIL(e, all_decided(ws, 16));
+    uint64_t cur = 0;
+    assert_int_equal(gw_fence_current(e->f, "m", &cur), 0);
+    assert_int_equal(cur, 16);
+    for (int i = 0; i < 16; i++) {
+        if (ws[i].err == 0 && ws[i].cuts == 0) {
+            assert_int_equal(ws[i].current, 16); /* only the highest epoch is ever admitted last */
+            gw_fence_ticket_release(ws[i].t);
+        }
+    }
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_not_granted_and_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_barrier_cuts_unsent_older_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_while_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_highest_survives_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_concurrent_advances_leave_the_largest, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests_name("fence", tests, NULL, NULL);
+}

@@ -1,0 +1,154 @@
+/*
+ * tests/unit/gateway/proxy/proxy_test.c: gateway/proxy/proxy.c's answers when a request
+ * cannot be forwarded.  A gw_server from http_harness.h hands each request to
+ * gw_proxy_forward_body with a gw_auth the test chooses; the upstream is never
+ * reached.  A failure of one of the gateway's own steps (here: the signer
+ * refusing the payload hash it was given) must be 500 InternalError, counted
+ * and logged (DESIGN G8); a genuine client error stays 4xx.
+ */
+#include "tests/unit/gateway/http_harness.h"
+
+#include "gateway/base/metrics.h"
+#include "gateway/proxy/auth.h"
+#include "gateway/proxy/proxy.h"
+#include "gateway/s3/s3req.h"
+#include "gateway/upstream/upstream.h"
+
+static struct gw_proxy *px;
+static struct gw_upstream *up;
+static struct gw_auth pauth; /* what the next request is forwarded with */
+static char endpoint[] = "http://127.0.0.1:9";
+static char region[] = "us-east-1";
+static char akey[] = "AKIDEXAMPLE";
+static char skey[] = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+
+/* gw_request_fn */
+static void
+on_proxy_request(struct gw_req *req, void *arg)
+{
+    (void)arg;
+    th.requests++;
+    struct gw_s3req s3;
+    memset(&s3, 0, sizeof(s3));
+    gw_proxy_forward_body(px, req, &s3, &pauth, NULL, "", 0);
+}
+
+static int
+px_setup(void **state)
+{
+    (void)state;
+    memset(&th, 0, sizeof(th));
+    buf_init(&th.body, 1024);
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.nlisten = 1;
+    cfg.listen[0].host = host;
+    cfg.limits.max_header_bytes = 4096;
+    cfg.limits.max_headers = 20;
+    cfg.limits.max_url_bytes = 256;
+    cfg.limits.buffer_bytes = 8192;
+    cfg.upstream.endpoint = endpoint;
+    cfg.upstream.region = region;
+    cfg.upstream.access_key = akey;
+    cfg.upstream.secret_key = skey;
+    base = event_base_new();
+    assert_non_null(base);
+    char err[256];
+    srv = gw_server_new(base, &cfg, on_proxy_request, NULL, err, sizeof(err));
+    assert_non_null(srv);
+    struct gw_upstream_opts o = {.connect_timeout_ms = 1000, .timeout_ms = 1000};
+    up = gw_upstream_new(base, &o);
+    assert_non_null(up);
+    px = gw_proxy_new(&cfg, up, err, sizeof(err));
+    assert_non_null(px);
+    memset(&pauth, 0, sizeof(pauth));
+    return 0;
+}
+
+static int
+px_teardown(void **state)
+{
+    gw_proxy_free(px);
+    gw_upstream_free(up);
+    return teardown(state);
+}
+
+/* One request; returns the status and checks the S3 <Code>. */
+static int
+ask(const char *raw, const char *code)
+{
+    struct client cl;
+    cl_open(&cl);
+    cl_sends(&cl, raw);
+    struct resp r;
+    (void)wait_resp(&cl, 0, false, &r, 3000);
+    char want[128];
+    (void)snprintf(want, sizeof(want), "<Code>%s</Code>", code != NULL ? code : "");
+    if (code != NULL && strstr(buf_cstr(&r.body), want) == NULL) {
+        fail_msg("status %d, body %s; wanted %s", r.status, buf_cstr(&r.body), code);
+    }
+    int status = r.status;
+    resp_cleanup(&r);
+    cl_close(&cl);
+    return status;
+}
+
+/* The signer refuses what the gateway handed it: our failure, 500, never 400. */
+static void
+test_own_signing_failure_is_500(void **state)
+{
+    (void)state;
+    pauth.payload = GW_PAYLOAD_SHA256;
+    (void)snprintf(pauth.sha256, sizeof(pauth.sha256), "%s", "not-a-hash");
+    uint64_t internal = gw_metrics.internal_errors;
+    uint64_t r5xx = gw_metrics.responses_5xx;
+    uint64_t r4xx = gw_metrics.responses_4xx;
+    assert_int_equal(ask("GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n", "InternalError"), 500);
+    assert_int_equal(th.requests, 1);
+    assert_int_equal(gw_metrics.internal_errors, internal + 1);
+    assert_int_equal(gw_metrics.responses_5xx, r5xx + 1);
+    assert_int_equal(gw_metrics.responses_4xx, r4xx);
+}
+
+/* A request the client got wrong is still the client's 4xx. */
+static void
+test_client_error_stays_4xx(void **state)
+{
+    (void)state;
+    pauth.payload = GW_PAYLOAD_CHUNKED_SIGNED;
+    uint64_t internal = gw_metrics.internal_errors;
+    assert_int_equal(ask("PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                         "Content-Encoding: a\r\nContent-Encoding: b\r\nContent-Encoding: c\r\n"
+                         "Content-Encoding: d\r\nContent-Encoding: e\r\n\r\n",
+                         "InvalidRequest"),
+                     400);
+    assert_int_equal(gw_metrics.internal_errors, internal);
+}
+
+/* Every response is counted once where it is sent, the server's own refusals
+ * included (a 505 never reaches the router). */
+static void
+test_every_status_counted_once(void **state)
+{
+    (void)state;
+    uint64_t r4xx = gw_metrics.responses_4xx;
+    uint64_t r5xx = gw_metrics.responses_5xx;
+    assert_int_equal(ask("GET /b/k HTTP/2.0\r\nHost: x\r\n\r\n", "HTTPVersionNotSupported"), 505);
+    assert_int_equal(gw_metrics.responses_5xx, r5xx + 1);
+    assert_int_equal(ask("GET /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+                         "Content-Length: 2\r\n\r\n",
+                         NULL),
+                     400);
+    assert_int_equal(gw_metrics.responses_4xx, r4xx + 1);
+    assert_int_equal(gw_metrics.responses_5xx, r5xx + 1);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_own_signing_failure_is_500, px_setup, px_teardown),
+        cmocka_unit_test_setup_teardown(test_client_error_stays_4xx, px_setup, px_teardown),
+        cmocka_unit_test_setup_teardown(test_every_status_counted_once, px_setup, px_teardown),
+    };
+    return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
+}
