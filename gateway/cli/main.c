@@ -4,9 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/cli/audit.h"
-#include "gateway/cli/lock.h"
-#include "gateway/cli/serve.h"
+#include "gateway/cli/cli.h"
 
 #ifndef FENCEGATE_VERSION
 #define FENCEGATE_VERSION "0.1.0-dev"

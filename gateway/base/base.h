@@ -1,0 +1,24 @@
+/*
+ * gateway/base/base.h: the room every other gateway room stands on.
+ *
+ * What all rooms read, kept under them so the map stays one-way (make
+ * check-deps): it includes nothing of the gateway but itself.
+ *
+ *   config.h / config.c         the configuration: model (struct gw_config),
+ *                               loading from JSON, defaults, cross-key rules
+ *   config_check.h / .c         name validators, secrets from the environment
+ *                               or a file, listen addresses
+ *   json_table.h / .c           declarative JSON key tables the loader walks
+ *                               (unknown keys and wrong types refused, by path)
+ *   metrics.h / metrics.c       the process counters and their Prometheus text
+ *
+ * A new configuration key goes in config.c (and the README's table); a new
+ * counter in metrics.h and metrics.c.
+ */
+#ifndef GW_BASE_H
+#define GW_BASE_H
+
+#include "gateway/base/config.h"
+#include "gateway/base/metrics.h"
+
+#endif
