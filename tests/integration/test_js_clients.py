@@ -17,8 +17,8 @@ import pytest
 
 from clients_record import record
 from test_auth import AK, SK, rgw_keys
-from test_sigv2 import acquire
-from test_windows import LOCK, fence_rule, wait_ready
+from test_sigv2 import acquire, worker_gateway
+from test_windows import LOCK
 
 REPO = Path(__file__).resolve().parents[2]
 JS_SRC = REPO / "tests" / "js"
@@ -46,12 +46,7 @@ def jsdir():
 
 @pytest.fixture
 def jsgw(gateway, tmp_path, bucket):
-    gw = gateway({"principals": [{"name": "worker", "access_key": AK, "secret_key": SK}],
-                  "election": {"backend": "dir", "path": str(tmp_path / "locks"),
-                               "min_lease_ms": 200},
-                  "fences": fence_rule(bucket)})
-    wait_ready(gw)
-    return gw
+    return worker_gateway(gateway, tmp_path, bucket)
 
 
 def run_js(jsdir, script, gw, bucket):

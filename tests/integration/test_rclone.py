@@ -12,8 +12,8 @@ import pytest
 
 from clients_record import record
 from test_auth import AK, SK, rgw_keys
-from test_sigv2 import acquire
-from test_windows import LOCK, body_at_rgw, fence_rule, wait_ready
+from test_sigv2 import acquire, worker_gateway
+from test_windows import LOCK, body_at_rgw
 
 pytestmark = pytest.mark.skipif(shutil.which("rclone") is None, reason="rclone not installed")
 MiB = 1024 * 1024
@@ -21,12 +21,7 @@ MiB = 1024 * 1024
 
 @pytest.fixture
 def rgw_gw(gateway, tmp_path, bucket):
-    gw = gateway({"principals": [{"name": "worker", "access_key": AK, "secret_key": SK}],
-                  "election": {"backend": "dir", "path": str(tmp_path / "locks"),
-                               "min_lease_ms": 200},
-                  "fences": fence_rule(bucket)})
-    wait_ready(gw)
-    return gw
+    return worker_gateway(gateway, tmp_path, bucket)
 
 
 def rclone(gw, tmp_path, *args, sk=SK, input=None):

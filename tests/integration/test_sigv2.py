@@ -19,7 +19,9 @@ from test_windows import LOCK, fence_rule, wait_ready
 MiB = 1024 * 1024
 
 
-def sigv2_gateway(gateway, tmp_path, bucket, sigv2=True):
+def worker_gateway(gateway, tmp_path, bucket, sigv2=True):
+    """A gateway with the principal `worker` (AK/SK), the dir election and a
+    fence rule on bucket (also used by the JS and rclone client tests)."""
     gw = gateway({"principals": [{"name": "worker", "access_key": AK, "secret_key": SK}],
                   "auth": {"sigv2": sigv2},
                   "election": {"backend": "dir", "path": str(tmp_path / "locks"),
@@ -31,7 +33,7 @@ def sigv2_gateway(gateway, tmp_path, bucket, sigv2=True):
 
 @pytest.fixture
 def v2gw(gateway, tmp_path, bucket):
-    return sigv2_gateway(gateway, tmp_path, bucket)
+    return worker_gateway(gateway, tmp_path, bucket)
 
 
 def v2_client(gw, sk=SK):
@@ -143,7 +145,7 @@ def test_expired_and_wrong_secret_refused(v2gw, rgw, bucket):
 
 
 def test_sigv2_disabled(gateway, tmp_path, rgw, bucket):
-    gw = sigv2_gateway(gateway, tmp_path, bucket, sigv2=False)
+    gw = worker_gateway(gateway, tmp_path, bucket, sigv2=False)
     with pytest.raises(ClientError) as e:
         v2_client(gw).put_object(Bucket=bucket, Key="v2/off", Body=b"x")
     assert e.value.response["Error"]["Code"] == "InvalidRequest"
