@@ -22,7 +22,8 @@
  *                    body, whether the fake upstream received it)
  *   pl_metric(name)  a counter read from GET /metrics
  *   pl_audit_kind()  the audit record of pl_last's request, from the JSON API
- *   pl_acquire()     a token from the JSON election API
+ *   pl_acquire()     a token from the JSON election API (pl_release)
+ *   pl_fence_token() a lock's token in the fence table, from the JSON API
  *
  * Include this header once, first, from a *_test.c only (it includes .c
  * files: http_harness.h's note).
@@ -515,6 +516,32 @@ pl_release(const char *lock, uint64_t token, const char *lid)
     if (st != 200) {
         fail_msg("release %s: %d %s", lock, st, buf_cstr(&pl_last.body));
     }
+}
+
+/* The token of lock in the fence table (GET /_fencegate/v1/fences, as the worker); 0 if none. */
+static uint64_t
+pl_fence_token(const char *lock)
+{
+    struct pl_last saved = pl_last;
+    buf_init(&pl_last.body, 1 << 20);
+    assert_int_equal(pl_ask(PL_WORKER, "GET", "/_fencegate/v1/fences", NULL, ""), 200);
+    json_error_t jerr;
+    json_t *doc = json_loads(buf_cstr(&pl_last.body), 0, &jerr);
+    assert_non_null(doc);
+    uint64_t token = 0;
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(doc, "fences"), i, f)
+    {
+        const char *l = json_string_value(json_object_get(f, "lock"));
+        if (l != NULL && strcmp(l, lock) == 0) {
+            token = (uint64_t)json_integer_value(json_object_get(f, "token"));
+        }
+    }
+    json_decref(doc);
+    buf_cleanup(&pl_last.body);
+    pl_last = saved;
+    return token;
 }
 
 /* Whether the head the fake upstream received last has a header line starting with line. */

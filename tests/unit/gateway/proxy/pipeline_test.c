@@ -93,9 +93,7 @@ test_api_grant_then_write(void **state)
     assert_true(pl_upstream_has(want));
     assert_int_equal(pl_up.cl, 5);
     assert_true(pl_upstream_has("Content-Length: 5"));
-    /* the fence table shows the lock's token */
-    assert_int_equal(pl_ask(PL_WORKER, "GET", "/_fencegate/v1/fences", NULL, ""), 200);
-    assert_non_null(strstr(buf_cstr(&pl_last.body), "\"orders\""));
+    assert_int_equal(pl_fence_token("orders"), t); /* the fence table has it */
 }
 
 /* ---- authentication ---- */
@@ -104,15 +102,20 @@ static void
 test_auth_good_signature_passes(void **state)
 {
     (void)state;
+    uint64_t writes = pl_metric("writes");
     assert_int_equal(pl_ask(PL_WORKER, "PUT", "/data/free/k", NULL, "abc"), 200);
     pl_expect(200, NULL, true);
     assert_memory_equal(pl_up.head, "PUT /data/free/k HTTP/1.1\r\n", 27);
+    assert_true(pl_upstream_has("Authorization: AWS4-HMAC-SHA256 Credential=" PL_UP_AK "/"));
+    assert_int_equal(pl_up.cl, 3);
+    assert_int_equal(pl_metric("writes"), writes + 1);
 }
 
 static void
 test_auth_wrong_signature_refused(void **state)
 {
     (void)state;
+    uint64_t r4xx = pl_metric("responses_4xx");
     pl_ask_f(PL_WORKER, PL_BAD_SIG, "GET", "/data/free/k", NULL, "");
     pl_expect(403, "SignatureDoesNotMatch", false);
     pl_ask_f(PL_WORKER, PL_BAD_SIG, "PUT", "/data/free/k", NULL, "abc");
@@ -122,6 +125,7 @@ test_auth_wrong_signature_refused(void **state)
              "{\"holder\":\"w1\"}");
     pl_expect(403, "SignatureDoesNotMatch", false);
     assert_int_equal(pl_up.requests, 0);
+    assert_int_equal(pl_metric("responses_4xx"), r4xx + 3);
 }
 
 static void
@@ -177,11 +181,13 @@ test_fence_stale_token(void **state)
     uint64_t t1 = pl_acquire("orders", "w1", lid, sizeof(lid));
     assert_int_equal(put_fenced(t1), 200);
     pl_expect(200, NULL, true);
+    assert_int_equal(pl_fence_token("orders"), t1);
     pl_release("orders", t1, lid);
     uint64_t t2 = pl_acquire("orders", "w2", lid, sizeof(lid));
     assert_true(t2 > t1);
     assert_int_equal(put_fenced(t2), 200); /* the higher token advances the fence */
     pl_expect(200, NULL, true);
+    assert_int_equal(pl_fence_token("orders"), t2);
     uint64_t rejections = pl_metric("fence_rejections");
     int before = pl_up.requests;
     put_fenced(t1);
@@ -194,6 +200,7 @@ test_fence_stale_token(void **state)
     assert_int_equal(token, t1);
     assert_int_equal(pl_metric("fence_rejections"), rejections + 1);
     assert_int_equal(pl_up.requests, before);
+    assert_int_equal(pl_fence_token("orders"), t2);
     /* the current token still passes */
     assert_int_equal(put_fenced(t2), 200);
 }
