@@ -68,6 +68,7 @@
 #define PL_BAD_SIG   1    /* pl_ask flag: one hex digit of the signature changed */
 
 struct pl_last {
+    char what[256]; /* "METHOD target" */
     int status;
     char code[64];       /* <Code> of an S3 error, "" if none */
     char request_id[64]; /* x-amz-request-id */
@@ -359,6 +360,7 @@ pl_ask_f(const char *who, int flags, const char *method, const char *target, con
     }
     assert_int_equal(buf_printf(&raw, "\r\n%s", body), 0);
     int before = pl_up.requests;
+    (void)snprintf(pl_last.what, sizeof(pl_last.what), "%s %s", method, target);
     struct resp r;
     pl_send_raw(raw.data, raw.len, &r);
     buf_cleanup(&raw);
@@ -390,10 +392,10 @@ pl_ask(const char *who, const char *method, const char *target, const char *head
         const char *want_code_ = (code_) != NULL ? (const char *)(code_) : "";                     \
         if (pl_last.status != (st_) || strcmp(pl_last.code, want_code_) != 0 ||                    \
             pl_last.reached != (reached_)) {                                                       \
-            fail_msg("got %d <%s> upstream %s; wanted %d <%s> upstream %s; body %s",               \
-                     pl_last.status, pl_last.code, pl_last.reached ? "reached" : "untouched",      \
-                     (st_), want_code_, (reached_) ? "reached" : "untouched",                      \
-                     buf_cstr(&pl_last.body));                                                     \
+            fail_msg("%s: got %d <%s> upstream %s; wanted %d <%s> upstream %s; body %s",           \
+                     pl_last.what, pl_last.status, pl_last.code,                                   \
+                     pl_last.reached ? "reached" : "untouched", (st_), want_code_,                 \
+                     (reached_) ? "reached" : "untouched", buf_cstr(&pl_last.body));               \
         }                                                                                          \
     } while (0)
 

@@ -23,8 +23,8 @@ expect_audited(const char *kind, const char *lock)
     char got_lock[160];
     const char *got = pl_audit_kind(pl_last.request_id, got_lock, sizeof(got_lock), NULL);
     if (strcmp(got, kind) != 0 || strcmp(got_lock, lock) != 0) {
-        fail_msg("request %s audited as <%s> lock <%s>; wanted <%s> lock <%s>", pl_last.request_id,
-                 got, got_lock, kind, lock);
+        fail_msg("%s (request %s) audited as <%s> lock <%s>; wanted <%s> lock <%s>", pl_last.what,
+                 pl_last.request_id, got, got_lock, kind, lock);
     }
 }
 
@@ -267,12 +267,17 @@ test_classifier_refusals(void **state)
 {
     (void)state;
     refused("POST", "/data?delete&uploads", NULL, "<Delete/>", 400, "InvalidRequest");
+    refused("PUT", "/data/free/k?tagging&acl", NULL, "<Tagging/>", 400, "InvalidRequest");
+    refused("PUT", "/data?policy&uploads", NULL, "{}", 400, "InvalidRequest");
     refused("PATCH", "/data/free/k", NULL, "x", 405, "MethodNotAllowed");
     refused("COPY", "/data/free/k", "Destination: /data/orders/x\r\n", "", 405, "MethodNotAllowed");
     refused("POST", "/data/free/k", "Content-Type: multipart/form-data; boundary=zz\r\n",
             "--zz--\r\n", 501, "NotImplemented");
     refused("POST", "/data", "Content-Type: multipart/form-data; boundary=zz\r\n", "--zz--\r\n",
             501, "NotImplemented");
+    /* a CreateMultipartUpload, but for its content type */
+    refused("POST", "/data/free/k?uploads", "Content-Type: multipart/form-data; boundary=zz\r\n",
+            "--zz--\r\n", 501, "NotImplemented");
     refused("PUT", "/data/free/k", "X-HTTP-Method-Override: DELETE\r\n", "x", 400,
             "InvalidRequest");
     refused("PUT", "/data/free/k?mdsearch", NULL, "x", 400, "InvalidArgument");
