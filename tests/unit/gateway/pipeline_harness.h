@@ -90,9 +90,9 @@ static const char pl_config_fmt[] =
     "\"secret_key\":\"" PL_UP_SK "\",\"checksum_trailers\":\"verify\"},"
     "\"principals\":["
     "{\"name\":\"worker\",\"access_key\":\"" PL_WORKER "\",\"secret_key\":\"" PL_WORKER_SK "\","
-    "\"buckets\":[\"data\",\"_fencegate\"],\"locks\":[\"orders\"]},"
+    "\"buckets\":[\"data\"],\"locks\":[\"orders\"]},"
     "{\"name\":\"other\",\"access_key\":\"" PL_OTHER "\",\"secret_key\":\"" PL_OTHER_SK "\","
-    "\"buckets\":[\"data\",\"_fencegate\"],\"locks\":[\"billing\"]}],"
+    "\"buckets\":[\"data\"],\"locks\":[\"billing\"]}],"
     "\"election\":{\"backend\":\"dir\",\"path\":\"%s/election\"},"
     "\"fences\":[{\"bucket\":\"data\",\"prefix\":\"orders/\",\"lock\":\"orders\"}],"
     "\"fencing\":{\"commit_margin_ms\":20,\"complete_margin_ms\":20%s}}";
