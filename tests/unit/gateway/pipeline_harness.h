@@ -7,7 +7,9 @@
  * `dir` backend, in the same directory) are wired as `fencegate serve` wires
  * them (gateway/cli/serve.c is #included for its open_store, open_election
  * and serve_cleanup), in front of the fake upstream of upstream_harness.h,
- * which records the head of the last request it received.  Requests are
+ * which records the head of the last request it received and answers
+ * 200 (with pl_up.xml as its body when set: an S3 answer such as
+ * CreateMultipartUpload's).  Requests are
  * written byte for byte by the raw client of http_harness.h; signed ones are
  * signed with AWS Signature Version 4 by gateway/upstream/s3sign.h with a
  * principal's keys, as an S3 client would sign them.

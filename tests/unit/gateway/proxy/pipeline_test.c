@@ -325,6 +325,87 @@ test_delete_objects_fenced(void **state)
     expect_audited("refused", "orders");
 }
 
+/* ---- multipart uploads under epochs (gateway/proxy/upload.c) ---- */
+
+static const char initiated[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<InitiateMultipartUploadResult "
+    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>data</Bucket><Key>orders/big</Key>"
+    "<UploadId>u1</UploadId></InitiateMultipartUploadResult>";
+
+/* Under lock orders: t1 creates upload u1 (the token on CreateMultipartUpload only) and
+ * sends a tokenless part, claimed with t1; then t2 takes the lock.  Returns t1. */
+static uint64_t
+upload_then_advance(uint64_t *t2)
+{
+    uint64_t t1 = pl_acquire("orders", "w1", lid, sizeof(lid));
+    char h[64];
+    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)t1);
+    pl_up.xml = initiated;
+    pl_ask(PL_WORKER, "POST", "/data/orders/big?uploads", h, "");
+    pl_expect(200, NULL, true);
+    pl_up.xml = NULL;
+    assert_memory_equal(pl_up.head, "POST /data/orders/big?uploads HTTP/1.1\r\n", 40);
+    pl_ask(PL_WORKER, "PUT", "/data/orders/big?partNumber=1&uploadId=u1", NULL, "part1");
+    pl_expect(200, NULL, true);
+    pl_release("orders", t1, lid);
+    *t2 = pl_acquire("orders", "w2", lid, sizeof(lid)); /* the fence learns t2 at the grant */
+    return t1;
+}
+
+/* A zombie's upload stays its epoch's: its parts are stale, with or without a token. */
+static void
+test_upload_parts_of_older_epoch_refused(void **state)
+{
+    (void)state;
+    pl_stop();
+    pl_start(",\"abort_stale_uploads\":false");
+    uint64_t t2;
+    uint64_t t1 = upload_then_advance(&t2);
+    assert_int_equal(put_fenced(t2), 200);
+    uint64_t rejections = pl_metric("fence_rejections");
+    pl_ask(PL_WORKER, "PUT", "/data/orders/big?partNumber=2&uploadId=u1", NULL, "part2");
+    pl_expect(409, "StaleFencingToken", false);
+    uint64_t token = 0;
+    assert_string_equal(pl_audit_kind(pl_last.request_id, NULL, 0, &token), "stale");
+    assert_int_equal(token, t1);
+    /* the new leader may not complete it either */
+    char h[64];
+    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)t2);
+    pl_ask(PL_WORKER, "POST", "/data/orders/big?uploadId=u1", h,
+           "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag></Part>"
+           "</CompleteMultipartUpload>");
+    pl_expect(409, "StaleFencingToken", false);
+    assert_true(pl_metric("fence_rejections") >= rejections + 2);
+}
+
+/* When the lock advances, the older epoch's upload is aborted at the upstream. */
+static void
+test_upload_of_older_epoch_aborted(void **state)
+{
+    (void)state;
+    uint64_t t2;
+    (void)upload_then_advance(&t2);
+    static const char abort_line[] = "DELETE /data/orders/big?uploadId=u1 HTTP/1.1\r\n";
+    uint64_t end = now_ms() + 3000;
+    while (strncmp(pl_up.head, abort_line, strlen(abort_line)) != 0 && now_ms() < end) {
+        pump_ms(NULL, 5);
+    }
+    assert_memory_equal(pl_up.head, abort_line, strlen(abort_line));
+    assert_true(pl_upstream_has("Authorization: AWS4-HMAC-SHA256 Credential=" PL_UP_AK "/"));
+    /* once the abort's answer is in (and the store has forgotten it) a tokenless part into
+     * it names no epoch; until then it is still the old epoch's */
+    end = now_ms() + 3000;
+    for (;;) {
+        pl_ask(PL_WORKER, "PUT", "/data/orders/big?partNumber=2&uploadId=u1", NULL, "part2");
+        if (pl_last.status != 409 || now_ms() > end) {
+            break;
+        }
+        pl_expect(409, "StaleFencingToken", false);
+        pump_ms(NULL, 10);
+    }
+    pl_expect(428, "MissingFencingToken", false);
+}
+
 int
 main(void)
 {
@@ -343,6 +424,8 @@ main(void)
         T(test_fence_unfenced_writes_refused),
         T(test_classifier_refusals),
         T(test_delete_objects_fenced),
+        T(test_upload_parts_of_older_epoch_refused),
+        T(test_upload_of_older_epoch_aborted),
 #undef T
     };
     return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
