@@ -68,6 +68,7 @@
 #define PL_UP_SK     "upstream-secret-0123456789abcdef"
 #define PL_ANONYMOUS NULL /* pl_ask's "who" for an unsigned request */
 #define PL_BAD_SIG   1    /* pl_ask flag: one hex digit of the signature changed */
+#define PL_BAD_BODY  2    /* pl_ask flag: the body's last byte changed after signing */
 
 struct pl_last {
     char what[256]; /* "METHOD target" */
@@ -333,7 +334,8 @@ pl_xml_value(const char *text, const char *tag, char *out, size_t outlen)
 
 /*
  * pl_ask - one request on a new connection.  who: a principal's access key
- * (signed with its secret; PL_BAD_SIG in flags spoils the signature), or
+ * (signed with its secret; PL_BAD_SIG in flags spoils the signature,
+ * PL_BAD_BODY the body after its hash was signed), or
  * PL_ANONYMOUS; headers: "Name: value\r\n" lines (X-Fencing-Token is not
  * signed, as rclone sends it); body: sent with a Content-Length, "" for none.
  * Returns the status; pl_last holds the rest.
@@ -361,6 +363,9 @@ pl_ask_f(const char *who, int flags, const char *method, const char *target, con
         assert_int_equal(buf_printf(&raw, "Content-Length: %zu\r\n", strlen(body)), 0);
     }
     assert_int_equal(buf_printf(&raw, "\r\n%s", body), 0);
+    if ((flags & PL_BAD_BODY) && body[0] != '\0') {
+        raw.data[raw.len - 1] ^= 1;
+    }
     int before = pl_up.requests;
     (void)snprintf(pl_last.what, sizeof(pl_last.what), "%s %s", method, target);
     struct resp r;

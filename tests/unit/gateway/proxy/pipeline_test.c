@@ -16,6 +16,9 @@
 
 static char lid[128]; /* the lease id of the last pl_acquire */
 
+static const char delete_doc[] = "<Delete><Object><Key>orders/a</Key></Object>"
+                                 "<Object><Key>orders/b</Key></Object></Delete>";
+
 /* The audit record of the last request is of kind, under lock. */
 static void
 expect_audited(const char *kind, const char *lock)
@@ -126,6 +129,19 @@ test_auth_wrong_signature_refused(void **state)
     pl_expect(403, "SignatureDoesNotMatch", false);
     assert_int_equal(pl_up.requests, 0);
     assert_int_equal(pl_metric("responses_4xx"), r4xx + 3);
+}
+
+/* A body that does not match its signed hash never completes upstream (body.c holds the
+ * last byte until the hash matches). */
+static void
+test_auth_tampered_body_never_completes(void **state)
+{
+    (void)state;
+    pl_ask_f(PL_WORKER, PL_BAD_BODY, "PUT", "/data/free/k", NULL, "hello, world");
+    pl_expect(400, "XAmzContentSHA256Mismatch", false);
+    pl_ask_f(PL_WORKER, PL_BAD_BODY, "POST", "/data?delete", NULL, delete_doc);
+    pl_expect(400, "XAmzContentSHA256Mismatch", false);
+    assert_int_equal(pl_up.requests, 0);
 }
 
 static void
@@ -287,9 +303,6 @@ test_classifier_refusals(void **state)
 
 /* ---- DeleteObjects ---- */
 
-static const char delete_doc[] = "<Delete><Object><Key>orders/a</Key></Object>"
-                                 "<Object><Key>orders/b</Key></Object></Delete>";
-
 static int
 delete_objects(uint64_t token)
 {
@@ -416,6 +429,7 @@ main(void)
         T(test_api_grant_then_write),
         T(test_auth_good_signature_passes),
         T(test_auth_wrong_signature_refused),
+        T(test_auth_tampered_body_never_completes),
         T(test_auth_unknown_key_or_none_refused),
         T(test_principal_bounds),
         T(test_fence_stale_token),
