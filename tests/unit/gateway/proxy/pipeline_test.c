@@ -12,12 +12,19 @@
  */
 #include "tests/unit/gateway/pipeline_harness.h"
 
-#define TOKEN_HDR(t) "X-Fencing-Token: " #t "\r\n"
-
 static char lid[128]; /* the lease id of the last pl_acquire */
 
 static const char delete_doc[] = "<Delete><Object><Key>orders/a</Key></Object>"
                                  "<Object><Key>orders/b</Key></Object></Delete>";
+
+/* "X-Fencing-Token: t\r\n" (a static buffer: for the next pl_ask). */
+static const char *
+token_hdr(uint64_t t)
+{
+    static char h[64];
+    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)t);
+    return h;
+}
 
 /* The audit record of the last request is of kind, under lock. */
 static void
@@ -35,8 +42,7 @@ expect_audited(const char *kind, const char *lock)
 static int
 put_fenced(uint64_t token)
 {
-    char h[64];
-    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)token);
+    const char *h = token_hdr(token);
     return pl_ask(PL_WORKER, "PUT", "/data/orders/x", h, "hello");
 }
 
@@ -164,8 +170,7 @@ test_principal_bounds(void **state)
     (void)state;
     uint64_t t = pl_acquire("orders", "w1", lid, sizeof(lid));
     uint64_t refusals = pl_metric("classify_refusals");
-    char h[64];
-    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)t);
+    const char *h = token_hdr(t);
     pl_ask(PL_OTHER, "PUT", "/data/orders/x", h, "zz");
     pl_expect(403, "AccessDenied", false);
     expect_audited("refused", "orders");
@@ -306,8 +311,7 @@ test_classifier_refusals(void **state)
 static int
 delete_objects(uint64_t token)
 {
-    char h[64];
-    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)token);
+    const char *h = token_hdr(token);
     return pl_ask(PL_WORKER, "POST", "/data?delete", h, delete_doc);
 }
 
@@ -331,7 +335,7 @@ test_delete_objects_fenced(void **state)
     assert_int_equal(pl_up.cl, strlen(delete_doc));
     assert_false(has_ci(pl_up.head, "x-fencing-token"));
     /* a key outside the principal's locks refuses the whole request */
-    pl_ask(PL_OTHER, "POST", "/data?delete", TOKEN_HDR(1),
+    pl_ask(PL_OTHER, "POST", "/data?delete", token_hdr(1),
            "<Delete><Object><Key>free/a</Key></Object><Object><Key>orders/b</Key></Object>"
            "</Delete>");
     pl_expect(403, "AccessDenied", false);
@@ -351,8 +355,7 @@ static uint64_t
 upload_then_advance(uint64_t *t2)
 {
     uint64_t t1 = pl_acquire("orders", "w1", lid, sizeof(lid));
-    char h[64];
-    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)t1);
+    const char *h = token_hdr(t1);
     pl_up.xml = initiated;
     pl_ask(PL_WORKER, "POST", "/data/orders/big?uploads", h, "");
     pl_expect(200, NULL, true);
@@ -382,8 +385,7 @@ test_upload_parts_of_older_epoch_refused(void **state)
     assert_string_equal(pl_audit_kind(pl_last.request_id, NULL, 0, &token), "stale");
     assert_int_equal(token, t1);
     /* the new leader may not complete it either */
-    char h[64];
-    (void)snprintf(h, sizeof(h), "X-Fencing-Token: %llu\r\n", (unsigned long long)t2);
+    const char *h = token_hdr(t2);
     pl_ask(PL_WORKER, "POST", "/data/orders/big?uploadId=u1", h,
            "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag></Part>"
            "</CompleteMultipartUpload>");
