@@ -96,6 +96,7 @@ struct srv {
     LIST_HEAD(sconn_list, sconn) conns;
     enum srv_mode mode;
     uint64_t resp_len;
+    const char *xml;   /* M_OK: if set, the body is this text instead (an S3 answer) */
     int accepts;       /* TCP connections accepted */
     int requests;      /* complete requests (head and whole body) */
     int closed;        /* connections the client closed */
@@ -170,6 +171,14 @@ srv_respond(struct sconn *c, bool head_req)
         c->chunked = true;
         break;
     case M_OK:
+        if (s->xml != NULL) {
+            evbuffer_add_printf(out,
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n"
+                                "Content-Length: %zu\r\n\r\n%s",
+                                strlen(s->xml), head_req ? "" : s->xml);
+            return;
+        }
+        /* fall through */
     case M_CONTINUE:
     default:
         evbuffer_add_printf(out,
