@@ -8,8 +8,14 @@
  * SIGHUP handler calls, once), each of them must sign with the new access
  * key; a user that kept a signer of its own would still send the old one.
  *
+ * Also the calls' contract: the request body goes as given, a 2xx body goes
+ * to on_body, an error document's Code to on_done, never before the start
+ * returns; free and cancel run no callback.
+ *
  * A fake upstream on 127.0.0.1, on the test's event loop, records the
- * credential of every request it gets and answers 200 with an ETag.  The
+ * credential and body of every request it gets and answers 200 with an ETag
+ * (a key with "err" in it: 412 with an S3 error document; "body": 200 with a
+ * body; "silent": nothing).  The
  * proxy runs behind an in-process gw_server (http_harness.h); the upload
  * bookkeeping over a real store in a temporary directory.
  */
@@ -44,6 +50,7 @@ static struct {
     int n;                    /* requests seen */
     char line[MAX_SEEN][256]; /* their request lines */
     char cred[MAX_SEEN][64];  /* the access key of their Credential= */
+    char body[MAX_SEEN][64];  /* the start of their bodies */
 } fk;
 
 /* The access key in "...Credential=AK/date/..." of head, into out. */
@@ -93,14 +100,32 @@ fk_on_read(struct bufferevent *bev, void *arg)
             free(head);
             return;
         }
-        assert_int_equal(evbuffer_drain(in, hl + cl), 0);
+        size_t keep = cl < sizeof(fk.body[0]) - 1 ? cl : sizeof(fk.body[0]) - 1;
+        assert_int_equal(evbuffer_drain(in, hl), 0);
+        assert_int_equal(evbuffer_remove(in, fk.body[fk.n], keep), (int)keep);
+        fk.body[fk.n][keep] = '\0';
+        assert_int_equal(evbuffer_drain(in, cl - keep), 0);
         assert_true(fk.n < MAX_SEEN);
         (void)snprintf(fk.line[fk.n], sizeof(fk.line[0]), "%.*s", (int)strcspn(head, "\r"), head);
         credential_of(head, fk.cred[fk.n], sizeof(fk.cred[0]));
         fk.n++;
+        const char *line = fk.line[fk.n - 1];
+        struct evbuffer *out = bufferevent_get_output(bev);
+        if (strstr(line, "silent") != NULL) {
+            /* never answered */
+        } else if (strstr(line, "err") != NULL) {
+            static const char doc[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error>"
+                                      "<Code>PreconditionFailed</Code></Error>";
+            evbuffer_add_printf(out,
+                                "HTTP/1.1 412 Precondition Failed\r\nContent-Length: %zu\r\n\r\n%s",
+                                sizeof(doc) - 1, doc);
+        } else if (strstr(line, "body") != NULL) {
+            evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+        } else {
+            evbuffer_add_printf(
+                out, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nETag: \"0123abcd\"\r\n\r\n");
+        }
         free(head);
-        evbuffer_add_printf(bufferevent_get_output(bev),
-                            "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nETag: \"0123abcd\"\r\n\r\n");
     }
 }
 
@@ -381,6 +406,116 @@ test_bad_reload_keeps_the_old_signer(void **state)
     assert_string_equal(via_election(), ak1);
 }
 
+/* ---- the calls' contract ---- */
+
+struct seen {
+    bool in_start; /* gw_s3client_start is running */
+    int done;      /* on_done calls */
+    int err;       /* its err */
+    int status;    /* its status */
+    char code[64]; /* its code, "" for NULL */
+    char body[64]; /* what on_body got */
+};
+
+static int
+on_call_body(void *arg, const char *data, size_t len)
+{
+    struct seen *s = arg;
+    size_t have = strlen(s->body);
+    assert_true(have + len < sizeof(s->body));
+    memcpy(s->body + have, data, len);
+    s->body[have + len] = '\0';
+    return 0;
+}
+
+static void
+on_call_done(void *arg, int err, int status, const char *code)
+{
+    struct seen *s = arg;
+    assert_false(s->in_start);
+    s->done++;
+    s->err = err;
+    s->status = status;
+    (void)snprintf(s->code, sizeof(s->code), "%s", code != NULL ? code : "");
+}
+
+static const struct gw_s3client_cbs seen_cbs = {.on_body = on_call_body, .on_done = on_call_done};
+
+static void
+call(struct seen *s, const struct gw_s3client_call *c, struct gw_s3client_op **op)
+{
+    memset(s, 0, sizeof(*s));
+    s->in_start = true;
+    assert_int_equal(gw_s3client_start(s3c, c, &seen_cbs, s, op), 0);
+    s->in_start = false;
+}
+
+static void
+test_calls(void **state)
+{
+    (void)state;
+    struct seen s;
+    /* A PUT: the body goes as given, with its SHA-256 signed; 2xx. */
+    char body[] = "lock file";
+    const struct gw_s3client_call put = {.method = "PUT",
+                                         .bucket = "b",
+                                         .key = "a key/x",
+                                         .body = body,
+                                         .body_len = 9,
+                                         .has_body = true};
+    call(&s, &put, NULL);
+    body[0] = 'X'; /* copied at the start */
+    run_until(&s.done);
+    assert_int_equal(s.err, 0);
+    assert_int_equal(s.status, 200);
+    assert_string_equal(s.code, "");
+    assert_string_equal(fk.line[fk.n - 1], "PUT /b/a%20key/x HTTP/1.1");
+    assert_string_equal(fk.body[fk.n - 1], "lock file");
+    /* A 2xx body goes to on_body. */
+    const struct gw_s3client_call get = {.method = "GET", .bucket = "b", .key = "body"};
+    call(&s, &get, NULL);
+    run_until(&s.done);
+    assert_int_equal(s.status, 200);
+    assert_string_equal(s.body, "hello");
+    /* An error document: its Code to on_done, nothing to on_body. */
+    const struct gw_s3client_call bad = {.method = "GET", .bucket = "b", .key = "err"};
+    call(&s, &bad, NULL);
+    run_until(&s.done);
+    assert_int_equal(s.err, 0);
+    assert_int_equal(s.status, 412);
+    assert_string_equal(s.code, "PreconditionFailed");
+    assert_string_equal(s.body, "");
+    /* Refused at the start: no callback, nothing pending. */
+    const struct gw_s3client_call nobucket = {.method = "GET", .bucket = "", .key = "k"};
+    assert_int_equal(gw_s3client_start(s3c, &nobucket, &seen_cbs, &s, NULL), ERR_INVAL);
+    const struct gw_s3client_call badkey = {.method = "GET", .bucket = "b/c", .key = "k"};
+    assert_int_equal(gw_s3client_start(s3c, &badkey, &seen_cbs, &s, NULL), ERR_INVAL);
+    char err[128];
+    struct gw_s3client *signing_only = gw_s3client_new(NULL, &cfg, err, sizeof(err));
+    assert_non_null(signing_only);
+    assert_int_equal(gw_s3client_start(signing_only, &get, &seen_cbs, &s, NULL), ERR_INVAL);
+    gw_s3client_free(signing_only);
+    assert_int_equal(gw_s3client_pending(s3c), 0);
+    /* Cancelled, or still pending at free: no callback. */
+    struct gw_s3client_op *op = NULL;
+    const struct gw_s3client_call silent = {.method = "GET", .bucket = "b", .key = "silent"};
+    call(&s, &silent, &op);
+    struct seen s2;
+    call(&s2, &silent, NULL);
+    assert_int_equal(gw_s3client_pending(s3c), 2);
+    gw_s3client_cancel(op);
+    assert_int_equal(gw_s3client_pending(s3c), 1);
+    for (int i = 0; i < 50; i++) {
+        (void)event_base_loop(base, EVLOOP_NONBLOCK);
+    }
+    gw_s3client_free(s3c);
+    s3c = NULL;
+    for (int i = 0; i < 50; i++) {
+        (void)event_base_loop(base, EVLOOP_NONBLOCK);
+    }
+    assert_int_equal(s.done + s2.done, 0);
+}
+
 int
 main(void)
 {
@@ -388,6 +523,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_reload_reaches_every_user, rl_setup, rl_teardown),
         cmocka_unit_test_setup_teardown(test_bad_reload_keeps_the_old_signer, rl_setup,
                                         rl_teardown),
+        cmocka_unit_test_setup_teardown(test_calls, rl_setup, rl_teardown),
     };
     return cmocka_run_group_tests_name("s3client_reload", tests, NULL, NULL);
 }
