@@ -101,6 +101,11 @@ gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, struct gw_s3cl
     px->cfg = cfg;
     px->up = up;
     px->s3c = s3c;
+    if (s3c == NULL) {
+        (void)snprintf(errbuf, errlen, "no upstream signer");
+        gw_proxy_free(px);
+        return NULL;
+    }
     return px;
 }
 

@@ -35,7 +35,7 @@ struct gw_upstream;
  * reloaded by its owner).
  * [in] cfg, up, s3c  borrowed; must outlive the proxy (cfg may be swapped
  *                    with gw_proxy_set_config).
- * Returns the proxy, or NULL with errbuf filled (no memory).
+ * Returns the proxy, or NULL with errbuf filled (no memory, no s3c).
  */
 struct gw_proxy *gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up,
                               struct gw_s3client *s3c, char *errbuf, size_t errlen);

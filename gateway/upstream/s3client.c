@@ -37,6 +37,8 @@ struct gw_s3client_op {
 
 LIST_HEAD(s3client_ops, gw_s3client_op);
 
+static void op_free(struct gw_s3client_op *op);
+
 struct gw_s3client {
     struct gw_upstream *up;              /* borrowed; NULL: signing only */
     const struct gw_config *cfg;         /* borrowed; credentials, region, addressing */
@@ -168,8 +170,11 @@ gw_s3client_free(struct gw_s3client *s)
     if (s == NULL) {
         return;
     }
-    while (!LIST_EMPTY(&s->ops)) {
-        gw_s3client_cancel(LIST_FIRST(&s->ops));
+    struct gw_s3client_op *op;
+    while ((op = LIST_FIRST(&s->ops)) != NULL) {
+        LIST_REMOVE(op, link);
+        gw_xfer_cancel(op->x); /* no callback follows */
+        op_free(op);
     }
     gw_sigv4_keycache_free(s->kc);
     free(s);
