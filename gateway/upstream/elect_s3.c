@@ -14,7 +14,6 @@
 #include "common/date.h"
 #include "common/log.h"
 #include "common/num.h"
-#include "gateway/base/config.h"
 #include "gateway/http/http.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"

@@ -121,63 +121,63 @@ check_config(const struct gw_config *cfg, char *scheme, size_t schemelen, char *
 struct gw_s3client *
 gw_s3client_new(struct gw_upstream *up, const struct gw_config *cfg, char *errbuf, size_t errlen)
 {
-    struct gw_s3client *s = calloc(1, sizeof(*s));
-    if (s == NULL) {
+    struct gw_s3client *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
         return NULL;
     }
-    LIST_INIT(&s->ops);
-    s->up = up;
-    if (check_config(cfg, s->scheme, sizeof(s->scheme), s->host, sizeof(s->host), errbuf, errlen) !=
+    LIST_INIT(&c->ops);
+    c->up = up;
+    if (check_config(cfg, c->scheme, sizeof(c->scheme), c->host, sizeof(c->host), errbuf, errlen) !=
         0) {
         goto fail;
     }
-    s->kc = gw_sigv4_keycache_new();
-    if (s->kc == NULL) {
+    c->kc = gw_sigv4_keycache_new();
+    if (c->kc == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
-    s->cfg = cfg;
-    return s;
+    c->cfg = cfg;
+    return c;
 
 fail:
-    gw_s3client_free(s);
+    gw_s3client_free(c);
     return NULL;
 }
 
 int
-gw_s3client_set_config(struct gw_s3client *s, const struct gw_config *cfg)
+gw_s3client_set_config(struct gw_s3client *c, const struct gw_config *cfg)
 {
-    char scheme[sizeof(s->scheme)];
-    char host[sizeof(s->host)];
+    char scheme[sizeof(c->scheme)];
+    char host[sizeof(c->host)];
     char errbuf[256];
     if (check_config(cfg, scheme, sizeof(scheme), host, sizeof(host), errbuf, sizeof(errbuf)) !=
         0) {
         log_error("keeping the old upstream for signed requests: %s", errbuf);
         return ERR_INVAL;
     }
-    memcpy(s->scheme, scheme, sizeof(s->scheme));
-    memcpy(s->host, host, sizeof(s->host));
+    memcpy(c->scheme, scheme, sizeof(c->scheme));
+    memcpy(c->host, host, sizeof(c->host));
     /* The key cache tells entries apart by a hash of the secret: a changed
      * secret or region simply misses. */
-    s->cfg = cfg;
+    c->cfg = cfg;
     return 0;
 }
 
 void
-gw_s3client_free(struct gw_s3client *s)
+gw_s3client_free(struct gw_s3client *c)
 {
-    if (s == NULL) {
+    if (c == NULL) {
         return;
     }
     struct gw_s3client_op *op;
-    while ((op = LIST_FIRST(&s->ops)) != NULL) {
+    while ((op = LIST_FIRST(&c->ops)) != NULL) {
         LIST_REMOVE(op, link);
         gw_xfer_cancel(op->x); /* no callback follows */
         op_free(op);
     }
-    gw_sigv4_keycache_free(s->kc);
-    free(s);
+    gw_sigv4_keycache_free(c->kc);
+    free(c);
 }
 
 void
@@ -438,10 +438,10 @@ msg_point(struct gw_s3client_msg *m, size_t n)
 }
 
 int
-gw_s3client_sign(struct gw_s3client *s, const struct gw_s3client_sign_req *rq,
+gw_s3client_sign(struct gw_s3client *c, const struct gw_s3client_sign_req *rq,
                  struct gw_s3client_msg *m)
 {
-    const struct gw_config *cfg = s->cfg;
+    const struct gw_config *cfg = c->cfg;
     const char **names = NULL;
     char amz_date[GW_SIGV4_AMZ_DATE_LEN + 1];
     char *signed_hdrs = NULL;
@@ -484,10 +484,10 @@ gw_s3client_sign(struct gw_s3client *s, const struct gw_s3client_sign_req *rq,
         rc = buf_append_str(&path, "/");
     }
     char hostv[GW_S3CLIENT_MAX_HOST + GW_S3CLIENT_MAX_BUCKET + 2];
-    (void)snprintf(hostv, sizeof(hostv), "%s%s%s", virt ? bucket : "", virt ? "." : "", s->host);
+    (void)snprintf(hostv, sizeof(hostv), "%s%s%s", virt ? bucket : "", virt ? "." : "", c->host);
     /* data: url \0, then "lname\0Name: value\0" per header */
     if (rc == 0) {
-        rc = buf_printf(&m->data, "%s://%s%s%s%s", s->scheme, hostv, buf_cstr(&path),
+        rc = buf_printf(&m->data, "%s://%s%s%s%s", c->scheme, hostv, buf_cstr(&path),
                         query[0] != '\0' ? "?" : "", query);
     }
     if (rc == 0) {
@@ -535,7 +535,7 @@ gw_s3client_sign(struct gw_s3client *s, const struct gw_s3client_sign_req *rq,
         .nheaders = n,
         .payload_hash = payload_hash,
     };
-    rc = gw_sigv4_sign(s->kc, &creds, cfg->upstream.region, "s3", amz_date, &in, signed_hdrs, authz,
+    rc = gw_sigv4_sign(c->kc, &creds, cfg->upstream.region, "s3", amz_date, &in, signed_hdrs, authz,
                        GW_SIGV4_MAX_AUTHZ);
     if (rc != 0) {
         goto fail;

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "gateway/base/config.h"
 #include "gateway/upstream/elect_s3.c"
 #include "gateway/upstream/upstream.h"
 

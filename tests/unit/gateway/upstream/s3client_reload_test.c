@@ -47,10 +47,11 @@
 static struct {
     struct evconnlistener *lis;
     uint16_t port;
-    int n;                    /* requests seen */
-    char line[MAX_SEEN][256]; /* their request lines */
-    char cred[MAX_SEEN][64];  /* the access key of their Credential= */
-    char body[MAX_SEEN][64];  /* the start of their bodies */
+    int n;                               /* requests seen */
+    char line[MAX_SEEN][256];            /* their request lines */
+    char cred[MAX_SEEN][64];             /* the access key of their Credential= */
+    char body[MAX_SEEN][64];             /* the start of their bodies */
+    struct bufferevent *conns[MAX_SEEN]; /* open connections (NULL: closed) */
 } fk;
 
 /* The access key in "...Credential=AK/date/..." of head, into out. */
@@ -134,6 +135,9 @@ fk_on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)arg;
     if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) != 0) {
+        for (size_t i = 0; i < MAX_SEEN; i++) {
+            fk.conns[i] = fk.conns[i] == bev ? NULL : fk.conns[i];
+        }
         bufferevent_free(bev);
     }
 }
@@ -150,6 +154,12 @@ fk_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa
     struct bufferevent *bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
     assert_non_null(bev);
     bufferevent_setcb(bev, fk_on_read, NULL, fk_on_event, NULL);
+    size_t slot = 0;
+    while (slot < MAX_SEEN && fk.conns[slot] != NULL) {
+        slot++;
+    }
+    assert_true(slot < MAX_SEEN);
+    fk.conns[slot] = bev;
     assert_int_equal(bufferevent_enable(bev, EV_READ), 0);
 }
 
@@ -274,6 +284,11 @@ rl_teardown(void **state)
     gw_s3client_free(s3c);
     gw_upstream_free(up);
     evconnlistener_free(fk.lis);
+    for (size_t i = 0; i < MAX_SEEN; i++) {
+        if (fk.conns[i] != NULL) {
+            bufferevent_free(fk.conns[i]);
+        }
+    }
     char cmd[128];
     (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", data_dir);
     assert_int_equal(system(cmd), 0);
