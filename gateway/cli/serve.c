@@ -21,6 +21,7 @@
 #include "gateway/s3/sigv4.h"
 #include "gateway/upstream/bucket_probe.h"
 #include "gateway/upstream/elect_s3.h"
+#include "gateway/upstream/s3client.h"
 #include "gateway/upstream/trailer_probe.h"
 #include "gateway/upstream/upstream.h"
 #include "store/store.h"
@@ -35,6 +36,7 @@ struct serve {
     struct gw_config *old[SERVE_MAX_OLD_CONFIGS]; /* owned; replaced, freed at exit */
     size_t nold;
     struct gw_upstream *up;           /* owned */
+    struct gw_s3client *s3c;          /* owned; the one signer and internal S3 client */
     struct gw_proxy *proxy;           /* owned */
     struct gw_server *srv;            /* owned */
     struct gw_router router;          /* embedded */
@@ -45,7 +47,6 @@ struct serve {
     struct gw_upload *uploads;        /* owned; multipart uploads under epochs */
     struct gw_bucket_probe *probe;    /* owned; CreateBucket of an existing bucket */
     struct elect *elect;              /* owned; NULL without an "election" section */
-    struct elect_backend *elect_s3;   /* borrowed from elect: the s3 backend, or NULL */
     struct gw_trailer_probe *trprobe; /* owned; the checksum-trailer probe, or NULL */
     bool trailers_probed;             /* the probe answered ... */
     bool trailers_supported;          /* ... this */
@@ -111,6 +112,16 @@ on_trailers_probed(void *arg, bool supported)
     apply_trailers(s, s->cfg);
 }
 
+/* The bucket the trailer probe writes in: the s3 election's, else the first fence rule's. */
+static const char *
+probe_bucket(const struct gw_config *cfg)
+{
+    if (cfg->election.backend == GW_ELECT_S3) {
+        return cfg->election.bucket;
+    }
+    return cfg->nfences > 0 ? cfg->fences[0].bucket : NULL;
+}
+
 /* Sets up what upstream.checksum_trailers says: the start-up probe for "auto". */
 static int
 start_trailers(struct serve *s)
@@ -123,12 +134,14 @@ start_trailers(struct serve *s)
     } else if (cfg->upstream.checksum_trailers == GW_TRAILERS_VERIFY) {
         log_info("client checksum trailers are verified here, not forwarded "
                  "(upstream.checksum_trailers: verify)");
-    } else if (s->elect_s3 == NULL) {
+    } else if (probe_bucket(cfg) == NULL) {
         log_info("client checksum trailers are verified here, not forwarded: "
                  "upstream.checksum_trailers \"auto\" probes the upstream in the s3 election "
-                 "bucket, and there is none (set \"forward\" for an upstream that takes them)");
+                 "bucket or a fenced bucket, and there is none (set \"forward\" for an upstream "
+                 "that takes them)");
     } else {
-        s->trprobe = gw_trailer_probe_start(s->base, s->elect_s3, cfg->election.prefix,
+        const char *prefix = cfg->election.prefix != NULL ? cfg->election.prefix : "fencegate/";
+        s->trprobe = gw_trailer_probe_start(s->base, s->s3c, probe_bucket(cfg), prefix,
                                             on_trailers_probed, s);
         if (s->trprobe == NULL) {
             log_error("out of memory");
@@ -158,14 +171,12 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
     gw_server_set_config(s->srv, cfg);
     gw_proxy_set_config(s->proxy, cfg);
-    if (s->probe != NULL && gw_bucket_probe_set_config(s->probe, cfg) != 0) {
-        log_warn("buckets keep being probed with the previous upstream settings");
+    if (s->uploads != NULL) {
+        gw_upload_set_config(s->uploads, cfg);
     }
-    if (s->uploads != NULL && gw_upload_set_config(s->uploads, cfg) != 0) {
-        log_warn("stale uploads keep being aborted with the previous upstream settings");
-    }
-    if (s->elect_s3 != NULL && gw_elect_s3_set_config(s->elect_s3, cfg) != 0) {
-        log_warn("the election keeps signing with the previous upstream settings");
+    /* The one signer: forwarded requests, the election, aborts and probes alike. */
+    if (gw_s3client_set_config(s->s3c, cfg) != 0) {
+        log_warn("requests to the upstream keep being signed with the previous upstream settings");
     }
     apply_trailers(s, cfg);
     (void)log_set_level(cfg->log_level);
@@ -284,11 +295,10 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
             return rc;
         }
     } else {
-        be = gw_elect_s3_new(s->up, cfg, cfg->election.bucket, errbuf, errlen);
+        be = gw_elect_s3_new(s->s3c, cfg->election.bucket, errbuf, errlen);
         if (be == NULL) {
             return ERR_INVAL;
         }
-        s->elect_s3 = be;
     }
     struct elect_opts o;
     elect_opts_init(&o);
@@ -334,14 +344,15 @@ static void
 serve_cleanup(struct serve *s)
 {
     gw_server_free(s->srv);
-    elect_free(s->elect);              /* before the upstream: the s3 backend uses it */
-    gw_trailer_probe_free(s->trprobe); /* after the backend: its requests are cancelled */
+    elect_free(s->elect);              /* before the S3 client: the s3 backend uses it */
+    gw_trailer_probe_free(s->trprobe); /* before the S3 client: cancels its calls */
     gw_proxy_free(s->proxy);
     if (s->fence != NULL) {
         gw_fence_set_uploads(s->fence, NULL); /* the last store callbacks abort nothing */
     }
-    gw_upload_free(s->uploads); /* before the upstream: cancels its aborts */
+    gw_upload_free(s->uploads); /* before the S3 client: cancels its aborts */
     gw_bucket_probe_free(s->probe);
+    gw_s3client_free(s->s3c); /* after its users, before the upstream */
     gw_upstream_free(s->up);
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
@@ -403,7 +414,12 @@ gw_cmd_serve(int argc, char **argv)
         log_error("cannot create the upstream client");
         goto out;
     }
-    s.proxy = gw_proxy_new(s.cfg, s.up, errbuf, sizeof(errbuf));
+    s.s3c = gw_s3client_new(s.up, s.cfg, errbuf, sizeof(errbuf));
+    if (s.s3c == NULL) {
+        log_error("%s", errbuf);
+        goto out;
+    }
+    s.proxy = gw_proxy_new(s.cfg, s.up, s.s3c, errbuf, sizeof(errbuf));
     if (s.proxy == NULL) {
         log_error("%s", errbuf);
         goto out;
@@ -424,15 +440,15 @@ gw_cmd_serve(int argc, char **argv)
     if (start_trailers(&s) != 0) {
         goto out;
     }
-    s.uploads = gw_upload_new(s.store, s.up, s.cfg, errbuf, sizeof(errbuf));
+    s.uploads = gw_upload_new(s.store, s.s3c, s.cfg);
     if (s.uploads == NULL) {
-        log_error("%s", errbuf);
+        log_error("out of memory");
         goto out;
     }
     gw_fence_set_uploads(s.fence, s.uploads);
-    s.probe = gw_bucket_probe_new(s.up, s.cfg, errbuf, sizeof(errbuf));
+    s.probe = gw_bucket_probe_new(s.s3c);
     if (s.probe == NULL) {
-        log_error("bucket probe: %s", errbuf);
+        log_error("out of memory");
         goto out;
     }
     s.router.probe = s.probe;

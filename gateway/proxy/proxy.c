@@ -26,7 +26,7 @@
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3sign.h"
+#include "gateway/upstream/s3client.h"
 #include "gateway/upstream/upstream.h"
 #include "store/store.h"
 
@@ -40,7 +40,7 @@ struct preq;
 struct gw_proxy {
     const struct gw_config *cfg; /* borrowed; in force for new requests */
     struct gw_upstream *up;      /* borrowed */
-    struct gw_s3signer *signer;  /* owned; addressing and SigV4 for the upstream */
+    struct gw_s3client *s3c;     /* borrowed; the one signer: addressing, SigV4, reload */
     bool trailers;               /* the upstream takes aws-chunked checksum trailers */
     /* owned; fenced writes running on without their client (on_abort) */
     TAILQ_HEAD(preq_list, preq) detached;
@@ -68,14 +68,15 @@ struct preq {
     char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
     uint64_t token;                   /* fenced write: the admitted token */
     char principal[64];               /* fenced write: for the audit */
-    struct gw_s3xml *tap;     /* owned; fenced Create/Complete: the answer parsed on its way */
-    char *query;              /* owned; fenced Create/Complete/Abort: the raw query, for
-                                 gw_upload_response (also once the client is gone) */
-    int status;               /* the upstream's status */
-    bool held;                /* fenced: the body's last byte is held for a write window */
-    char held_byte;           /* ... that byte */
-    bool start_pending;       /* fenced, body-less: the head waits for a write window */
-    struct gw_s3msg msg;      /* the signed upstream request until its transfer starts */
+    struct gw_s3xml *tap; /* owned; fenced Create/Complete: the answer parsed on its way */
+    char *query;          /* owned; fenced Create/Complete/Abort: the raw query, for
+                             gw_upload_response (also once the client is gone) */
+    int status;           /* the upstream's status */
+    bool held;            /* fenced: the body's last byte is held for a write window */
+    char held_byte;       /* ... that byte */
+    bool start_pending;   /* fenced, body-less: the head waits for a write window */
+    /* the signed upstream request until its transfer starts */
+    struct gw_s3client_msg msg;
     const char *method;       /* the client's method (borrowed from req) */
     int64_t up_length;        /* the upstream body length, -1 for none */
     bool is_write;            /* for the metrics */
@@ -88,7 +89,8 @@ struct preq {
 };
 
 struct gw_proxy *
-gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, size_t errlen)
+gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, struct gw_s3client *s3c,
+             char *errbuf, size_t errlen)
 {
     struct gw_proxy *px = calloc(1, sizeof(*px));
     if (px == NULL) {
@@ -98,8 +100,9 @@ gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, 
     TAILQ_INIT(&px->detached);
     px->cfg = cfg;
     px->up = up;
-    px->signer = gw_s3signer_new(cfg, errbuf, errlen);
-    if (px->signer == NULL) {
+    px->s3c = s3c;
+    if (s3c == NULL) {
+        (void)snprintf(errbuf, errlen, "no upstream signer");
         gw_proxy_free(px);
         return NULL;
     }
@@ -109,10 +112,7 @@ gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf, 
 void
 gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg)
 {
-    if (gw_s3signer_set_config(px->signer, cfg) != 0) {
-        log_error("new configuration keeps the old upstream endpoint and credentials");
-    }
-    px->cfg = cfg;
+    px->cfg = cfg; /* the signer is reloaded by its owner (gw_s3client_set_config) */
 }
 
 void
@@ -138,7 +138,6 @@ gw_proxy_free(struct gw_proxy *px)
     while (!TAILQ_EMPTY(&px->detached)) {
         preq_free(TAILQ_FIRST(&px->detached)); /* shutting down: cancelled, tickets released */
     }
-    gw_s3signer_free(px->signer);
     free(px);
 }
 
@@ -151,7 +150,7 @@ preq_free(struct preq *p)
     gw_xfer_cancel(p->x);
     gw_client_transfer_end(p->client);  /* the upstream slot is free again */
     gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
-    gw_s3msg_cleanup(&p->msg);
+    gw_s3client_msg_cleanup(&p->msg);
     if (p->detached) {
         TAILQ_REMOVE(&p->px->detached, p, link);
     }
@@ -457,7 +456,7 @@ start_transfer(struct preq *p)
 {
     p->start_pending = false;
     struct gw_xfer_req xr;
-    gw_s3msg_xfer_req(&p->msg, p->method, p->up_length, &xr);
+    gw_s3client_msg_xfer_req(&p->msg, p->method, p->up_length, &xr);
     /* A HEAD with a query is not a plain HeadObject/HeadBucket: a store may
      * answer it with a body (RGW 16 does for ?acl), which would poison the
      * connection for the next request.  Plain HEADs keep their connection. */
@@ -467,7 +466,7 @@ start_transfer(struct preq *p)
         gw_fence_ticket_sent(p->ticket);
     }
     int rc = gw_xfer_start(p->px->up, &xr, &xfer_cbs, p, &p->x);
-    gw_s3msg_cleanup(&p->msg); /* the transfer copied what it needs */
+    gw_s3client_msg_cleanup(&p->msg); /* the transfer copied what it needs */
     if (rc != 0) {
         return rc;
     }
@@ -603,7 +602,7 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
 {
     struct preq *p = f->p;
     gw_metrics.requests_active++;
-    gw_s3msg_init(&p->msg);
+    gw_s3client_msg_init(&p->msg);
     p->px = f->px;
     p->req = f->req;
     p->is_head = strcmp(gw_req_method(f->req), "HEAD") == 0;
@@ -839,7 +838,7 @@ fwd_sign(struct fwd *f)
     const char *payload_hash = f->auth->payload == GW_PAYLOAD_SHA256 ? f->auth->sha256
                                : f->trailer != NULL                  ? GW_SIGV4_STREAMING_UTRL
                                                                      : GW_SIGV4_UNSIGNED;
-    struct gw_s3sign_req sr = {
+    struct gw_s3client_sign_req sr = {
         .method = gw_req_method(f->req),
         .bucket = s3->bucket_len > 0 ? s3->bucket : NULL,
         .key = key,
@@ -847,9 +846,9 @@ fwd_sign(struct fwd *f)
         .extra = f->extra,
         .nextra = f->ne,
         .payload_hash = payload_hash,
-        .policy = GW_S3SIGN_SIGN_S3,
+        .policy = GW_S3CLIENT_SIGN_S3,
     };
-    f->rc = gw_s3signer_sign(f->px->signer, &sr, &f->p->msg);
+    f->rc = gw_s3client_sign(f->px->s3c, &sr, &f->p->msg);
     if (f->rc != 0) {
         f->what = "The request could not be signed for the upstream.";
         return FWD_OURS;

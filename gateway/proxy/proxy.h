@@ -25,16 +25,20 @@ struct gw_fence;
 struct gw_fence_ticket;
 struct gw_proxy;
 struct gw_req;
+struct gw_s3client;
 struct gw_s3req;
 struct gw_upstream;
 
 /*
- * gw_proxy_new - a proxy forwarding to cfg->upstream through up.
- * [in] cfg, up  borrowed; must outlive the proxy (cfg may be swapped with gw_proxy_set_config).
- * Returns the proxy, or NULL with errbuf filled (bad endpoint, no memory).
+ * gw_proxy_new - a proxy forwarding to cfg->upstream through up, re-signing
+ * with s3c's signer (gateway/upstream/s3client.h: the gateway's one signer,
+ * reloaded by its owner).
+ * [in] cfg, up, s3c  borrowed; must outlive the proxy (cfg may be swapped
+ *                    with gw_proxy_set_config).
+ * Returns the proxy, or NULL with errbuf filled (no memory, no s3c).
  */
-struct gw_proxy *gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, char *errbuf,
-                              size_t errlen);
+struct gw_proxy *gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up,
+                              struct gw_s3client *s3c, char *errbuf, size_t errlen);
 
 /* gw_proxy_set_config - use cfg (borrowed) for requests forwarded from now on. */
 void gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg);

@@ -6,24 +6,17 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/base/config.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
-#include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3sign.h"
-#include "gateway/upstream/upstream.h"
+#include "gateway/upstream/s3client.h"
 #include "store/store.h"
-
-/* Bytes of an encoded key or query in a background abort. */
-#define UPLOAD_RAW_MAX ((size_t)4 * STORE_KEY_MAX + 64)
 
 /* One background abort of a stale upload. */
 struct reap_op {
     struct gw_upload *u;               /* owner */
-    struct gw_xfer *x;                 /* the DELETE in flight; NULL before start */
-    int status;                        /* the upstream's status (0: none yet) */
+    struct gw_s3client_op *call;       /* the DELETE in flight; NULL before start */
     char lock[STORE_LOCK_MAX + 1];     /* the upload's lock */
     char id[STORE_UPLOAD_ID_MAX + 1];  /* its upload id */
     uint64_t epoch;                    /* the epoch that created it */
@@ -50,9 +43,8 @@ LIST_HEAD(put_list, put_ctx);
 
 struct gw_upload {
     struct store *st;            /* borrowed */
-    struct gw_upstream *up;      /* borrowed */
+    struct gw_s3client *s3c;     /* borrowed; the aborts */
     const struct gw_config *cfg; /* borrowed; in force */
-    struct gw_s3signer *signer;  /* owned */
     struct reap_list ops;        /* aborts in flight */
     unsigned nops;               /* their number */
     unsigned pending;            /* store callbacks outstanding (they hold u) */
@@ -61,41 +53,29 @@ struct gw_upload {
 };
 
 struct gw_upload *
-gw_upload_new(struct store *st, struct gw_upstream *up, const struct gw_config *cfg, char *errbuf,
-              size_t errlen)
+gw_upload_new(struct store *st, struct gw_s3client *s3c, const struct gw_config *cfg)
 {
     struct gw_upload *u = calloc(1, sizeof(*u));
     if (u == NULL) {
-        (void)snprintf(errbuf, errlen, "out of memory");
         return NULL;
     }
     u->st = st;
-    u->up = up;
+    u->s3c = s3c;
     u->cfg = cfg;
     LIST_INIT(&u->ops);
     LIST_INIT(&u->puts);
-    u->signer = gw_s3signer_new(cfg, errbuf, errlen);
-    if (u->signer == NULL) {
-        free(u);
-        return NULL;
-    }
     return u;
 }
 
-int
+void
 gw_upload_set_config(struct gw_upload *u, const struct gw_config *cfg)
 {
-    int rc = gw_s3signer_set_config(u->signer, cfg);
-    if (rc == 0) {
-        u->cfg = cfg;
-    }
-    return rc;
+    u->cfg = cfg;
 }
 
 static void
 really_free(struct gw_upload *u)
 {
-    gw_s3signer_free(u->signer);
     free(u);
 }
 
@@ -108,7 +88,7 @@ gw_upload_free(struct gw_upload *u)
     while (!LIST_EMPTY(&u->ops)) {
         struct reap_op *op = LIST_FIRST(&u->ops);
         LIST_REMOVE(op, link);
-        gw_xfer_cancel(op->x);
+        gw_s3client_cancel(op->call);
         free(op);
     }
     u->nops = 0;
@@ -304,96 +284,32 @@ op_end(struct reap_op *op)
     free(op);
 }
 
-/* gw_xfer_cbs.on_head */
-static int
-on_reap_head(void *arg, int status, const struct gw_header *headers, size_t n)
-{
-    struct reap_op *op = arg;
-    (void)headers;
-    (void)n;
-    op->status = status;
-    return 0;
-}
-
-/* gw_xfer_cbs.on_body: the answer's body is not needed */
-static int
-on_reap_body(void *arg, const char *data, size_t len)
-{
-    (void)arg;
-    (void)data;
-    (void)len;
-    return 0;
-}
-
-/* gw_xfer_cbs.on_done */
+/* gw_s3client_cbs.on_done */
 static void
-on_reap_done(void *arg, int err)
+on_reap_done(void *arg, int err, int status, const char *code)
 {
     struct reap_op *op = arg;
-    op->x = NULL;
+    op->call = NULL;
     /* 404 NoSuchUpload: already completed or aborted; either way nothing is left */
-    if (err == 0 && (op->status == 204 || op->status == 200 || op->status == 404)) {
+    if (err == 0 && (status == 204 || status == 200 || status == 404)) {
         log_info("lock %s: aborted upload %.64s of epoch %llu (%s/%.200s): %d", op->lock, op->id,
-                 (unsigned long long)op->epoch, op->bucket, op->key, op->status);
+                 (unsigned long long)op->epoch, op->bucket, op->key, status);
         int rc = store_upload_del(op->u->st, op->lock, op->id, NULL, NULL);
         if (rc != 0) {
             log_warn("lock %s: aborted upload %.64s not forgotten: %s", op->lock, op->id,
                      err_str(rc));
         }
     } else {
-        log_warn("lock %s: abort of upload %.64s failed (%s, status %d); retried at the next "
+        log_warn("lock %s: abort of upload %.64s failed (%s, status %d %s); retried at the next "
                  "advance",
-                 op->lock, op->id, err_str(err), op->status);
+                 op->lock, op->id, err_str(err), status, code != NULL ? code : "");
     }
     op_end(op);
 }
 
-static const struct gw_xfer_cbs reap_cbs = {
-    .on_head = on_reap_head,
-    .on_body = on_reap_body,
+static const struct gw_s3client_cbs reap_cbs = {
     .on_done = on_reap_done,
 };
-
-/* Signs and starts DELETE /bucket/key?uploadId=id.  Returns 0 or ERR_*. */
-static int
-reap_start(struct reap_op *op)
-{
-    struct buf raw_key, query;
-    struct gw_s3msg m;
-    buf_init(&raw_key, UPLOAD_RAW_MAX);
-    buf_init(&query, UPLOAD_RAW_MAX);
-    gw_s3msg_init(&m);
-    int rc = gw_s3sign_encode(op->key, true, &raw_key);
-    if (rc == 0) {
-        rc = buf_append_str(&query, "uploadId=");
-    }
-    if (rc == 0) {
-        rc = gw_s3sign_encode(op->id, false, &query);
-    }
-    if (rc != 0) {
-        goto out;
-    }
-    struct gw_s3sign_req rq = {
-        .method = "DELETE",
-        .bucket = op->bucket,
-        .key = buf_cstr(&raw_key),
-        .query = buf_cstr(&query),
-        .payload_hash = GW_SIGV4_EMPTY_SHA256,
-        .policy = GW_S3SIGN_SIGN_ALL,
-    };
-    rc = gw_s3signer_sign(op->u->signer, &rq, &m);
-    if (rc != 0) {
-        goto out;
-    }
-    struct gw_xfer_req xr;
-    gw_s3msg_xfer_req(&m, "DELETE", -1, &xr);
-    rc = gw_xfer_start(op->u->up, &xr, &reap_cbs, op, &op->x);
-out:
-    gw_s3msg_cleanup(&m);
-    buf_cleanup(&raw_key);
-    buf_cleanup(&query);
-    return rc;
-}
 
 struct collect {
     struct gw_upload *u;    /* owner */
@@ -458,7 +374,8 @@ gw_upload_on_advance(void *arg, const char *lock, uint64_t highest)
         LIST_REMOVE(op, link);
         LIST_INSERT_HEAD(&u->ops, op, link);
         u->nops++;
-        rc = reap_start(op);
+        rc =
+            gw_s3client_abort_upload(u->s3c, op->bucket, op->key, op->id, &reap_cbs, op, &op->call);
         if (rc != 0) {
             log_warn("lock %s: abort of upload %.64s not started: %s", lock, op->id, err_str(rc));
             op_end(op);

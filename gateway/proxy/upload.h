@@ -14,9 +14,10 @@
  *    again at the lock's next advance (gw_upload_on_advance, hooked to the
  *    fence; only with fencing.abort_stale_uploads).
  *
- * Event-loop thread only.  The store, upstream and configuration are
- * borrowed and must outlive the object (the configuration until the next
- * gw_upload_set_config).
+ * Event-loop thread only.  The store, the internal S3 client
+ * (gateway/upstream/s3client.h, which signs the aborts) and the
+ * configuration are borrowed and must outlive the object (the configuration
+ * until the next gw_upload_set_config).
  */
 #ifndef GW_UPLOAD_H
 #define GW_UPLOAD_H
@@ -30,23 +31,23 @@
 struct gw_config;
 struct gw_s3req;
 struct gw_s3xml;
+struct gw_s3client;
 struct gw_upload;
-struct gw_upstream;
 struct store;
 
 #define GW_UPLOAD_REAP_MAX 8     /* background aborts in flight at most */
 #define GW_UPLOAD_TAP_MAX  65536 /* bytes of a Create/Complete answer parsed */
 
 /*
- * gw_upload_new - the upload bookkeeping over st, aborting through up.
- * [out] errbuf  on failure one line (errlen bytes)
- * Returns the object (owned: gw_upload_free) or NULL (bad upstream settings, no memory).
+ * gw_upload_new - the upload bookkeeping over st, aborting through s3c.
+ * [in] st, s3c, cfg  borrowed (cfg until gw_upload_set_config)
+ * Returns the object (owned: gw_upload_free) or NULL (out of memory).
  */
-struct gw_upload *gw_upload_new(struct store *st, struct gw_upstream *up,
-                                const struct gw_config *cfg, char *errbuf, size_t errlen);
+struct gw_upload *gw_upload_new(struct store *st, struct gw_s3client *s3c,
+                                const struct gw_config *cfg);
 
-/* gw_upload_set_config - use cfg (borrowed) from now on.  Returns 0 or ERR_INVAL (kept old). */
-MUST_USE int gw_upload_set_config(struct gw_upload *u, const struct gw_config *cfg);
+/* gw_upload_set_config - use cfg (borrowed; fencing.abort_stale_uploads) from now on. */
+void gw_upload_set_config(struct gw_upload *u, const struct gw_config *cfg);
 
 /* gw_upload_free - cancel the aborts in flight and free.  NULL-safe. */
 void gw_upload_free(struct gw_upload *u);

@@ -1,15 +1,15 @@
 /*
  * gateway/upstream/bucket_probe.h: does a bucket exist for the upstream credentials?
  *
- * A HEAD of the bucket, signed with the upstream credentials, in the
+ * A HEAD of the bucket, a call of the internal S3 client
+ * (gateway/upstream/s3client.h: the upstream credentials), in the
  * background.  The router uses it to answer a CreateBucket of a bucket that
  * already exists as S3 does (200) while bucket-level writes stay disabled
  * (DESIGN "Request classification": clients such as rclone "ensure" their
  * bucket before every upload).
  *
- * Event-loop thread only.  The upstream and configuration are borrowed and
- * must outlive the object (the configuration until the next
- * gw_bucket_probe_set_config).
+ * Event-loop thread only.  The S3 client is borrowed and must outlive the
+ * object.
  */
 #ifndef GW_BUCKET_PROBE_H
 #define GW_BUCKET_PROBE_H
@@ -20,8 +20,7 @@
 
 struct gw_bucket_probe;
 struct gw_bucket_probe_op;
-struct gw_config;
-struct gw_upstream;
+struct gw_s3client;
 
 /*
  * gw_bucket_probe_fn - the answer of one probe: err 0 and the upstream's
@@ -32,15 +31,10 @@ struct gw_upstream;
 typedef void gw_bucket_probe_fn(void *arg, int err, int status);
 
 /*
- * gw_bucket_probe_new - probes through up, signed per cfg's upstream settings.
- * [out] errbuf  on failure one line (errlen bytes)
- * Returns the object (owned: gw_bucket_probe_free) or NULL.
+ * gw_bucket_probe_new - probes through s3c (borrowed).
+ * Returns the object (owned: gw_bucket_probe_free) or NULL (out of memory).
  */
-struct gw_bucket_probe *gw_bucket_probe_new(struct gw_upstream *up, const struct gw_config *cfg,
-                                            char *errbuf, size_t errlen);
-
-/* gw_bucket_probe_set_config - sign per cfg (borrowed) from now on.  Returns 0 or ERR_INVAL. */
-MUST_USE int gw_bucket_probe_set_config(struct gw_bucket_probe *bp, const struct gw_config *cfg);
+struct gw_bucket_probe *gw_bucket_probe_new(struct gw_s3client *s3c);
 
 /* gw_bucket_probe_free - free; every op must have ended or been cancelled.  NULL-safe. */
 void gw_bucket_probe_free(struct gw_bucket_probe *bp);

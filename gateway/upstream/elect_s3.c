@@ -14,29 +14,24 @@
 #include "common/date.h"
 #include "common/log.h"
 #include "common/num.h"
-#include "gateway/base/config.h"
 #include "gateway/http/http.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3sign.h"
-#include "gateway/upstream/upstream.h"
+#include "gateway/upstream/s3client.h"
 
-/* Error documents kept (for the Code); the rest of a larger one is dropped. */
-#define ES3_ERR_BODY_MAX ((size_t)16 * 1024)
 /* Cap on a listing's bytes: max keys of up to 3 KiB url-encoded, plus per-entry XML. */
 #define ES3_LIST_BYTES_PER_KEY ((size_t)3 * ELECT_KEY_MAX + 1024)
-/* The raw (percent-encoded) key, query and signed request. */
+/* The raw (percent-encoded) listing query. */
 #define ES3_RAW_MAX ((size_t)16 * 1024)
 
 LIST_HEAD(es3_op_list, es3_op);
 
 struct es3 {
-    struct elect_backend base;  /* first: the election's handle */
-    struct gw_upstream *up;     /* borrowed; outlives the backend */
-    struct gw_s3signer *signer; /* owned */
-    char *bucket;               /* owned copy */
-    char *name;                 /* owned; "s3:<bucket>" (base.name points here) */
-    struct es3_op_list ops;     /* pending operations */
+    struct elect_backend base; /* first: the election's handle */
+    struct gw_s3client *s3c;   /* borrowed; outlives the backend */
+    char *bucket;              /* owned copy */
+    char *name;                /* owned; "s3:<bucket>" (base.name points here) */
+    struct es3_op_list ops;    /* pending operations */
 };
 
 enum op_kind {
@@ -45,15 +40,14 @@ enum op_kind {
     OP_GET,
     OP_LIST,
     OP_DEL,
-    OP_PUT, /* gw_elect_s3_put: a probe of the gateway's own */
 };
 
-/* One pending operation: owns its request body copy and response buffers. */
+/* One pending operation: owns its response buffers (the s3 client its request). */
 struct es3_op {
     LIST_ENTRY(es3_op) link; /* in es3.ops while pending */
     struct es3 *be;          /* the backend (valid while the op is pending) */
     enum op_kind kind;
-    struct gw_xfer *x; /* the transfer; NULL once done */
+    struct gw_s3client_op *call; /* the call; NULL once done */
     union {
         elect_be_write_fn *write;
         elect_be_get_fn *get;
@@ -61,18 +55,14 @@ struct es3_op {
         elect_be_del_fn *del;
     } cb;                       /* the caller's callback */
     void *arg;                  /* its argument */
-    char *req_body;             /* owned copy of a PUT body */
-    size_t req_len;             /* its length */
-    size_t req_off;             /* bytes handed to the upstream so far */
     int status;                 /* the response status, 0 before the head */
     bool etag_bad;              /* an ETag header that is not a valid (short) entity-tag */
     struct elect_obj_meta meta; /* from the response head */
-    struct buf body;            /* GET 200: the object (cap ELECT_OBJ_MAX); errors: the doc */
+    struct buf body;            /* GET 200: the object (cap ELECT_OBJ_MAX) */
     struct gw_s3xml *xml;       /* LIST 200: the streaming parser */
     char *prefix;               /* LIST: owned copy, to check the answer */
     char *start_after;          /* LIST: owned copy or NULL */
     uint32_t max;               /* LIST: max keys asked for */
-    const char *payload_hash;   /* OP_PUT: x-amz-content-sha256 (borrowed), or NULL (hashed) */
     char what[96];              /* for logs: "PUT key" (key shortened) */
 };
 
@@ -137,7 +127,6 @@ op_free(struct es3_op *op)
     if (op == NULL) {
         return;
     }
-    free(op->req_body);
     buf_cleanup(&op->body);
     gw_s3xml_free(op->xml);
     free(op->prefix);
@@ -157,23 +146,11 @@ op_new(struct es3 *be, enum op_kind kind, void *arg)
     op->arg = arg;
     op->meta.last_modified_ms = -1;
     op->meta.date_ms = -1;
-    buf_init(&op->body, ES3_ERR_BODY_MAX);
+    buf_init(&op->body, ELECT_OBJ_MAX);
     return op;
 }
 
-/* gw_xfer_cbs.read_body */
-static ssize_t
-on_read_body(void *arg, char *dst, size_t len)
-{
-    struct es3_op *op = arg;
-    size_t n = op->req_len - op->req_off;
-    n = n < len ? n : len;
-    memcpy(dst, op->req_body + op->req_off, n);
-    op->req_off += n;
-    return (ssize_t)n;
-}
-
-/* gw_xfer_cbs.on_head */
+/* gw_s3client_cbs.on_head */
 static int
 on_head(void *arg, int status, const struct gw_header *headers, size_t n)
 {
@@ -204,13 +181,12 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
         }
     }
     if (status != 200) {
-        return 0; /* error document (or nothing) into op->body, capped */
+        return 0; /* an error document goes to the s3 client (its Code to on_done) */
     }
     if (op->kind == OP_GET) {
         if (content_length > ELECT_OBJ_MAX) {
             return ERR_TOOBIG; /* not read further */
         }
-        buf_init(&op->body, ELECT_OBJ_MAX);
     } else if (op->kind == OP_LIST) {
         op->xml = gw_s3xml_new(op->max, (size_t)op->max * ES3_LIST_BYTES_PER_KEY + 4096);
         if (op->xml == NULL) {
@@ -220,7 +196,7 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     return 0;
 }
 
-/* gw_xfer_cbs.on_body */
+/* gw_s3client_cbs.on_body: a 2xx body */
 static int
 on_body(void *arg, const char *data, size_t len)
 {
@@ -236,32 +212,7 @@ on_body(void *arg, const char *data, size_t len)
         }
         return 0;
     }
-    if (op->status < 200 || op->status >= 300) {
-        size_t room = op->body.cap - op->body.len;
-        if (buf_append(&op->body, data, len < room ? len : room) != 0) {
-            buf_reset(&op->body); /* out of memory: just lose the Code */
-        }
-    }
     return 0; /* a 2xx body of a write or delete is ignored */
-}
-
-/* The Code of an error document in op->body, into code[len] ("" if none). */
-static void
-error_code(const struct es3_op *op, char *code, size_t len)
-{
-    code[0] = '\0';
-    if (op->body.len == 0) {
-        return;
-    }
-    struct gw_s3xml *x = gw_s3xml_new(0, ES3_ERR_BODY_MAX);
-    if (x == NULL) {
-        return;
-    }
-    if (gw_s3xml_feed(x, op->body.data, op->body.len) == 0 && gw_s3xml_finish(x) == 0 &&
-        gw_s3xml_error_code(x) != NULL) {
-        (void)snprintf(code, len, "%s", gw_s3xml_error_code(x));
-    }
-    gw_s3xml_free(x);
 }
 
 /* LIST 200: finish the parse and check the keys keep the contract. */
@@ -343,33 +294,29 @@ op_complete(struct es3_op *op, int err)
         break;
     }
     case OP_DEL:
-    case OP_PUT:
     default:
         op->cb.del(op->arg, err);
         break;
     }
 }
 
-/* gw_xfer_cbs.on_done */
+/* gw_s3client_cbs.on_done */
 static void
-on_done(void *arg, int err)
+on_done(void *arg, int err, int status, const char *code)
 {
     struct es3_op *op = arg;
     struct es3 *be = op->be;
     LIST_REMOVE(op, link);
-    op->x = NULL;
+    op->call = NULL;
     if (err == 0) {
-        char code[64] = "";
-        if (op->status < 200 || op->status >= 300) {
-            error_code(op, code, sizeof(code));
-        }
-        err = map_status(op->kind, op->status, code[0] != '\0' ? code : NULL);
-        bool expected = err == 0 || err == ERR_EXISTS || err == ERR_CONFLICT ||
-                        err == ERR_NOTFOUND || (op->kind == OP_PUT && err == ERR_INVAL);
+        err = map_status(op->kind, status, code);
+        bool expected = err == 0 || err == ERR_EXISTS || err == ERR_CONFLICT || err == ERR_NOTFOUND;
         if (expected) {
-            log_debug("%s: %s: %d %s -> %s", be->name, op->what, op->status, code, err_str(err));
+            log_debug("%s: %s: %d %s -> %s", be->name, op->what, status, code != NULL ? code : "",
+                      err_str(err));
         } else {
-            log_warn("%s: %s: %d %s -> %s", be->name, op->what, op->status, code, err_str(err));
+            log_warn("%s: %s: %d %s -> %s", be->name, op->what, status, code != NULL ? code : "",
+                     err_str(err));
         }
     } else {
         /* the upstream client logged the cause already (with its library's text) */
@@ -381,86 +328,41 @@ on_done(void *arg, int err)
     op_free(op);
 }
 
-static const struct gw_xfer_cbs xfer_cbs = {
-    .read_body = on_read_body,
+static const struct gw_s3client_cbs call_cbs = {
     .on_head = on_head,
     .on_body = on_body,
     .on_done = on_done,
 };
 
 /*
- * Signs and starts op: method on key (plain, or NULL for the bucket), with
- * query (raw) and extra headers; op->req_body (if any) is the body.  On
- * success op is pending; on failure the caller frees it (no callback).
+ * Starts op: method on key (plain, or NULL for the bucket), with query (raw),
+ * extra headers and, for a write, body.  On success op is pending; on failure
+ * the caller frees it (no callback).
  */
 static int
 op_start(struct es3 *be, struct es3_op *op, const char *method, const char *key, const char *query,
-         const struct gw_sigv4_header *extra, size_t nextra)
+         const struct gw_sigv4_header *extra, size_t nextra, const char *body, size_t len)
 {
-    struct buf raw_key;
-    struct gw_s3msg m;
-    char hash[GW_SIGV4_HEX_LEN + 1];
-    buf_init(&raw_key, ES3_RAW_MAX);
-    gw_s3msg_init(&m);
     if (op->what[0] == '\0') {
         (void)snprintf(op->what, sizeof(op->what), "%s %.80s", method, key != NULL ? key : "/");
     }
-
-    int rc = 0;
-    const char *payload_hash = op->payload_hash; /* a fixed one (OP_PUT), else the body's */
-    if (payload_hash == NULL) {
-        rc = gw_sigv4_sha256_hex(op->req_body != NULL ? op->req_body : "", op->req_len, hash);
-        payload_hash = hash;
-    }
-    if (rc == 0 && key != NULL) {
-        rc = gw_s3sign_encode(key, true, &raw_key);
-    }
-    if (rc != 0) {
-        goto out;
-    }
-    struct gw_s3sign_req rq = {
+    const struct gw_s3client_call call = {
         .method = method,
         .bucket = be->bucket,
-        .key = key != NULL ? buf_cstr(&raw_key) : NULL,
+        .key = key,
         .query = query,
         .extra = extra,
         .nextra = nextra,
-        .payload_hash = payload_hash,
-        .policy = GW_S3SIGN_SIGN_ALL,
+        .body = body,
+        .body_len = len,
+        .has_body = op->kind == OP_CREATE || op->kind == OP_REPLACE,
     };
-    rc = gw_s3signer_sign(be->signer, &rq, &m);
-    if (rc != 0) {
-        goto out;
-    }
-    bool has_body = op->kind == OP_CREATE || op->kind == OP_REPLACE || op->kind == OP_PUT;
-    struct gw_xfer_req xr;
-    gw_s3msg_xfer_req(&m, method, has_body ? (int64_t)op->req_len : -1, &xr);
-    rc = gw_xfer_start(be->up, &xr, &xfer_cbs, op, &op->x);
-    if (rc != 0) {
-        goto out;
-    }
-    LIST_INSERT_HEAD(&be->ops, op, link);
-out:
+    int rc = gw_s3client_start(be->s3c, &call, &call_cbs, op, &op->call);
     if (rc != 0) {
         log_warn("%s: %s: not started: %s", be->name, op->what, err_str(rc));
+        return rc;
     }
-    gw_s3msg_cleanup(&m);
-    buf_cleanup(&raw_key);
-    return rc;
-}
-
-/* Copies a write's body into op. */
-static int
-op_set_body(struct es3_op *op, const char *body, size_t len)
-{
-    op->req_body = malloc(len > 0 ? len : 1);
-    if (op->req_body == NULL) {
-        return ERR_NOMEM;
-    }
-    if (len > 0) {
-        memcpy(op->req_body, body, len);
-    }
-    op->req_len = len;
+    LIST_INSERT_HEAD(&be->ops, op, link);
     return 0;
 }
 
@@ -476,10 +378,7 @@ es3_create(struct elect_backend *base, const char *key, const char *body, size_t
     op->cb.write = cb;
     /* RFC 9110 13.1.2 / S3 conditional writes: create only if absent. */
     static const struct gw_sigv4_header inm = {"If-None-Match", "*"};
-    int rc = op_set_body(op, body, len);
-    if (rc == 0) {
-        rc = op_start(be, op, "PUT", key, NULL, &inm, 1);
-    }
+    int rc = op_start(be, op, "PUT", key, NULL, &inm, 1, body, len);
     if (rc != 0) {
         op_free(op);
     }
@@ -509,10 +408,7 @@ es3_replace(struct elect_backend *base, const char *key, const char *etag,
     }
     op->cb.write = cb;
     struct gw_sigv4_header im = {"If-Match", value};
-    int rc = op_set_body(op, body, len);
-    if (rc == 0) {
-        rc = op_start(be, op, "PUT", key, NULL, &im, 1);
-    }
+    int rc = op_start(be, op, "PUT", key, NULL, &im, 1, body, len);
     if (rc != 0) {
         op_free(op);
     }
@@ -528,7 +424,7 @@ es3_get(struct elect_backend *base, const char *key, elect_be_get_fn *cb, void *
         return ERR_NOMEM;
     }
     op->cb.get = cb;
-    int rc = op_start(be, op, "GET", key, NULL, NULL, 0);
+    int rc = op_start(be, op, "GET", key, NULL, NULL, 0, NULL, 0);
     if (rc != 0) {
         op_free(op);
     }
@@ -560,17 +456,17 @@ es3_list(struct elect_backend *base, const char *prefix, const char *start_after
     if (rc == 0 && prefix[0] != '\0') {
         rc = buf_append_str(&q, "&prefix=");
         if (rc == 0) {
-            rc = gw_s3sign_encode(prefix, false, &q);
+            rc = gw_s3client_encode(prefix, false, &q);
         }
     }
     if (rc == 0 && start_after != NULL) {
         rc = buf_append_str(&q, "&start-after=");
         if (rc == 0) {
-            rc = gw_s3sign_encode(start_after, false, &q);
+            rc = gw_s3client_encode(start_after, false, &q);
         }
     }
     if (rc == 0) {
-        rc = op_start(be, op, "GET", NULL, buf_cstr(&q), NULL, 0);
+        rc = op_start(be, op, "GET", NULL, buf_cstr(&q), NULL, 0, NULL, 0);
     }
     if (rc == 0) {
         op = NULL; /* pending */
@@ -590,7 +486,7 @@ es3_del(struct elect_backend *base, const char *key, elect_be_del_fn *cb, void *
         return ERR_NOMEM;
     }
     op->cb.del = cb;
-    int rc = op_start(be, op, "DELETE", key, NULL, NULL, 0);
+    int rc = op_start(be, op, "DELETE", key, NULL, NULL, 0, NULL, 0);
     if (rc != 0) {
         op_free(op);
     }
@@ -604,10 +500,9 @@ es3_free(struct elect_backend *base)
     struct es3_op *op;
     while ((op = LIST_FIRST(&be->ops)) != NULL) {
         LIST_REMOVE(op, link);
-        gw_xfer_cancel(op->x); /* no callback follows; a PUT cut short is never committed */
+        gw_s3client_cancel(op->call); /* no callback follows; a PUT cut short is never committed */
         op_free(op);
     }
-    gw_s3signer_free(be->signer);
     free(be->bucket);
     free(be->name);
     free(be);
@@ -623,16 +518,15 @@ static const struct elect_backend_ops es3_ops = {
 };
 
 struct elect_backend *
-gw_elect_s3_new(struct gw_upstream *up, const struct gw_config *cfg, const char *bucket,
-                char *errbuf, size_t errlen)
+gw_elect_s3_new(struct gw_s3client *s3c, const char *bucket, char *errbuf, size_t errlen)
 {
     char dummy[8];
     if (errbuf == NULL) {
         errbuf = dummy;
         errlen = sizeof(dummy);
     }
-    if (up == NULL || cfg == NULL || bucket == NULL || bucket[0] == '\0' ||
-        strlen(bucket) > GW_S3SIGN_MAX_BUCKET ||
+    if (s3c == NULL || bucket == NULL || bucket[0] == '\0' ||
+        strlen(bucket) > GW_S3CLIENT_MAX_BUCKET ||
         strspn(bucket, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
             strlen(bucket)) {
         (void)snprintf(errbuf, errlen, "election.bucket: expected 1..255 of [A-Za-z0-9._-]");
@@ -644,12 +538,8 @@ gw_elect_s3_new(struct gw_upstream *up, const struct gw_config *cfg, const char 
         return NULL;
     }
     LIST_INIT(&be->ops);
-    be->up = up;
+    be->s3c = s3c;
     be->base.ops = &es3_ops;
-    be->signer = gw_s3signer_new(cfg, errbuf, errlen);
-    if (be->signer == NULL) {
-        goto fail;
-    }
     be->bucket = strdup(bucket);
     size_t nlen = strlen(bucket) + 4;
     be->name = malloc(nlen);
@@ -664,39 +554,4 @@ gw_elect_s3_new(struct gw_upstream *up, const struct gw_config *cfg, const char 
 fail:
     es3_free(&be->base);
     return NULL;
-}
-
-int
-gw_elect_s3_put(struct elect_backend *base, const char *key, const char *body, size_t len,
-                const struct gw_sigv4_header *extra, size_t nextra, const char *payload_hash,
-                elect_be_del_fn *cb, void *arg)
-{
-    if (base == NULL || base->ops != &es3_ops) {
-        return ERR_INVAL;
-    }
-    struct es3 *be = (struct es3 *)base;
-    struct es3_op *op = op_new(be, OP_PUT, arg);
-    if (op == NULL) {
-        return ERR_NOMEM;
-    }
-    op->cb.del = cb;
-    op->payload_hash = payload_hash;
-    int rc = op_set_body(op, body, len);
-    if (rc == 0) {
-        rc = op_start(be, op, "PUT", key, NULL, extra, nextra);
-    }
-    if (rc != 0) {
-        op_free(op);
-    }
-    return rc;
-}
-
-int
-gw_elect_s3_set_config(struct elect_backend *base, const struct gw_config *cfg)
-{
-    if (base == NULL || base->ops != &es3_ops) {
-        return ERR_INVAL;
-    }
-    struct es3 *be = (struct es3 *)base;
-    return gw_s3signer_set_config(be->signer, cfg);
 }

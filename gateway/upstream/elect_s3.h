@@ -4,10 +4,10 @@
  *
  * Implements struct elect_backend_ops (election/backend.h; its "Outcomes",
  * "ETags" and "Clocks" sections are the contract).  Each operation is one
- * signed request (gateway/upstream/s3sign.h) started with gw_xfer_start on the
- * gateway's struct gw_upstream; request and response bodies are small and
- * buffered in the operation, capped (ELECT_OBJ_MAX for objects, 16 KiB for
- * error documents; listings are parsed as they stream, gateway/s3/s3xml.h).
+ * call of the gateway's internal S3 client (gateway/upstream/s3client.h: its
+ * signer, its upstream, its reload); request and response bodies are small
+ * and buffered, capped (ELECT_OBJ_MAX for objects, GW_S3CLIENT_ERR_BODY_MAX
+ * for error documents; listings are parsed as they stream, gateway/s3/s3xml.h).
  *
  *   create   PUT  If-None-Match: *
  *   replace  PUT  If-Match: "etag" or etag (per enum elect_etag_form)
@@ -61,45 +61,21 @@
 
 #include "common/err.h"
 #include "election/backend.h"
-#include "gateway/s3/sigv4.h"
 
-struct gw_config;
-struct gw_upstream;
+struct gw_s3client;
 
 /*
- * gw_elect_s3_new - an s3 backend on bucket of cfg's upstream.
- * [in]  up      the gateway's upstream client; borrowed, must outlive the backend
- * [in]  cfg     upstream endpoint, region, addressing and credentials; borrowed
- *               until gw_elect_s3_set_config or the backend is freed
+ * gw_elect_s3_new - an s3 backend on bucket, through the internal S3 client.
+ * [in]  s3c     the gateway's S3 client (its upstream settings and credentials,
+ *               reloaded with gw_s3client_set_config); borrowed, must outlive
+ *               the backend
  * [in]  bucket  bucket name ([A-Za-z0-9._-], 1..255 bytes); copied
  * [out] errbuf  on failure a one-line reason (errlen bytes; may be NULL)
  * Returns the backend (owned: elect_backend_free, or hand it to the
- * election), or NULL (bad bucket or upstream configuration, out of memory).
- * Sends nothing: the election's start-up probe is the first request.
+ * election), or NULL (bad bucket, out of memory).  Sends nothing: the
+ * election's start-up probe is the first request.
  */
-struct elect_backend *gw_elect_s3_new(struct gw_upstream *up, const struct gw_config *cfg,
-                                      const char *bucket, char *errbuf, size_t errlen);
-
-/*
- * gw_elect_s3_put - a PUT of body (sent as given) on key with extra headers
- * (all signed) and payload_hash as x-amz-content-sha256 (borrowed until the
- * callback; NULL: the body's SHA-256).  Not part of the election: the
- * gateway's own probes of its upstream (gateway/upstream/trailer_probe.c) use the
- * election's bucket through it.
- * [in] cb  cb(arg, err) with err mapped as for create (2xx is 0; no ETag needed)
- * Returns 0 (cb follows), ERR_INVAL (not an s3 backend, bad argument), ERR_NOMEM.
- */
-MUST_USE int gw_elect_s3_put(struct elect_backend *be, const char *key, const char *body,
-                             size_t len, const struct gw_sigv4_header *extra, size_t nextra,
-                             const char *payload_hash, elect_be_del_fn *cb, void *arg);
-
-/*
- * gw_elect_s3_set_config - sign requests started from now on with cfg's
- * upstream settings (SIGHUP).  be must come from gw_elect_s3_new.
- * [in] cfg  borrowed as for gw_elect_s3_new
- * Returns 0, or ERR_INVAL (unusable upstream settings: the old ones stay,
- * and the old configuration must stay alive; logged).
- */
-MUST_USE int gw_elect_s3_set_config(struct elect_backend *be, const struct gw_config *cfg);
+struct elect_backend *gw_elect_s3_new(struct gw_s3client *s3c, const char *bucket, char *errbuf,
+                                      size_t errlen);
 
 #endif

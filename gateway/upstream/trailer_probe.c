@@ -6,52 +6,85 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include <event2/event.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/rand.h"
-#include "election/backend.h"
 #include "gateway/s3/checksum.h"
 #include "gateway/s3/chunk_enc.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/elect_s3.h"
+#include "gateway/upstream/s3client.h"
 
 #define PROBE_BACKOFF_MIN_MS 1000
 #define PROBE_BACKOFF_MAX_MS 300000
 
+#define PROBE_KEY_MAX  1024 /* the probe object's key */
+#define PROBE_READ_MAX 4096 /* bytes of the object read back */
+
 static const char PROBE_PAYLOAD[] = "fencegate checksum-trailer probe: this object is deleted";
+
+/* A best-effort DELETE of one attempt's object. */
+struct probe_del {
+    struct gw_trailer_probe *p;  /* owner */
+    struct gw_s3client_op *call; /* the DELETE in flight */
+    char key[PROBE_KEY_MAX + 1]; /* its object, for the log */
+    LIST_ENTRY(probe_del) link;  /* in p->dels */
+};
 
 struct gw_trailer_probe {
     struct event_base *base;
-    struct elect_backend *be; /* borrowed */
-    struct event *timer;      /* retry */
+    struct gw_s3client *s3c; /* borrowed */
+    struct event *timer;     /* retry */
     gw_trailer_probe_done_fn *done;
     void *arg;
+    char *bucket;                /* owned */
     char *prefix;                /* owned */
-    char key[ELECT_KEY_MAX + 1]; /* this attempt's object */
+    char key[PROBE_KEY_MAX + 1]; /* this attempt's object */
+    struct gw_s3client_op *call; /* this attempt's PUT or GET in flight, or NULL */
+    struct buf read;             /* the GET's body (cap PROBE_READ_MAX) */
+    LIST_HEAD(, probe_del) dels; /* deletes in flight */
     uint32_t backoff_ms;
 };
 
 static void attempt(struct gw_trailer_probe *p);
 
+/* gw_s3client_cbs.on_done of a DELETE */
 static void
-on_deleted(void *arg, int err)
+on_deleted(void *arg, int err, int status, const char *code)
 {
-    struct gw_trailer_probe *p = arg;
-    if (err != 0) {
-        log_warn("probe object %s not deleted: %s", p->key, err_str(err));
+    struct probe_del *d = arg;
+    if (err != 0 || ((status < 200 || status >= 300) && status != 404)) {
+        log_warn("probe object %s not deleted: %s %d %s", d->key, err_str(err), status,
+                 code != NULL ? code : "");
     }
+    LIST_REMOVE(d, link);
+    free(d);
 }
+
+static const struct gw_s3client_cbs del_cbs = {.on_done = on_deleted};
 
 /* Best-effort delete of this attempt's object. */
 static void
 cleanup(struct gw_trailer_probe *p)
 {
-    int err = elect_backend_del(p->be, p->key, on_deleted, p);
+    struct probe_del *d = calloc(1, sizeof(*d));
+    int err = ERR_NOMEM;
+    if (d != NULL) {
+        d->p = p;
+        (void)snprintf(d->key, sizeof(d->key), "%s", p->key);
+        const struct gw_s3client_call call = {
+            .method = "DELETE", .bucket = p->bucket, .key = p->key};
+        err = gw_s3client_start(p->s3c, &call, &del_cbs, d, &d->call);
+    }
     if (err != 0) {
         log_warn("probe object %s not deleted: %s", p->key, err_str(err));
+        free(d);
+        return;
     }
+    LIST_INSERT_HEAD(&p->dels, d, link);
 }
 
 static void
@@ -81,17 +114,33 @@ retry(struct gw_trailer_probe *p, const char *what, int err)
     }
 }
 
-static void
-on_read(void *arg, int err, const char *body, size_t len, const struct elect_obj_meta *meta)
+/* gw_s3client_cbs.on_body: the object read back */
+static int
+on_read_body(void *arg, const char *data, size_t len)
 {
     struct gw_trailer_probe *p = arg;
-    (void)meta;
+    return buf_append(&p->read, data, len); /* ERR_TOOBIG: not our payload anyway */
+}
+
+/* gw_s3client_cbs.on_done of the GET */
+static void
+on_read(void *arg, int err, int status, const char *code)
+{
+    struct gw_trailer_probe *p = arg;
+    p->call = NULL;
+    if (err == ERR_TOOBIG) {
+        err = 0; /* more than PROBE_READ_MAX: the framing, or something else, not the payload */
+    } else if (err == 0 && status != 200) {
+        log_debug("probe object %s: GET %d %s", p->key, status, code != NULL ? code : "");
+        err = status == 404 ? ERR_NOTFOUND : ERR_UPSTREAM;
+    }
     if (err != 0) {
         cleanup(p);
         retry(p, "reading the probe object back", err);
         return;
     }
-    if (len == sizeof(PROBE_PAYLOAD) - 1 && memcmp(body, PROBE_PAYLOAD, len) == 0) {
+    size_t len = p->read.len;
+    if (len == sizeof(PROBE_PAYLOAD) - 1 && memcmp(p->read.data, PROBE_PAYLOAD, len) == 0) {
         answer(p, true, "probe stored and read back");
     } else {
         log_error("the upstream accepted an aws-chunked upload but stored %zu bytes that are not "
@@ -101,22 +150,70 @@ on_read(void *arg, int err, const char *body, size_t len, const struct elect_obj
     }
 }
 
+static const struct gw_s3client_cbs read_cbs = {.on_body = on_read_body, .on_done = on_read};
+
+/*
+ * The PUT's answer: 0 (stored), 1 (refused: the upstream does not take the
+ * form; final), or an ERR_* that says nothing (retried): no answer, 5xx, 3xx,
+ * 401/403 (credentials), 404 (no bucket), 408/409/412/429, 400 RequestTimeout.
+ */
+static int
+put_verdict(int err, int status, const char *code)
+{
+    if (err != 0) {
+        return err;
+    }
+    if (status >= 200 && status < 300) {
+        return 0;
+    }
+    switch (status) {
+    case 401:
+    case 403:
+        return ERR_DENIED;
+    case 404:
+        return ERR_NOTFOUND;
+    case 408:
+        return ERR_TIMEOUT;
+    case 409:
+    case 412:
+    case 429:
+        return ERR_UPSTREAM;
+    case 501:
+        return 1;
+    default:
+        break;
+    }
+    if (status == 400 && code != NULL && strcmp(code, "RequestTimeout") == 0) {
+        return ERR_TIMEOUT;
+    }
+    return status >= 400 && status < 500 ? 1 : ERR_UPSTREAM;
+}
+
+/* gw_s3client_cbs.on_done of the PUT */
 static void
-on_put(void *arg, int err)
+on_put(void *arg, int err, int status, const char *code)
 {
     struct gw_trailer_probe *p = arg;
-    if (err == 0) {
-        int rc = elect_backend_get(p->be, p->key, on_read, p);
+    p->call = NULL;
+    int v = put_verdict(err, status, code);
+    if (v == 0) {
+        buf_reset(&p->read);
+        const struct gw_s3client_call call = {.method = "GET", .bucket = p->bucket, .key = p->key};
+        int rc = gw_s3client_start(p->s3c, &call, &read_cbs, p, &p->call);
         if (rc != 0) {
             cleanup(p);
             retry(p, "reading the probe object back", rc);
         }
-    } else if (err == ERR_INVAL || err == ERR_UNSUPPORTED || err == ERR_TOOBIG) {
+    } else if (v == 1) {
+        log_info("checksum-trailer probe: the upload was answered %d %s", status,
+                 code != NULL ? code : "");
         answer(p, false, "it refused the probe upload");
     } else {
-        retry(p, "probe upload", err);
+        retry(p, "probe upload", v);
     }
 }
+
+static const struct gw_s3client_cbs put_cbs = {.on_done = on_put};
 
 /* The probe body: PROBE_PAYLOAD re-framed with its CRC-32 as the trailer. */
 struct mem_src {
@@ -169,7 +266,7 @@ attempt(struct gw_trailer_probe *p)
     int w = snprintf(p->key, sizeof(p->key), "%s~probe/trailers-%02x%02x%02x%02x%02x%02x%02x%02x",
                      p->prefix, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     if (w < 0 || (size_t)w >= sizeof(p->key)) {
-        answer(p, false, "the election prefix is too long for a probe key");
+        answer(p, false, "the prefix is too long for a probe key");
         return;
     }
     char decoded[24];
@@ -179,8 +276,18 @@ attempt(struct gw_trailer_probe *p)
         {"x-amz-decoded-content-length", decoded},
         {"x-amz-trailer", gw_checksum_header_name(GW_CHECKSUM_CRC32)},
     };
-    int rc = gw_elect_s3_put(p->be, p->key, body, blen, extra, sizeof(extra) / sizeof(extra[0]),
-                             GW_SIGV4_STREAMING_UTRL, on_put, p);
+    const struct gw_s3client_call call = {
+        .method = "PUT",
+        .bucket = p->bucket,
+        .key = p->key,
+        .extra = extra,
+        .nextra = sizeof(extra) / sizeof(extra[0]),
+        .body = body,
+        .body_len = blen,
+        .has_body = true,
+        .payload_hash = GW_SIGV4_STREAMING_UTRL,
+    };
+    int rc = gw_s3client_start(p->s3c, &call, &put_cbs, p, &p->call);
     if (rc != 0) {
         retry(p, "probe upload", rc);
     }
@@ -195,20 +302,23 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 struct gw_trailer_probe *
-gw_trailer_probe_start(struct event_base *base, struct elect_backend *be, const char *prefix,
-                       gw_trailer_probe_done_fn *done, void *arg)
+gw_trailer_probe_start(struct event_base *base, struct gw_s3client *s3c, const char *bucket,
+                       const char *prefix, gw_trailer_probe_done_fn *done, void *arg)
 {
     struct gw_trailer_probe *p = calloc(1, sizeof(*p));
     if (p == NULL) {
         return NULL;
     }
     p->base = base;
-    p->be = be;
+    p->s3c = s3c;
     p->done = done;
     p->arg = arg;
+    LIST_INIT(&p->dels);
+    buf_init(&p->read, PROBE_READ_MAX);
+    p->bucket = strdup(bucket);
     p->prefix = strdup(prefix);
     p->timer = evtimer_new(base, on_timer, p);
-    if (p->prefix == NULL || p->timer == NULL) {
+    if (p->bucket == NULL || p->prefix == NULL || p->timer == NULL) {
         gw_trailer_probe_free(p);
         return NULL;
     }
@@ -230,6 +340,15 @@ gw_trailer_probe_free(struct gw_trailer_probe *p)
     if (p->timer != NULL) {
         event_free(p->timer);
     }
+    gw_s3client_cancel(p->call);
+    while (!LIST_EMPTY(&p->dels)) {
+        struct probe_del *d = LIST_FIRST(&p->dels);
+        LIST_REMOVE(d, link);
+        gw_s3client_cancel(d->call);
+        free(d);
+    }
+    buf_cleanup(&p->read);
+    free(p->bucket);
     free(p->prefix);
     free(p);
 }

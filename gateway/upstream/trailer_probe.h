@@ -2,7 +2,9 @@
  * gateway/upstream/trailer_probe.h: does the upstream take aws-chunked checksum trailers?
  *
  * upstream.checksum_trailers "auto" asks the upstream itself, once, at start-up,
- * in the bucket the gateway already writes to (the s3 election backend's):
+ * through the internal S3 client (gateway/upstream/s3client.h), in a bucket
+ * the gateway writes to anyway (the caller picks it: the s3 election
+ * backend's, else the first fence rule's), whatever the election backend:
  *
  *   1. PUT <prefix>~probe/trailers-<random> as STREAMING-UNSIGNED-PAYLOAD-TRAILER
  *      (Content-Encoding: aws-chunked, x-amz-decoded-content-length,
@@ -18,8 +20,8 @@
  * answer the gateway verifies trailers without forwarding them (safe: nothing
  * is refused because of the probe).  The result is reported once.
  *
- * Event-loop thread only.  The probe borrows the backend: free the backend
- * (which cancels its requests without callbacks) before the probe.
+ * Event-loop thread only.  The probe borrows the S3 client: free the probe
+ * (which cancels its calls without callbacks) before the client.
  */
 #ifndef GW_TRAILER_PROBE_H
 #define GW_TRAILER_PROBE_H
@@ -29,23 +31,24 @@
 #include "common/err.h"
 
 struct event_base;
-struct elect_backend;
+struct gw_s3client;
 struct gw_trailer_probe;
 
 /* gw_trailer_probe_done_fn - the answer: the upstream takes checksum trailers or not. */
 typedef void gw_trailer_probe_done_fn(void *arg, bool supported);
 
 /*
- * gw_trailer_probe_start - probe through an s3 election backend.
+ * gw_trailer_probe_start - probe through the internal S3 client.
  * [in] base    the loop (retry timer)
- * [in] be      an s3 backend (gateway/upstream/elect_s3.h); borrowed, see above
+ * [in] s3c     the gateway's S3 client; borrowed, see above
+ * [in] bucket  the bucket the probe object goes in; copied
  * [in] prefix  key prefix (the election's); copied
  * [in] done    called once with the answer (never before this returns)
  * Returns the probe (owned: gw_trailer_probe_free), or NULL (out of memory).
  */
-struct gw_trailer_probe *gw_trailer_probe_start(struct event_base *base, struct elect_backend *be,
-                                                const char *prefix, gw_trailer_probe_done_fn *done,
-                                                void *arg);
+struct gw_trailer_probe *gw_trailer_probe_start(struct event_base *base, struct gw_s3client *s3c,
+                                                const char *bucket, const char *prefix,
+                                                gw_trailer_probe_done_fn *done, void *arg);
 
 /* gw_trailer_probe_free - stop retrying and free.  NULL-safe. */
 void gw_trailer_probe_free(struct gw_trailer_probe *p);

@@ -21,7 +21,7 @@
  *   cancel KEY          start a create of KEY and a get, free the backend at
  *                       once, run the loop 500 ms: {"op":"cancel","callbacks":0}
  *   bucket NAME         use a new backend on bucket NAME from now on
- *   secret SECRET       sign with another secret key from now on (set_config)
+ *   secret SECRET       sign with another secret key from now on (gw_s3client_set_config)
  * "err" is "OK" or the ERR_* name; "rc" the number.  A callback that runs
  * before its starting call returned aborts the driver (a contract breach).
  */
@@ -39,6 +39,7 @@
 #include "election/backend.h"
 #include "gateway/base/config.h"
 #include "gateway/upstream/elect_s3.h"
+#include "gateway/upstream/s3client.h"
 #include "gateway/upstream/upstream.h"
 
 #define MAX_ARGS 8
@@ -46,6 +47,7 @@
 
 static struct event_base *base;
 static struct gw_upstream *up;
+static struct gw_s3client *s3c;
 static struct elect_backend *be;
 static struct gw_config cfg;
 static char *bucket_name;
@@ -200,7 +202,7 @@ new_backend(const char *bucket)
 {
     char errbuf[256];
     elect_backend_free(be);
-    be = gw_elect_s3_new(up, &cfg, bucket, errbuf, sizeof(errbuf));
+    be = gw_elect_s3_new(s3c, bucket, errbuf, sizeof(errbuf));
     if (be == NULL) {
         (void)fprintf(stderr, "elect_s3_driver: %s\n", errbuf);
         return -1;
@@ -310,7 +312,7 @@ run_command(char **av, int ac)
         static struct gw_config cfg2;
         cfg2 = cfg;
         cfg2.upstream.secret_key = secret;
-        rc = gw_elect_s3_set_config(be, &cfg2);
+        rc = gw_s3client_set_config(s3c, &cfg2);
         print_head("secret", rc, -1);
         printf("}\n");
     } else {
@@ -364,7 +366,12 @@ main(void)
         .tls_verify = true,
     };
     up = base != NULL ? gw_upstream_new(base, &uo) : NULL;
-    if (bucket_name == NULL || up == NULL || new_backend(bucket_name) != 0) {
+    char errbuf[256];
+    s3c = up != NULL ? gw_s3client_new(up, &cfg, errbuf, sizeof(errbuf)) : NULL;
+    if (up != NULL && s3c == NULL) {
+        (void)fprintf(stderr, "elect_s3_driver: %s\n", errbuf);
+    }
+    if (bucket_name == NULL || s3c == NULL || new_backend(bucket_name) != 0) {
         return 1;
     }
     char line[8192];
@@ -394,6 +401,7 @@ main(void)
         }
     }
     elect_backend_free(be);
+    gw_s3client_free(s3c);
     gw_upstream_free(up);
     event_base_free(base);
     free(bucket_name);

@@ -185,6 +185,34 @@ def test_auto_probes_the_upstream(gateway, rgw, bucket):
     assert rgw_keys(rgw, locks, "fencegate/~probe/trailers-") == []
 
 
+def test_auto_probes_with_the_dir_backend(gateway, rgw, bucket, tmp_path):
+    """The probe is a call of the gateway's own S3 client, not of the s3
+    election backend: with election.backend "dir" it runs in the fenced
+    bucket (the first fence rule's), signed like every other upstream call,
+    and cleans up after itself."""
+    gw, relay = relayed_gateway(gateway, rgw, "auto", extra={
+        "election": {"backend": "dir", "path": str(tmp_path / "locks"), "prefix": "fencegate/"},
+        "fences": [{"bucket": bucket, "prefix": "orders/", "lock": "orders"}]})
+    try:
+        deadline = time.monotonic() + 20
+        while "aws-chunked checksum trailers" not in gw.log() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "upstream does not take aws-chunked checksum trailers" in gw.log(), gw.log()
+        assert metric(gw, "fencegate_checksum_trailers_forwarded") == 0
+        probes = puts_to(relay, f"/{bucket}/fencegate/~probe/trailers-")
+        assert len(probes) == 1, relay.requests
+        headers, _ = probes[0]
+        assert headers["x-amz-content-sha256"] == "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+        assert headers["x-amz-trailer"] == "x-amz-checksum-crc32"
+        assert "Credential=" + rgw.access_key + "/" in headers["authorization"]
+        deadline = time.monotonic() + 10
+        while rgw_keys(rgw, bucket, "fencegate/~probe/") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rgw_keys(rgw, bucket, "fencegate/~probe/") == []
+    finally:
+        relay.close()
+
+
 def test_auto_without_an_s3_bucket_verifies(gateway, rgw, bucket):
     gw = gateway(principals(), env={"FG_READER_SECRET": SK2})
     assert "verified here, not forwarded" in gw.log()

@@ -11,7 +11,7 @@
  * 200 (with pl_up.xml as its body when set: an S3 answer such as
  * CreateMultipartUpload's).  Requests are
  * written byte for byte by the raw client of http_harness.h; signed ones are
- * signed with AWS Signature Version 4 by gateway/upstream/s3sign.h with a
+ * signed with AWS Signature Version 4 by gateway/upstream/s3client.h with a
  * principal's keys, as an S3 client would sign them.
  *
  * Helpers (each returns what a test asserts on):
@@ -57,7 +57,7 @@
 
 #include "gateway/proxy/router.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3sign.h"
+#include "gateway/upstream/s3client.h"
 
 /* The principals of every pipeline (access key, secret). */
 #define PL_WORKER    "AKIDWORKER"
@@ -110,7 +110,9 @@ pl_wire(void)
     struct gw_upstream_opts uo = {.connect_timeout_ms = 2000, .timeout_ms = 5000};
     pl.up = gw_upstream_new(pl.base, &uo);
     assert_non_null(pl.up);
-    pl.proxy = gw_proxy_new(pl.cfg, pl.up, err, sizeof(err));
+    pl.s3c = gw_s3client_new(pl.up, pl.cfg, err, sizeof(err));
+    assert_non_null(pl.s3c);
+    pl.proxy = gw_proxy_new(pl.cfg, pl.up, pl.s3c, err, sizeof(err));
     assert_non_null(pl.proxy);
     pl.kc = gw_sigv4_keycache_new();
     assert_non_null(pl.kc);
@@ -118,10 +120,10 @@ pl_wire(void)
         start_trailers(&pl) != 0) {
         fail_msg("%s", err);
     }
-    pl.uploads = gw_upload_new(pl.store, pl.up, pl.cfg, err, sizeof(err));
+    pl.uploads = gw_upload_new(pl.store, pl.s3c, pl.cfg);
     assert_non_null(pl.uploads);
     gw_fence_set_uploads(pl.fence, pl.uploads);
-    pl.probe = gw_bucket_probe_new(pl.up, pl.cfg, err, sizeof(err));
+    pl.probe = gw_bucket_probe_new(pl.s3c);
     assert_non_null(pl.probe);
     pl.router = (struct gw_router){.probe = pl.probe,
                                    .elect = pl.elect,
@@ -270,7 +272,7 @@ pl_sign(const char *ak, const char *sk, const char *method, const char *target, 
     pl_ccfg.upstream.access_key = akey;
     pl_ccfg.upstream.secret_key = skey;
     char err[256];
-    struct gw_s3signer *s = gw_s3signer_new(&pl_ccfg, err, sizeof(err));
+    struct gw_s3client *s = gw_s3client_new(NULL, &pl_ccfg, err, sizeof(err));
     assert_non_null(s);
     /* "/bucket/key?query" into its parts */
     (void)snprintf(path, sizeof(path), "%s", target + 1);
@@ -286,23 +288,23 @@ pl_sign(const char *ak, const char *sk, const char *method, const char *target, 
     assert_int_equal(gw_sigv4_sha256_hex(body, strlen(body), hash), 0);
     struct gw_sigv4_header extra[16];
     size_t nextra = pl_split_headers(headers, hstore, sizeof(hstore), extra, 16);
-    struct gw_s3sign_req rq = {.method = method,
-                               .bucket = path,
-                               .key = key,
-                               .query = query,
-                               .extra = extra,
-                               .nextra = nextra,
-                               .payload_hash = hash,
-                               .policy = GW_S3SIGN_SIGN_S3};
-    struct gw_s3msg m;
-    gw_s3msg_init(&m);
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+    struct gw_s3client_sign_req rq = {.method = method,
+                                      .bucket = path,
+                                      .key = key,
+                                      .query = query,
+                                      .extra = extra,
+                                      .nextra = nextra,
+                                      .payload_hash = hash,
+                                      .policy = GW_S3CLIENT_SIGN_S3};
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
     assert_int_equal(buf_printf(raw, "%s %s HTTP/1.1\r\n", method, target), 0);
     for (size_t i = 0; i < m.nlines; i++) {
         assert_int_equal(buf_printf(raw, "%s\r\n", m.lines[i]), 0);
     }
-    gw_s3msg_cleanup(&m);
-    gw_s3signer_free(s);
+    gw_s3client_msg_cleanup(&m);
+    gw_s3client_free(s);
 }
 
 /* The secret of a principal's access key (an unknown key gets a made-up one). */

@@ -12,10 +12,12 @@
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/proxy.h"
 #include "gateway/s3/s3req.h"
+#include "gateway/upstream/s3client.h"
 #include "gateway/upstream/upstream.h"
 
 static struct gw_proxy *px;
 static struct gw_upstream *up;
+static struct gw_s3client *s3c;
 static struct gw_auth pauth; /* what the next request is forwarded with */
 static char endpoint[] = "http://127.0.0.1:9";
 static char region[] = "us-east-1";
@@ -58,7 +60,9 @@ px_setup(void **state)
     struct gw_upstream_opts o = {.connect_timeout_ms = 1000, .timeout_ms = 1000};
     up = gw_upstream_new(base, &o);
     assert_non_null(up);
-    px = gw_proxy_new(&cfg, up, err, sizeof(err));
+    s3c = gw_s3client_new(up, &cfg, err, sizeof(err));
+    assert_non_null(s3c);
+    px = gw_proxy_new(&cfg, up, s3c, err, sizeof(err));
     assert_non_null(px);
     memset(&pauth, 0, sizeof(pauth));
     return 0;
@@ -68,6 +72,7 @@ static int
 px_teardown(void **state)
 {
     gw_proxy_free(px);
+    gw_s3client_free(s3c);
     gw_upstream_free(up);
     return teardown(state);
 }

@@ -19,7 +19,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "gateway/base/config.h"
 #include "gateway/upstream/elect_s3.c"
+#include "gateway/upstream/upstream.h"
 
 static void
 test_map_status(void **state)
@@ -167,13 +169,15 @@ test_async_contract(void **state)
     struct gw_upstream *up = gw_upstream_new(base, &uo);
     assert_non_null(up);
     char errbuf[128];
+    struct gw_s3client *s3c = gw_s3client_new(up, cfg, errbuf, sizeof(errbuf));
+    assert_non_null(s3c);
 
     /* Bad constructor arguments. */
-    assert_null(gw_elect_s3_new(up, cfg, "bad/bucket", errbuf, sizeof(errbuf)));
-    assert_null(gw_elect_s3_new(up, cfg, "", NULL, 0));
-    assert_null(gw_elect_s3_new(NULL, cfg, "b", errbuf, sizeof(errbuf)));
+    assert_null(gw_elect_s3_new(s3c, "bad/bucket", errbuf, sizeof(errbuf)));
+    assert_null(gw_elect_s3_new(s3c, "", NULL, 0));
+    assert_null(gw_elect_s3_new(NULL, "b", errbuf, sizeof(errbuf)));
 
-    struct elect_backend *be = gw_elect_s3_new(up, cfg, "locks", errbuf, sizeof(errbuf));
+    struct elect_backend *be = gw_elect_s3_new(s3c, "locks", errbuf, sizeof(errbuf));
     assert_non_null(be);
     assert_string_equal(elect_backend_name(be), "s3:locks");
 
@@ -216,16 +220,16 @@ test_async_contract(void **state)
     struct result rc = {0};
     assert_int_equal(elect_backend_create(be, "p/k2", "body", 4, on_w, &rc), 0);
     assert_int_equal(elect_backend_get(be, "p/k2", on_g, &rc), 0);
-    assert_int_equal(gw_elect_s3_set_config(be, cfg), 0);
+    assert_int_equal(gw_s3client_pending(s3c), 2);
     elect_backend_free(be);
+    assert_int_equal(gw_s3client_pending(s3c), 0);
     for (int spins = 0; spins < 20; spins++) {
         (void)event_base_loop(base, EVLOOP_NONBLOCK);
     }
     assert_int_equal(rc.calls, 0);
-    assert_int_equal(gw_elect_s3_set_config(NULL, cfg), ERR_INVAL);
 
     /* A callback may free the backend: the other pending ones never run. */
-    be = gw_elect_s3_new(up, cfg, "locks", errbuf, sizeof(errbuf));
+    be = gw_elect_s3_new(s3c, "locks", errbuf, sizeof(errbuf));
     assert_non_null(be);
     freed_calls = 0;
     for (int i = 0; i < 4; i++) {
@@ -238,7 +242,9 @@ test_async_contract(void **state)
         (void)event_base_loop(base, EVLOOP_NONBLOCK);
     }
     assert_int_equal(freed_calls, 1);
+    assert_int_equal(gw_s3client_pending(s3c), 0);
 
+    gw_s3client_free(s3c);
     gw_upstream_free(up);
     event_base_free(base);
     (void)close(fd);

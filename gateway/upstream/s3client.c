@@ -1,26 +1,52 @@
-/* gateway/upstream/s3sign.c: signed upstream requests (see s3sign.h). */
-#define LOG_MODULE "s3sign"
-#include "gateway/upstream/s3sign.h"
+/* gateway/upstream/s3client.c: the one internal S3 client and its signer (see s3client.h). */
+#define LOG_MODULE "s3client"
+#include "gateway/upstream/s3client.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/base/config.h"
+#include "gateway/s3/s3xml.h"
 #include "gateway/upstream/upstream.h"
 
 /* Headers the builder adds itself: Host, x-amz-date, x-amz-content-sha256,
  * x-amz-security-token, Authorization. */
 #define OWN_HEADERS 5
 
-struct gw_s3signer {
-    const struct gw_config *cfg;       /* borrowed; credentials, region, addressing */
-    struct gw_sigv4_keycache *kc;      /* owned; signing keys per day/region/service */
-    char scheme[8];                    /* "http" or "https" */
-    char host[GW_S3SIGN_MAX_HOST + 1]; /* endpoint "host[:port]" */
+/* Bytes of an encoded key or query of one call. */
+#define RAW_MAX ((size_t)16 * 1024)
+
+/* One call in flight (gw_s3client_start). */
+struct gw_s3client_op {
+    struct gw_s3client *c;             /* the client */
+    LIST_ENTRY(gw_s3client_op) link;   /* in c->ops */
+    struct gw_xfer *x;                 /* the transfer */
+    const struct gw_s3client_cbs *cbs; /* borrowed: the caller's callbacks */
+    void *arg;                         /* their argument */
+    char *body;                        /* owned copy of the request body, or NULL */
+    size_t body_len;                   /* its length */
+    size_t body_off;                   /* bytes handed to the upstream so far */
+    int status;                        /* the answer's status; 0 before its head */
+    struct buf err_doc;                /* a non-2xx answer's body (cap GW_S3CLIENT_ERR_BODY_MAX) */
+};
+
+LIST_HEAD(s3client_ops, gw_s3client_op);
+
+static void op_free(struct gw_s3client_op *op);
+
+struct gw_s3client {
+    struct gw_upstream *up;              /* borrowed; NULL: signing only */
+    const struct gw_config *cfg;         /* borrowed; credentials, region, addressing */
+    struct gw_sigv4_keycache *kc;        /* owned; signing keys per day/region/service */
+    char scheme[8];                      /* "http" or "https" */
+    char host[GW_S3CLIENT_MAX_HOST + 1]; /* endpoint "host[:port]" */
+    struct s3client_ops ops;             /* calls in flight */
+    size_t nops;                         /* their number */
 };
 
 /* Headers an extra may not name: the builder or the upstream client writes them. */
@@ -92,69 +118,77 @@ check_config(const struct gw_config *cfg, char *scheme, size_t schemelen, char *
     return 0;
 }
 
-struct gw_s3signer *
-gw_s3signer_new(const struct gw_config *cfg, char *errbuf, size_t errlen)
+struct gw_s3client *
+gw_s3client_new(struct gw_upstream *up, const struct gw_config *cfg, char *errbuf, size_t errlen)
 {
-    struct gw_s3signer *s = calloc(1, sizeof(*s));
-    if (s == NULL) {
+    struct gw_s3client *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
         return NULL;
     }
-    if (check_config(cfg, s->scheme, sizeof(s->scheme), s->host, sizeof(s->host), errbuf, errlen) !=
+    LIST_INIT(&c->ops);
+    c->up = up;
+    if (check_config(cfg, c->scheme, sizeof(c->scheme), c->host, sizeof(c->host), errbuf, errlen) !=
         0) {
         goto fail;
     }
-    s->kc = gw_sigv4_keycache_new();
-    if (s->kc == NULL) {
+    c->kc = gw_sigv4_keycache_new();
+    if (c->kc == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
-    s->cfg = cfg;
-    return s;
+    c->cfg = cfg;
+    return c;
 
 fail:
-    gw_s3signer_free(s);
+    gw_s3client_free(c);
     return NULL;
 }
 
 int
-gw_s3signer_set_config(struct gw_s3signer *s, const struct gw_config *cfg)
+gw_s3client_set_config(struct gw_s3client *c, const struct gw_config *cfg)
 {
-    char scheme[sizeof(s->scheme)];
-    char host[sizeof(s->host)];
+    char scheme[sizeof(c->scheme)];
+    char host[sizeof(c->host)];
     char errbuf[256];
     if (check_config(cfg, scheme, sizeof(scheme), host, sizeof(host), errbuf, sizeof(errbuf)) !=
         0) {
         log_error("keeping the old upstream for signed requests: %s", errbuf);
         return ERR_INVAL;
     }
-    memcpy(s->scheme, scheme, sizeof(s->scheme));
-    memcpy(s->host, host, sizeof(s->host));
+    memcpy(c->scheme, scheme, sizeof(c->scheme));
+    memcpy(c->host, host, sizeof(c->host));
     /* The key cache tells entries apart by a hash of the secret: a changed
      * secret or region simply misses. */
-    s->cfg = cfg;
+    c->cfg = cfg;
     return 0;
 }
 
 void
-gw_s3signer_free(struct gw_s3signer *s)
+gw_s3client_free(struct gw_s3client *c)
 {
-    if (s == NULL) {
+    if (c == NULL) {
         return;
     }
-    gw_sigv4_keycache_free(s->kc);
-    free(s);
+    struct gw_s3client_op *op;
+    while ((op = LIST_FIRST(&c->ops)) != NULL) {
+        LIST_REMOVE(op, link);
+        gw_xfer_cancel(op->x); /* no callback follows */
+        op_free(op);
+    }
+    gw_sigv4_keycache_free(c->kc);
+    free(c);
 }
 
 void
-gw_s3msg_init(struct gw_s3msg *m)
+gw_s3client_msg_init(struct gw_s3client_msg *m)
 {
     memset(m, 0, sizeof(*m));
-    buf_init(&m->data, GW_S3SIGN_MAX_BYTES);
+    buf_init(&m->data, GW_S3CLIENT_MAX_BYTES);
 }
 
 void
-gw_s3msg_cleanup(struct gw_s3msg *m)
+gw_s3client_msg_cleanup(struct gw_s3client_msg *m)
 {
     if (m == NULL) {
         return;
@@ -163,12 +197,12 @@ gw_s3msg_cleanup(struct gw_s3msg *m)
     free(m->line_ptrs);
     free(m->sh);
     free(m->offs);
-    gw_s3msg_init(m);
+    gw_s3client_msg_init(m);
 }
 
 /* Drops the contents but keeps the storage. */
 static void
-msg_reset(struct gw_s3msg *m)
+msg_reset(struct gw_s3client_msg *m)
 {
     buf_reset(&m->data);
     m->url = NULL;
@@ -177,7 +211,7 @@ msg_reset(struct gw_s3msg *m)
 }
 
 static int
-msg_reserve(struct gw_s3msg *m, size_t n)
+msg_reserve(struct gw_s3client_msg *m, size_t n)
 {
     if (n <= m->slots) {
         return 0;
@@ -263,7 +297,7 @@ static bool
 bucket_ok(const char *b)
 {
     size_t n = strlen(b);
-    if (n > GW_S3SIGN_MAX_BUCKET) {
+    if (n > GW_S3CLIENT_MAX_BUCKET) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -277,7 +311,7 @@ bucket_ok(const char *b)
 }
 
 static int
-check_req(const struct gw_s3sign_req *rq)
+check_req(const struct gw_s3client_sign_req *rq)
 {
     if (rq == NULL || rq->method == NULL || rq->method[0] == '\0' ||
         (rq->nextra > 0 && rq->extra == NULL)) {
@@ -293,7 +327,7 @@ check_req(const struct gw_s3sign_req *rq)
         (rq->query != NULL && !raw_ok(rq->query, "#"))) {
         return ERR_INVAL;
     }
-    if (rq->nextra > GW_S3SIGN_MAX_EXTRA) {
+    if (rq->nextra > GW_S3CLIENT_MAX_EXTRA) {
         return ERR_TOOBIG;
     }
     for (size_t i = 0; i < rq->nextra; i++) {
@@ -313,7 +347,7 @@ check_req(const struct gw_s3sign_req *rq)
 
 /* Appends "lname\0Name: value\0" and records both offsets as header number *n. */
 static int
-add_header(struct gw_s3msg *m, size_t *n, const char *name, const char *value)
+add_header(struct gw_s3client_msg *m, size_t *n, const char *name, const char *value)
 {
     size_t lname = m->data.len;
     size_t nlen = strlen(name);
@@ -362,13 +396,13 @@ cmp_str(const void *a, const void *b)
  * entries.
  */
 static int
-signed_list(const struct gw_s3msg *m, size_t n, size_t nown, enum gw_s3sign_policy policy,
+signed_list(const struct gw_s3client_msg *m, size_t n, size_t nown, enum gw_s3client_policy policy,
             const char **names, char *out, size_t outlen)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const char *l = m->sh[i].name;
-        if (i >= nown && policy == GW_S3SIGN_SIGN_S3 && !s3_signed_name(l)) {
+        if (i >= nown && policy == GW_S3CLIENT_SIGN_S3 && !s3_signed_name(l)) {
             continue;
         }
         names[k++] = l;
@@ -391,7 +425,7 @@ signed_list(const struct gw_s3msg *m, size_t n, size_t nown, enum gw_s3sign_poli
 
 /* Points sh[] and line_ptrs[] at the n headers in data (after its last growth). */
 static void
-msg_point(struct gw_s3msg *m, size_t n)
+msg_point(struct gw_s3client_msg *m, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const char *lname = m->data.data + m->offs[2 * i];
@@ -404,9 +438,10 @@ msg_point(struct gw_s3msg *m, size_t n)
 }
 
 int
-gw_s3signer_sign(struct gw_s3signer *s, const struct gw_s3sign_req *rq, struct gw_s3msg *m)
+gw_s3client_sign(struct gw_s3client *c, const struct gw_s3client_sign_req *rq,
+                 struct gw_s3client_msg *m)
 {
-    const struct gw_config *cfg = s->cfg;
+    const struct gw_config *cfg = c->cfg;
     const char **names = NULL;
     char amz_date[GW_SIGV4_AMZ_DATE_LEN + 1];
     char *signed_hdrs = NULL;
@@ -414,7 +449,7 @@ gw_s3signer_sign(struct gw_s3signer *s, const struct gw_s3sign_req *rq, struct g
     size_t n = 0;
     struct buf path;
 
-    buf_init(&path, GW_S3SIGN_MAX_BYTES);
+    buf_init(&path, GW_S3CLIENT_MAX_BYTES);
     msg_reset(m);
     int rc = check_req(rq);
     if (rc != 0) {
@@ -448,11 +483,11 @@ gw_s3signer_sign(struct gw_s3signer *s, const struct gw_s3sign_req *rq, struct g
     if (rc == 0 && path.len == 0) {
         rc = buf_append_str(&path, "/");
     }
-    char hostv[GW_S3SIGN_MAX_HOST + GW_S3SIGN_MAX_BUCKET + 2];
-    (void)snprintf(hostv, sizeof(hostv), "%s%s%s", virt ? bucket : "", virt ? "." : "", s->host);
+    char hostv[GW_S3CLIENT_MAX_HOST + GW_S3CLIENT_MAX_BUCKET + 2];
+    (void)snprintf(hostv, sizeof(hostv), "%s%s%s", virt ? bucket : "", virt ? "." : "", c->host);
     /* data: url \0, then "lname\0Name: value\0" per header */
     if (rc == 0) {
-        rc = buf_printf(&m->data, "%s://%s%s%s%s", s->scheme, hostv, buf_cstr(&path),
+        rc = buf_printf(&m->data, "%s://%s%s%s%s", c->scheme, hostv, buf_cstr(&path),
                         query[0] != '\0' ? "?" : "", query);
     }
     if (rc == 0) {
@@ -500,7 +535,7 @@ gw_s3signer_sign(struct gw_s3signer *s, const struct gw_s3sign_req *rq, struct g
         .nheaders = n,
         .payload_hash = payload_hash,
     };
-    rc = gw_sigv4_sign(s->kc, &creds, cfg->upstream.region, "s3", amz_date, &in, signed_hdrs, authz,
+    rc = gw_sigv4_sign(c->kc, &creds, cfg->upstream.region, "s3", amz_date, &in, signed_hdrs, authz,
                        GW_SIGV4_MAX_AUTHZ);
     if (rc != 0) {
         goto fail;
@@ -527,8 +562,8 @@ out:
 }
 
 void
-gw_s3msg_xfer_req(const struct gw_s3msg *m, const char *method, int64_t body_length,
-                  struct gw_xfer_req *out)
+gw_s3client_msg_xfer_req(const struct gw_s3client_msg *m, const char *method, int64_t body_length,
+                         struct gw_xfer_req *out)
 {
     memset(out, 0, sizeof(*out));
     out->method = method;
@@ -539,7 +574,7 @@ gw_s3msg_xfer_req(const struct gw_s3msg *m, const char *method, int64_t body_len
 }
 
 int
-gw_s3sign_encode(const char *s, bool keep_slash, struct buf *out)
+gw_s3client_encode(const char *s, bool keep_slash, struct buf *out)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t old = out->len;
@@ -560,4 +595,243 @@ gw_s3sign_encode(const char *s, bool keep_slash, struct buf *out)
         out->data[old] = '\0';
     }
     return rc;
+}
+
+/* ---- the gateway's own calls ---- */
+
+static void
+op_free(struct gw_s3client_op *op)
+{
+    free(op->body);
+    buf_cleanup(&op->err_doc);
+    free(op);
+}
+
+/* Takes op off its client's list (it is over, or being cancelled). */
+static void
+op_unlink(struct gw_s3client_op *op)
+{
+    LIST_REMOVE(op, link);
+    op->c->nops--;
+    op->x = NULL;
+}
+
+/* gw_xfer_cbs.read_body */
+static ssize_t
+on_call_read(void *arg, char *dst, size_t len)
+{
+    struct gw_s3client_op *op = arg;
+    size_t n = op->body_len - op->body_off;
+    n = n < len ? n : len;
+    memcpy(dst, op->body + op->body_off, n);
+    op->body_off += n;
+    return (ssize_t)n;
+}
+
+static bool
+is_2xx(int status)
+{
+    return status >= 200 && status < 300;
+}
+
+/* gw_xfer_cbs.on_head */
+static int
+on_call_head(void *arg, int status, const struct gw_header *headers, size_t n)
+{
+    struct gw_s3client_op *op = arg;
+    op->status = status;
+    return op->cbs->on_head != NULL ? op->cbs->on_head(op->arg, status, headers, n) : 0;
+}
+
+/* gw_xfer_cbs.on_body: 2xx bodies to the caller, error documents kept (capped) */
+static int
+on_call_body(void *arg, const char *data, size_t len)
+{
+    struct gw_s3client_op *op = arg;
+    if (is_2xx(op->status)) {
+        return op->cbs->on_body != NULL ? op->cbs->on_body(op->arg, data, len) : 0;
+    }
+    size_t room = op->err_doc.cap - op->err_doc.len;
+    if (buf_append(&op->err_doc, data, len < room ? len : room) != 0) {
+        buf_reset(&op->err_doc); /* out of memory: just lose the Code */
+    }
+    return 0;
+}
+
+/* The Code of the error document in op (into code[len]), or "" if none. */
+static void
+error_code(const struct gw_s3client_op *op, char *code, size_t len)
+{
+    code[0] = '\0';
+    if (op->err_doc.len == 0) {
+        return;
+    }
+    struct gw_s3xml *x = gw_s3xml_new(0, GW_S3CLIENT_ERR_BODY_MAX);
+    if (x == NULL) {
+        return;
+    }
+    if (gw_s3xml_feed(x, op->err_doc.data, op->err_doc.len) == 0 && gw_s3xml_finish(x) == 0 &&
+        gw_s3xml_error_code(x) != NULL) {
+        (void)snprintf(code, len, "%s", gw_s3xml_error_code(x));
+    }
+    gw_s3xml_free(x);
+}
+
+/* gw_xfer_cbs.on_done */
+static void
+on_call_done(void *arg, int err)
+{
+    struct gw_s3client_op *op = arg;
+    char code[64] = "";
+    op_unlink(op);
+    if (err == 0 && !is_2xx(op->status)) {
+        error_code(op, code, sizeof(code));
+    }
+    /* The callback may free its owner and cancel other calls: op is off the
+     * list already and is freed here, without touching the client again. */
+    op->cbs->on_done(op->arg, err, op->status, code[0] != '\0' ? code : NULL);
+    op_free(op);
+}
+
+static const struct gw_xfer_cbs call_cbs = {
+    .read_body = on_call_read,
+    .on_head = on_call_head,
+    .on_body = on_call_body,
+    .on_done = on_call_done,
+};
+
+/* Copies the call's body into op. */
+static int
+op_set_body(struct gw_s3client_op *op, const struct gw_s3client_call *call)
+{
+    if (!call->has_body) {
+        return 0;
+    }
+    op->body = malloc(call->body_len > 0 ? call->body_len : 1);
+    if (op->body == NULL) {
+        return ERR_NOMEM;
+    }
+    if (call->body_len > 0) {
+        memcpy(op->body, call->body, call->body_len);
+    }
+    op->body_len = call->body_len;
+    return 0;
+}
+
+/* Signs op's call into m: the key encoded, the payload hashed unless given. */
+static int
+call_sign(struct gw_s3client *c, const struct gw_s3client_call *call,
+          const struct gw_s3client_op *op, struct gw_s3client_msg *m)
+{
+    char hash[GW_SIGV4_HEX_LEN + 1];
+    struct buf raw_key;
+    buf_init(&raw_key, RAW_MAX);
+    int rc = 0;
+    const char *payload_hash = call->payload_hash;
+    if (payload_hash == NULL) {
+        rc = gw_sigv4_sha256_hex(op->body != NULL ? op->body : "", op->body_len, hash);
+        payload_hash = hash;
+    }
+    if (rc == 0 && call->key != NULL) {
+        rc = gw_s3client_encode(call->key, true, &raw_key);
+    }
+    if (rc == 0) {
+        struct gw_s3client_sign_req rq = {
+            .method = call->method,
+            .bucket = call->bucket,
+            .key = call->key != NULL ? buf_cstr(&raw_key) : NULL,
+            .query = call->query,
+            .extra = call->extra,
+            .nextra = call->nextra,
+            .payload_hash = payload_hash,
+            .policy = GW_S3CLIENT_SIGN_ALL,
+        };
+        rc = gw_s3client_sign(c, &rq, m);
+    }
+    buf_cleanup(&raw_key);
+    return rc;
+}
+
+int
+gw_s3client_start(struct gw_s3client *c, const struct gw_s3client_call *call,
+                  const struct gw_s3client_cbs *cbs, void *arg, struct gw_s3client_op **out)
+{
+    if (c->up == NULL || call == NULL || cbs == NULL || cbs->on_done == NULL ||
+        call->bucket == NULL || call->bucket[0] == '\0' ||
+        (call->has_body && call->body == NULL && call->body_len > 0)) {
+        return ERR_INVAL;
+    }
+    struct gw_s3client_op *op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        return ERR_NOMEM;
+    }
+    op->c = c;
+    op->cbs = cbs;
+    op->arg = arg;
+    buf_init(&op->err_doc, GW_S3CLIENT_ERR_BODY_MAX);
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
+    int rc = op_set_body(op, call);
+    if (rc == 0) {
+        rc = call_sign(c, call, op, &m);
+    }
+    if (rc == 0) {
+        struct gw_xfer_req xr;
+        gw_s3client_msg_xfer_req(&m, call->method, call->has_body ? (int64_t)op->body_len : -1,
+                                 &xr);
+        rc = gw_xfer_start(c->up, &xr, &call_cbs, op, &op->x);
+    }
+    gw_s3client_msg_cleanup(&m);
+    if (rc != 0) {
+        op_free(op);
+        return rc;
+    }
+    LIST_INSERT_HEAD(&c->ops, op, link);
+    c->nops++;
+    if (out != NULL) {
+        *out = op;
+    }
+    return 0;
+}
+
+int
+gw_s3client_abort_upload(struct gw_s3client *c, const char *bucket, const char *key,
+                         const char *upload_id, const struct gw_s3client_cbs *cbs, void *arg,
+                         struct gw_s3client_op **out)
+{
+    struct buf query;
+    buf_init(&query, RAW_MAX);
+    int rc = buf_append_str(&query, "uploadId=");
+    if (rc == 0) {
+        rc = gw_s3client_encode(upload_id, false, &query);
+    }
+    if (rc == 0) {
+        const struct gw_s3client_call call = {
+            .method = "DELETE",
+            .bucket = bucket,
+            .key = key,
+            .query = buf_cstr(&query),
+        };
+        rc = gw_s3client_start(c, &call, cbs, arg, out);
+    }
+    buf_cleanup(&query);
+    return rc;
+}
+
+void
+gw_s3client_cancel(struct gw_s3client_op *op)
+{
+    if (op == NULL) {
+        return;
+    }
+    struct gw_xfer *x = op->x;
+    op_unlink(op);
+    gw_xfer_cancel(x); /* no callback follows; a body cut short is never committed */
+    op_free(op);
+}
+
+size_t
+gw_s3client_pending(const struct gw_s3client *c)
+{
+    return c->nops;
 }

@@ -1,5 +1,5 @@
 /*
- * tests/unit/gateway/upstream/s3sign_test.c: the signed-request builder against
+ * tests/unit/gateway/upstream/s3client_test.c: the signed-request builder against
  * independently computed signatures (AWS's published S3 GET example from
  * tests/data/sigv4/s3-examples.json, and botocore), URL shapes for both
  * addressing styles, and every refusal.
@@ -17,7 +17,7 @@
 
 #include "common/clock.h"
 #include "gateway/base/config.h"
-#include "gateway/upstream/s3sign.h"
+#include "gateway/upstream/s3client.h"
 #include "gateway/upstream/upstream.h"
 #include "tests/unit/testdata.h"
 
@@ -43,7 +43,7 @@ make_cfg(const char *endpoint, enum gw_addressing addr, const char *region, cons
 
 /* The value of the header line called name ("" if absent). */
 static const char *
-line_value(const struct gw_s3msg *m, const char *name)
+line_value(const struct gw_s3client_msg *m, const char *name)
 {
     size_t n = strlen(name);
     for (size_t i = 0; i < m->nlines; i++) {
@@ -83,12 +83,12 @@ test_aws_get_example(void **state)
                  json_string_value(json_object_get(creds, "access_key_id")),
                  json_string_value(json_object_get(creds, "secret_access_key")), NULL);
     char err[128];
-    struct gw_s3signer *s = gw_s3signer_new(cfg, err, sizeof(err));
+    struct gw_s3client *s = gw_s3client_new(NULL, cfg, err, sizeof(err));
     assert_non_null(s);
     clock_pin(1, T_AWS_MS);
 
     struct gw_sigv4_header range = {"Range", "bytes=0-9"};
-    struct gw_s3sign_req rq = {
+    struct gw_s3client_sign_req rq = {
         .method = "GET",
         .bucket = "examplebucket",
         .key = "test.txt",
@@ -96,9 +96,9 @@ test_aws_get_example(void **state)
         .nextra = 1,
         .payload_hash = GW_SIGV4_EMPTY_SHA256,
     };
-    struct gw_s3msg m;
-    gw_s3msg_init(&m);
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
     assert_string_equal(m.url, "https://examplebucket.s3.amazonaws.com/test.txt");
     assert_string_equal(line_value(&m, "Host"), "examplebucket.s3.amazonaws.com");
     assert_string_equal(line_value(&m, "x-amz-date"), "20130524T000000Z");
@@ -118,14 +118,14 @@ test_aws_get_example(void **state)
     assert_null(m.lines[5]);
 
     struct gw_xfer_req xr;
-    gw_s3msg_xfer_req(&m, "GET", -1, &xr);
+    gw_s3client_msg_xfer_req(&m, "GET", -1, &xr);
     assert_string_equal(xr.url, m.url);
     assert_int_equal(xr.nheaders, 5);
     assert_true(xr.headers == m.lines);
     assert_int_equal(xr.body_length, -1);
 
-    gw_s3msg_cleanup(&m);
-    gw_s3signer_free(s);
+    gw_s3client_msg_cleanup(&m);
+    gw_s3client_free(s);
     clock_unpin();
     free(cfg);
     json_decref(root);
@@ -148,14 +148,14 @@ test_botocore_put_path_style_token(void **state)
     struct gw_config *cfg = make_cfg("http://127.0.0.1:7480/", GW_ADDR_PATH, "eu-west-3",
                                      "AKIDFENCEGATE", "fencegate/secret+key", "SESSIONTOKEN/xyz=");
     char err[128];
-    struct gw_s3signer *s = gw_s3signer_new(cfg, err, sizeof(err));
+    struct gw_s3client *s = gw_s3client_new(NULL, cfg, err, sizeof(err));
     assert_non_null(s);
     clock_pin(1, T_BOTO_MS);
     const char *body = "{\"epoch\":1}";
     char hash[GW_SIGV4_HEX_LEN + 1];
     assert_int_equal(gw_sigv4_sha256_hex(body, strlen(body), hash), 0);
     struct gw_sigv4_header inm = {"If-None-Match", "*"};
-    struct gw_s3sign_req rq = {
+    struct gw_s3client_sign_req rq = {
         .method = "PUT",
         .bucket = "locks",
         .key = "fencegate/orders/epoch-00000000000000000001.json",
@@ -163,9 +163,9 @@ test_botocore_put_path_style_token(void **state)
         .nextra = 1,
         .payload_hash = hash,
     };
-    struct gw_s3msg m;
-    gw_s3msg_init(&m);
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
     assert_string_equal(m.url, "http://127.0.0.1:7480/locks/fencegate/orders/"
                                "epoch-00000000000000000001.json");
     assert_string_equal(line_value(&m, "Host"), "127.0.0.1:7480");
@@ -177,8 +177,8 @@ test_botocore_put_path_style_token(void **state)
         "AWS4-HMAC-SHA256 Credential=AKIDFENCEGATE/20261121/eu-west-3/s3/aws4_request, "
         "SignedHeaders=host;if-none-match;x-amz-content-sha256;x-amz-date;x-amz-security-token, "
         "Signature=a5052d739c3f292229aa0909ac84c9a5e8d94fccffdef3466b0fc45947a3a69d");
-    gw_s3msg_cleanup(&m);
-    gw_s3signer_free(s);
+    gw_s3client_msg_cleanup(&m);
+    gw_s3client_free(s);
     clock_unpin();
     free(cfg);
 }
@@ -190,26 +190,26 @@ test_botocore_list_virtual_query(void **state)
     struct gw_config *cfg = make_cfg("http://s3.example.com:8443", GW_ADDR_VIRTUAL, "eu-west-3",
                                      "AKIDFENCEGATE", "fencegate/secret+key", NULL);
     char err[128];
-    struct gw_s3signer *s = gw_s3signer_new(cfg, err, sizeof(err));
+    struct gw_s3client *s = gw_s3client_new(NULL, cfg, err, sizeof(err));
     assert_non_null(s);
     clock_pin(1, T_BOTO_MS);
     struct buf q;
     buf_init(&q, 4096);
     assert_int_equal(buf_append_str(&q, "list-type=2&prefix="), 0);
-    assert_int_equal(gw_s3sign_encode("fencegate/orders/", false, &q), 0);
+    assert_int_equal(gw_s3client_encode("fencegate/orders/", false, &q), 0);
     assert_int_equal(buf_append_str(&q, "&start-after="), 0);
     assert_int_equal(
-        gw_s3sign_encode("fencegate/orders/epoch-00000000000000000003.json", false, &q), 0);
+        gw_s3client_encode("fencegate/orders/epoch-00000000000000000003.json", false, &q), 0);
     assert_int_equal(buf_append_str(&q, "&max-keys=7&encoding-type=url"), 0);
-    struct gw_s3sign_req rq = {
+    struct gw_s3client_sign_req rq = {
         .method = "GET",
         .bucket = "locks",
         .query = buf_cstr(&q),
         .payload_hash = GW_SIGV4_EMPTY_SHA256,
     };
-    struct gw_s3msg m;
-    gw_s3msg_init(&m);
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
     assert_string_equal(m.url, "http://locks.s3.example.com:8443/?list-type=2&prefix=fencegate%"
                                "2Forders%2F&start-after=fencegate%2Forders%2Fepoch-"
                                "00000000000000000003.json&max-keys=7&encoding-type=url");
@@ -221,11 +221,11 @@ test_botocore_list_virtual_query(void **state)
         "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
         "Signature=6983fd2bc594aee7edceacd6c96baa74b1548a8dbe280617c2e8c5ed0977fc70");
     /* Signing again into the same message reuses it. */
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
     assert_int_equal(m.nlines, 4);
-    gw_s3msg_cleanup(&m);
+    gw_s3client_msg_cleanup(&m);
     buf_cleanup(&q);
-    gw_s3signer_free(s);
+    gw_s3client_free(s);
     clock_unpin();
     free(cfg);
 }
@@ -237,10 +237,10 @@ test_urls(void **state)
     (void)state;
     struct gw_config *cfg = make_cfg("https://h:1", GW_ADDR_PATH, "us-east-1", "AK", "SK", NULL);
     char err[128];
-    struct gw_s3signer *s = gw_s3signer_new(cfg, err, sizeof(err));
+    struct gw_s3client *s = gw_s3client_new(NULL, cfg, err, sizeof(err));
     assert_non_null(s);
-    struct gw_s3msg m;
-    gw_s3msg_init(&m);
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
     static const struct {
         enum gw_addressing addr;
         const char *bucket, *key, *query, *url, *host;
@@ -255,19 +255,19 @@ test_urls(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cfg->upstream.addressing = cases[i].addr;
-        struct gw_s3sign_req rq = {
+        struct gw_s3client_sign_req rq = {
             .method = "GET",
             .bucket = cases[i].bucket,
             .key = cases[i].key,
             .query = cases[i].query,
         };
-        assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+        assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
         assert_string_equal(m.url, cases[i].url);
         assert_string_equal(line_value(&m, "Host"), cases[i].host);
         assert_string_equal(line_value(&m, "x-amz-content-sha256"), GW_SIGV4_UNSIGNED);
     }
-    gw_s3msg_cleanup(&m);
-    gw_s3signer_free(s);
+    gw_s3client_msg_cleanup(&m);
+    gw_s3client_free(s);
     free(cfg);
 }
 
@@ -278,32 +278,32 @@ test_policy(void **state)
     (void)state;
     struct gw_config *cfg = make_cfg("http://h", GW_ADDR_PATH, "us-east-1", "AK", "SK", NULL);
     char err[128];
-    struct gw_s3signer *s = gw_s3signer_new(cfg, err, sizeof(err));
+    struct gw_s3client *s = gw_s3client_new(NULL, cfg, err, sizeof(err));
     assert_non_null(s);
     struct gw_sigv4_header ex[] = {
         {"User-Agent", "x"},   {"Content-Type", "a/b"}, {"X-Amz-Meta-A", "1"},
         {"x-amz-meta-a", "2"}, {"If-Match", "abc"},
     };
-    struct gw_s3sign_req rq = {.method = "PUT",
-                               .bucket = "b",
-                               .key = "k",
-                               .extra = ex,
-                               .nextra = 5,
-                               .policy = GW_S3SIGN_SIGN_S3};
-    struct gw_s3msg m;
-    gw_s3msg_init(&m);
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+    struct gw_s3client_sign_req rq = {.method = "PUT",
+                                      .bucket = "b",
+                                      .key = "k",
+                                      .extra = ex,
+                                      .nextra = 5,
+                                      .policy = GW_S3CLIENT_SIGN_S3};
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
     assert_non_null(strstr(line_value(&m, "Authorization"),
                            "SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;"
                            "x-amz-meta-a, "));
-    rq.policy = GW_S3SIGN_SIGN_ALL;
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), 0);
+    rq.policy = GW_S3CLIENT_SIGN_ALL;
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), 0);
     assert_non_null(strstr(line_value(&m, "Authorization"),
                            "SignedHeaders=content-type;host;if-match;user-agent;"
                            "x-amz-content-sha256;x-amz-date;x-amz-meta-a, "));
     assert_int_equal(m.nlines, 9);
-    gw_s3msg_cleanup(&m);
-    gw_s3signer_free(s);
+    gw_s3client_msg_cleanup(&m);
+    gw_s3client_free(s);
     free(cfg);
 }
 
@@ -313,14 +313,14 @@ test_refusals(void **state)
     (void)state;
     struct gw_config *cfg = make_cfg("http://h", GW_ADDR_PATH, "us-east-1", "AK", "SK", NULL);
     char err[128];
-    struct gw_s3signer *s = gw_s3signer_new(cfg, err, sizeof(err));
+    struct gw_s3client *s = gw_s3client_new(NULL, cfg, err, sizeof(err));
     assert_non_null(s);
-    struct gw_s3msg m;
-    gw_s3msg_init(&m);
+    struct gw_s3client_msg m;
+    gw_s3client_msg_init(&m);
     struct gw_sigv4_header h = {"X-Ok", "v"};
-    struct gw_s3sign_req ok = {
+    struct gw_s3client_sign_req ok = {
         .method = "GET", .bucket = "b", .key = "k", .extra = &h, .nextra = 1};
-    assert_int_equal(gw_s3signer_sign(s, &ok, &m), 0);
+    assert_int_equal(gw_s3client_sign(s, &ok, &m), 0);
 
     static const struct gw_sigv4_header bad_headers[] = {
         {"Host", "evil"},
@@ -337,78 +337,78 @@ test_refusals(void **state)
         {"X:A", "v"},
     };
     for (size_t i = 0; i < sizeof(bad_headers) / sizeof(bad_headers[0]); i++) {
-        struct gw_s3sign_req rq = ok;
+        struct gw_s3client_sign_req rq = ok;
         rq.extra = &bad_headers[i];
-        assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+        assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
         assert_null(m.url);
         assert_int_equal(m.nlines, 0);
     }
-    struct gw_s3sign_req rq = ok;
+    struct gw_s3client_sign_req rq = ok;
     rq.key = "a?b";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.key = "a b";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.key = "a#b";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.key = "k";
     rq.bucket = "b/c";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.bucket = "evil.com#";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.bucket = "b";
     rq.query = "a=b c";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.query = NULL;
     rq.method = "GE T";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.method = NULL;
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.method = "GET";
     rq.payload_hash = "ABCDEF";
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_INVAL);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_INVAL);
     rq.payload_hash = NULL;
-    rq.nextra = GW_S3SIGN_MAX_EXTRA + 1;
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_TOOBIG);
+    rq.nextra = GW_S3CLIENT_MAX_EXTRA + 1;
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_TOOBIG);
 
     /* The byte cap: a key larger than the whole message. */
-    size_t big = GW_S3SIGN_MAX_BYTES + 10;
+    size_t big = GW_S3CLIENT_MAX_BYTES + 10;
     char *k = malloc(big + 1);
     assert_non_null(k);
     memset(k, 'a', big);
     k[big] = '\0';
     rq.nextra = 1;
     rq.key = k;
-    assert_int_equal(gw_s3signer_sign(s, &rq, &m), ERR_TOOBIG);
+    assert_int_equal(gw_s3client_sign(s, &rq, &m), ERR_TOOBIG);
     free(k);
 
-    gw_s3msg_cleanup(&m);
-    gw_s3signer_free(s);
+    gw_s3client_msg_cleanup(&m);
+    gw_s3client_free(s);
 
     /* Bad configurations. */
     const char *bad_endpoints[] = {"ftp://h",    "http://",    "http://h/path",
                                    "http://u@h", "http://h h", NULL};
     for (size_t i = 0; i < sizeof(bad_endpoints) / sizeof(bad_endpoints[0]); i++) {
         cfg->upstream.endpoint = (char *)bad_endpoints[i];
-        assert_null(gw_s3signer_new(cfg, err, sizeof(err)));
+        assert_null(gw_s3client_new(NULL, cfg, err, sizeof(err)));
         assert_true(strlen(err) > 0);
     }
     cfg->upstream.endpoint = (char *)"http://h";
     cfg->upstream.secret_key = NULL;
-    assert_null(gw_s3signer_new(cfg, err, sizeof(err)));
+    assert_null(gw_s3client_new(NULL, cfg, err, sizeof(err)));
     cfg->upstream.secret_key = (char *)"SK";
-    s = gw_s3signer_new(cfg, err, sizeof(err));
+    s = gw_s3client_new(NULL, cfg, err, sizeof(err));
     assert_non_null(s);
     struct gw_config *cfg2 = make_cfg("nope", GW_ADDR_PATH, "us-east-1", "AK", "SK", NULL);
-    assert_int_equal(gw_s3signer_set_config(s, cfg2), ERR_INVAL);
+    assert_int_equal(gw_s3client_set_config(s, cfg2), ERR_INVAL);
     cfg2->upstream.endpoint = (char *)"http://other:9";
-    assert_int_equal(gw_s3signer_set_config(s, cfg2), 0);
-    gw_s3msg_init(&m);
-    assert_int_equal(gw_s3signer_sign(s, &ok, &m), 0);
+    assert_int_equal(gw_s3client_set_config(s, cfg2), 0);
+    gw_s3client_msg_init(&m);
+    assert_int_equal(gw_s3client_sign(s, &ok, &m), 0);
     assert_string_equal(m.url, "http://other:9/b/k");
-    gw_s3msg_cleanup(&m);
-    gw_s3signer_free(s);
-    gw_s3signer_free(NULL);
-    gw_s3msg_cleanup(NULL);
+    gw_s3client_msg_cleanup(&m);
+    gw_s3client_free(s);
+    gw_s3client_free(NULL);
+    gw_s3client_msg_cleanup(NULL);
     free(cfg2);
     free(cfg);
 }
@@ -419,15 +419,15 @@ test_encode(void **state)
     (void)state;
     struct buf b;
     buf_init(&b, 64);
-    assert_int_equal(gw_s3sign_encode("a/b c~d_e.f-g+h%&\xc3\xa9", true, &b), 0);
+    assert_int_equal(gw_s3client_encode("a/b c~d_e.f-g+h%&\xc3\xa9", true, &b), 0);
     assert_string_equal(buf_cstr(&b), "a/b%20c~d_e.f-g%2Bh%25%26%C3%A9");
     buf_reset(&b);
-    assert_int_equal(gw_s3sign_encode("a/b", false, &b), 0);
+    assert_int_equal(gw_s3client_encode("a/b", false, &b), 0);
     assert_string_equal(buf_cstr(&b), "a%2Fb");
     /* Over the cap: unchanged. */
     buf_reset(&b);
     assert_int_equal(buf_append_str(&b, "keep"), 0);
-    assert_int_equal(gw_s3sign_encode("//////////////////////////////////////", false, &b),
+    assert_int_equal(gw_s3client_encode("//////////////////////////////////////", false, &b),
                      ERR_TOOBIG);
     assert_string_equal(buf_cstr(&b), "keep");
     buf_cleanup(&b);
