@@ -32,6 +32,11 @@
  * grant T+1 (the election computes it; this module asks).  The fence also
  * learns every epoch the election learns (gw_fence_learn).
  *
+ * The fence decides and says nothing to clients: a refusal it decides is
+ * described as a struct gw_refusal (gw_fence_resolve, gw_fence_refusal,
+ * gw_fence_cut_refusal, gw_fence_upload_refusal: claim.c, verdict.c) and
+ * carried out by gateway/proxy/refuse.h.
+ *
  * The highest token per lock lives in LMDB (store/); this module keeps the
  * locks with writes in flight in memory, seeded from the store.
  * Event-loop thread only; store callbacks arrive through
