@@ -19,7 +19,6 @@
 #include "gateway/proxy/proxy.h"
 #include "gateway/proxy/refuse.h"
 #include "gateway/proxy/upload.h"
-#include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/upstream/bucket_probe.h"
