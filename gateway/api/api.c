@@ -45,8 +45,16 @@ send_json_error(struct gw_req *req, int status, const char *code, const char *me
         rc = buf_append_str(&b, "}\n");
     }
     if (rc != 0) {
+        /* no room for JSON: the S3 error document of ERR_NOMEM (or its bare form) */
         buf_cleanup(&b);
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        buf_init(&b, GW_S3ERR_MAX_BODY);
+        char bare[GW_S3ERR_BARE_MAX];
+        size_t len = 0;
+        const char *doc =
+            gw_s3err_build(&b, bare, &len, gw_s3err_code_from_err(ERR_NOMEM), "Out of memory.",
+                           gw_req_path(req), gw_req_id(req), NULL, 0);
+        gw_resp_simple(req, gw_s3err_status_from_err(ERR_NOMEM), "application/xml", doc, len);
+        buf_cleanup(&b);
         return;
     }
     send_json(req, status, &b);

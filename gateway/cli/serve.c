@@ -348,7 +348,7 @@ serve_cleanup(struct serve *s)
     gw_trailer_probe_free(s->trprobe); /* before the S3 client: cancels its calls */
     gw_proxy_free(s->proxy);
     if (s->fence != NULL) {
-        gw_fence_set_uploads(s->fence, NULL); /* the last store callbacks abort nothing */
+        gw_fence_set_uploads(s->fence, NULL, NULL); /* the last store callbacks abort nothing */
     }
     gw_upload_free(s->uploads); /* before the S3 client: cancels its aborts */
     gw_bucket_probe_free(s->probe);
@@ -445,7 +445,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("out of memory");
         goto out;
     }
-    gw_fence_set_uploads(s.fence, s.uploads);
+    gw_fence_set_uploads(s.fence, s.uploads, gw_upload_on_advance);
     s.probe = gw_bucket_probe_new(s.s3c);
     if (s.probe == NULL) {
         log_error("out of memory");

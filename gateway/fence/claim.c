@@ -1,8 +1,9 @@
 /*
  * gateway/fence/claim.c: what a write claims (gw_fence_resolve,
  * gw_fence_resolve_keys): its lock from the config's rules or the request's
- * headers, its token, and the refusals of contradictions.  Pure: no store,
- * no loop; fence.c decides on the claim.
+ * headers (passed in by the caller: struct gw_fence_headers), its token,
+ * and the refusals of contradictions.  Pure: no store, no loop, no HTTP;
+ * fence.c decides on the claim.
  */
 #include "gateway/fence/fence.h"
 
@@ -12,27 +13,29 @@
 #include "common/lockname.h"
 #include "common/num.h"
 #include "gateway/base/config.h"
-#include "gateway/http/http.h"
 #include "gateway/s3/s3req.h"
 #include "store/store.h"
 
+/* A refusal of the claim: audited as kind, counted as a fence rejection. */
 static int
-refuse(struct gw_auth_fail *fail, int *kind, int k, int status, const char *code,
-       const char *message)
+refuse(struct gw_refusal *r, const struct gw_fence_claim *claim, int kind, int status,
+       const char *code, const char *message)
 {
-    fail->status = status;
-    fail->code = code;
-    fail->message = message;
-    *kind = k;
+    *r = (struct gw_refusal){
+        .status = status,
+        .code = code,
+        .message = message,
+        .audit = kind,
+        .count = GW_REFUSAL_FENCE,
+        .lock = claim->lock,
+    };
     return ERR_AUTH;
 }
 
 /* One of two header spellings; both present and different is an error. */
 static int
-header_pair(struct gw_req *req, const char *a, const char *b, const char **out)
+header_pair(const char *va, const char *vb, const char **out)
 {
-    const char *va = gw_req_header(req, a);
-    const char *vb = gw_req_header(req, b);
     if (va != NULL && vb != NULL && strcmp(va, vb) != 0) {
         return ERR_INVAL;
     }
@@ -42,22 +45,23 @@ header_pair(struct gw_req *req, const char *a, const char *b, const char **out)
 
 /* The claim of an object write whose keys fall under rule (NULL: no rule). */
 static int
-resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fence_rule *rule,
-             bool in_upload, struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
+resolve_rule(const struct gw_fence_headers *h, const struct gw_config *cfg,
+             const struct gw_fence_rule *rule, bool in_upload, struct gw_fence_claim *claim,
+             struct gw_refusal *r)
 {
     const char *hlock, *htoken;
-    if (header_pair(req, "x-fencing-lock", "x-amz-meta-fencing-lock", &hlock) != 0 ||
-        header_pair(req, "x-fencing-token", "x-amz-meta-fencing-token", &htoken) != 0) {
-        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+    if (header_pair(h->lock, h->meta_lock, &hlock) != 0 ||
+        header_pair(h->token, h->meta_token, &htoken) != 0) {
+        return refuse(r, claim, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
                       "X-Fencing-* and x-amz-meta-fencing-* headers disagree.");
     }
     if (hlock != NULL && !lock_name_valid(hlock)) {
-        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+        return refuse(r, claim, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
                       "The fencing lock name must match [A-Za-z0-9._-]{1,128}.");
     }
     if (rule != NULL && hlock != NULL && strcmp(hlock, rule->lock) != 0) {
         (void)snprintf(claim->lock, sizeof(claim->lock), "%s", rule->lock);
-        return refuse(fail, kind, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
+        return refuse(r, claim, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
                       "The fencing lock header contradicts the gateway's rule for this key.");
     }
     const char *lock = rule != NULL ? rule->lock : hlock;
@@ -68,11 +72,11 @@ resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fe
         /* a write into an upload may be claimed with the upload's epoch (caller) */
         claim->by_upload = in_upload && lock != NULL;
         if ((rule != NULL && rule->require_token) || (rule == NULL && hlock != NULL)) {
-            return refuse(fail, kind, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
+            return refuse(r, claim, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
                           "This write is fenced: send X-Fencing-Token with the lock's token.");
         }
         if (rule == NULL && !cfg->fencing.allow_unfenced_writes) {
-            return refuse(fail, kind, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
+            return refuse(r, claim, STORE_AUDIT_MISSING_TOKEN, 428, "MissingFencingToken",
                           "Writes without a fencing token are disabled on this gateway.");
         }
         if (!claim->by_upload) {
@@ -81,11 +85,11 @@ resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fe
         return 0; /* a write no rule requires a token for, and that claims none */
     }
     if (parse_u64(htoken, 1, UINT64_MAX, &claim->token) != 0) {
-        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+        return refuse(r, claim, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
                       "The fencing token must be a decimal integer from 1 to 2^64-1.");
     }
     if (lock == NULL) {
-        return refuse(fail, kind, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
+        return refuse(r, claim, STORE_AUDIT_INVALID_TOKEN, 400, "InvalidFencingToken",
                       "A fencing token needs a lock: send X-Fencing-Lock.");
     }
     claim->fenced = true;
@@ -93,13 +97,12 @@ resolve_rule(struct gw_req *req, const struct gw_config *cfg, const struct gw_fe
 }
 
 int
-gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
-                 struct gw_fence_claim *claim, struct gw_auth_fail *fail, int *kind)
+gw_fence_resolve(const struct gw_fence_headers *h, const struct gw_config *cfg,
+                 const struct gw_s3req *s3, struct gw_fence_claim *claim, struct gw_refusal *r)
 {
     memset(claim, 0, sizeof(*claim));
-    *kind = 0;
     if (s3->bucket_write && !cfg->fencing.allow_bucket_writes) {
-        return refuse(fail, kind, STORE_AUDIT_REFUSED, 403, "AccessDenied",
+        return refuse(r, claim, STORE_AUDIT_REFUSED, 403, "AccessDenied",
                       "Bucket-level writes are disabled on this gateway "
                       "(fencing.allow_bucket_writes).");
     }
@@ -109,19 +112,18 @@ gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg, const struct g
     claim->complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
     bool in_upload = s3->op == GW_S3_OP_UPLOAD_PART || s3->op == GW_S3_OP_UPLOAD_PART_COPY ||
                      s3->op == GW_S3_OP_COMPLETE_MULTIPART || s3->op == GW_S3_OP_ABORT_MULTIPART;
-    int rc = resolve_rule(req, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), in_upload,
-                          claim, fail, kind);
+    int rc =
+        resolve_rule(h, cfg, gw_config_fence_rule(cfg, s3->bucket, s3->key), in_upload, claim, r);
     claim->complete = claim->complete && claim->fenced;
     return rc;
 }
 
 int
-gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
-                      const char *const *keys, size_t nkeys, struct gw_fence_claim *claim,
-                      struct gw_auth_fail *fail, int *kind)
+gw_fence_resolve_keys(const struct gw_fence_headers *h, const struct gw_config *cfg,
+                      const struct gw_s3req *s3, const char *const *keys, size_t nkeys,
+                      struct gw_fence_claim *claim, struct gw_refusal *refusal)
 {
     memset(claim, 0, sizeof(*claim));
-    *kind = 0;
     const struct gw_fence_rule *rule = NULL;
     for (size_t i = 0; i < nkeys; i++) {
         const struct gw_fence_rule *r = gw_config_fence_rule(cfg, s3->bucket, keys[i]);
@@ -131,7 +133,7 @@ gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg, const str
             const struct gw_fence_rule *named = rule != NULL ? rule : r;
             (void)snprintf(claim->lock, sizeof(claim->lock), "%s",
                            named != NULL ? named->lock : "");
-            return refuse(fail, kind, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
+            return refuse(refusal, claim, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
                           "The keys of this DeleteObjects fall under different fencing locks; "
                           "send one request per lock.");
         }
@@ -140,5 +142,5 @@ gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg, const str
             rule = r;
         }
     }
-    return resolve_rule(req, cfg, rule, false, claim, fail, kind);
+    return resolve_rule(h, cfg, rule, false, claim, refusal);
 }

@@ -13,10 +13,6 @@
 #include "common/num.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
-#include "gateway/http/http.h"
-#include "gateway/proxy/upload.h"
-#include "gateway/s3/s3err.h"
-#include "gateway/s3/s3req.h"
 #include "store/store.h"
 
 #define FENCE_BUCKETS  256 /* hash buckets of the in-memory lock table */
@@ -78,6 +74,7 @@ struct gw_fence {
     gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
     void *lookup_arg;                       /* its argument */
     struct gw_upload *uploads;              /* borrowed; multipart bookkeeping, or NULL */
+    gw_fence_advance_fn *on_advance;        /* told of advances (uploads its argument) */
     struct gw_fence_windows win;            /* write windows (win.peek NULL: none) */
     uint64_t gate_until;                    /* mono ms: no fenced write admitted before */
     uint64_t created;                       /* mono ms of gw_fence_new */
@@ -118,9 +115,10 @@ gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg)
 }
 
 void
-gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u)
+gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u, gw_fence_advance_fn *on_advance)
 {
     f->uploads = u;
+    f->on_advance = on_advance;
 }
 
 void
@@ -529,7 +527,6 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
         return;
     }
     if (t->epoch < lk->highest) {
-        gw_metrics.fence_rejections++;
         reject(t, ERR_FENCED, lk->highest);
         return;
     }
@@ -537,9 +534,6 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
     if (v == WV_WAIT) {
         t->parked = true;
     } else if (v == WV_NO) {
-        if (err == ERR_FENCED || err == ERR_EXPIRED || err == ERR_DENIED) {
-            gw_metrics.fence_rejections++;
-        }
         if (err == ERR_FENCED && current > lk->highest) {
             gw_fence_learn(lk->f, lk->name, current);
         }
@@ -572,7 +566,9 @@ judge(struct flock *lk)
     if (lk->abort_upto != 0 && !older_in_flight(lk, lk->abort_upto)) {
         uint64_t upto = lk->abort_upto;
         lk->abort_upto = 0;
-        gw_upload_on_advance(lk->f->uploads, lk->name, upto);
+        if (lk->f->on_advance != NULL) {
+            lk->f->on_advance(lk->f->uploads, lk->name, upto);
+        }
     }
     lk->rd_fresh = false; /* a read's answer serves the pass it completed in, no later one */
     lk->judging = false;
@@ -635,7 +631,6 @@ on_lookup(void *arg, int err, bool granted)
                  (unsigned long long)t->epoch, err_str(err));
         reject(t, ERR_IO, lk->highest);
     } else if (!granted) {
-        gw_metrics.fence_rejections++;
         reject(t, ERR_DENIED, lk->highest);
     } else {
         advance(t);
@@ -663,7 +658,6 @@ start_advance(struct gw_fence_ticket *t)
         return;
     }
     if (lk->f->lookup == NULL) {
-        gw_metrics.fence_rejections++;
         reject(t, ERR_DENIED, lk->highest);
         return;
     }
@@ -677,7 +671,6 @@ start_advance(struct gw_fence_ticket *t)
     if (rc == 1) {
         advance(t); /* granted, known at once */
     } else if (rc == ERR_INVAL) {
-        gw_metrics.fence_rejections++;
         reject(t, ERR_DENIED, lk->highest);
     } else {
         reject(t, ERR_IO, lk->highest);
@@ -818,42 +811,6 @@ gw_fence_ticket_release(struct gw_fence_ticket *t)
     judge(lk); /* a finished older write may open the barrier */
 }
 
-int
-gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
-               const char *principal, int kind, const char *lock, uint64_t token, uint64_t current)
-{
-    struct store_audit_rec rec = {
-        .time_ms = 0,
-        .kind = (enum store_audit_kind)kind,
-        .token = token,
-        .current = current,
-        .lock = lock,
-        .principal = principal,
-        .client = gw_req_peer(req),
-        .method = gw_req_method(req),
-        .bucket = s3->bucket,
-        .key = s3->key,
-        .operation = s3->name,
-        .request_id = gw_req_id(req),
-        .user_agent = gw_req_header(req, "user-agent"),
-    };
-    int rc = store_audit_append(f->st, &rec, NULL, NULL);
-    if (rc != 0) {
-        log_error("req %s: audit record (%s, lock %s) not queued: %s", gw_req_id(req),
-                  store_audit_kind_name(rec.kind), lock != NULL ? lock : "", err_str(rc));
-        gw_metrics.audit_failures++;
-    }
-    return rc;
-}
-
-void
-gw_fence_send_slowdown(struct gw_req *req)
-{
-    gw_s3err_send(req, 503, "SlowDown",
-                  "This write was refused, but its audit record could not be queued; nothing was "
-                  "forwarded. Please reduce your request rate.");
-}
-
 void
 gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, gw_fence_resume_fn *resume,
                        void *arg)
@@ -861,19 +818,4 @@ gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut, gw_fence
     t->cut = cut;
     t->resume = resume;
     t->arg = arg;
-}
-
-void
-gw_fence_send_error(struct gw_req *req, int status, const char *code, const char *message,
-                    const char *lock, uint64_t token, uint64_t current)
-{
-    char tok[24], cur[24];
-    (void)snprintf(tok, sizeof(tok), "%llu", (unsigned long long)token);
-    (void)snprintf(cur, sizeof(cur), "%llu", (unsigned long long)current);
-    struct gw_s3err_extra extra[] = {
-        {"Lock", lock != NULL ? lock : ""},
-        {"Token", tok},
-        {"CurrentToken", cur},
-    };
-    gw_s3err_send_extra(req, status, code, message, extra, 3);
 }

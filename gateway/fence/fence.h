@@ -32,6 +32,11 @@
  * grant T+1 (the election computes it; this module asks).  The fence also
  * learns every epoch the election learns (gw_fence_learn).
  *
+ * The fence decides and says nothing to clients: a refusal it decides is
+ * described as a struct gw_refusal (gw_fence_resolve, gw_fence_refusal,
+ * gw_fence_cut_refusal, gw_fence_upload_refusal: claim.c, verdict.c) and
+ * carried out by gateway/proxy/refuse.h.
+ *
  * The highest token per lock lives in LMDB (store/); this module keeps the
  * locks with writes in flight in memory, seeded from the store.
  * Event-loop thread only; store callbacks arrive through
@@ -47,13 +52,12 @@
 #include "common/err.h"
 #include "common/lockname.h"
 #include "election/elect.h"
-#include "gateway/proxy/auth.h"
+#include "gateway/s3/refusal.h"
 
 struct event_base;
 struct gw_config;
 struct gw_fence;
 struct gw_fence_ticket;
-struct gw_req;
 struct gw_s3req;
 struct gw_upload;
 struct store;
@@ -71,17 +75,26 @@ struct gw_fence_claim {
                        (gw_upload_claim), whatever gw_fence_resolve returned */
 };
 
+/* The fencing headers of a request, as received (borrowed; NULL: absent). */
+struct gw_fence_headers {
+    const char *lock;       /* X-Fencing-Lock */
+    const char *meta_lock;  /* x-amz-meta-fencing-lock */
+    const char *token;      /* X-Fencing-Token */
+    const char *meta_token; /* x-amz-meta-fencing-token */
+};
+
 /*
  * gw_fence_resolve - the claim of a request.  Only writes are fenced; reads
  * and gateway API requests come back not fenced.
+ * [in]  h     the request's fencing headers (borrowed for the call)
  * [in]  cfg   the config in force (fence rules, fencing.*)
  * [in]  s3    the parsed request (bucket, key, operation)
  * [out] claim filled on success
- * [out] fail  on refusal: status and S3 code (MissingFencingToken 428,
+ * [out] r     on refusal: status and S3 code (MissingFencingToken 428,
  *             FencingLockMismatch 400, InvalidFencingToken 400, AccessDenied 403
- *             for bucket-level writes unless fencing.allow_bucket_writes)
- * [out] kind  on refusal: the audit kind (enum store_audit_kind; "refused"
- *             for bucket-level writes)
+ *             for bucket-level writes unless fencing.allow_bucket_writes), the
+ *             audit kind (enum store_audit_kind; "refused" for bucket-level
+ *             writes), counted as a fence rejection; r->lock points into claim
  * A write into a multipart upload (UploadPart, UploadPartCopy, Complete,
  * Abort) that names a lock (rule or header) but no token comes back with
  * claim->by_upload and claim->lock set, and the result it would have had
@@ -90,9 +103,9 @@ struct gw_fence_claim {
  * protocol"), else uses that result.
  * Returns 0 or ERR_AUTH (refused).
  */
-MUST_USE int gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg,
+MUST_USE int gw_fence_resolve(const struct gw_fence_headers *h, const struct gw_config *cfg,
                               const struct gw_s3req *s3, struct gw_fence_claim *claim,
-                              struct gw_auth_fail *fail, int *kind);
+                              struct gw_refusal *r);
 
 /*
  * gw_fence_resolve_keys - the claim of a write that names several keys
@@ -100,15 +113,15 @@ MUST_USE int gw_fence_resolve(struct gw_req *req, const struct gw_config *cfg,
  * lock (keys no rule covers count as "no lock"), else FencingLockMismatch;
  * then the claim is resolved as for one key under that lock, with the
  * request's X-Fencing-* headers.
+ * [in]  h, cfg      as for gw_fence_resolve
  * [in]  s3          the parsed request (bucket)
  * [in]  keys, nkeys the keys (borrowed for the call); nkeys >= 1
- * [out] claim, fail, kind  as for gw_fence_resolve
+ * [out] claim, r    as for gw_fence_resolve
  * Returns 0 or ERR_AUTH (refused).
  */
-MUST_USE int gw_fence_resolve_keys(struct gw_req *req, const struct gw_config *cfg,
+MUST_USE int gw_fence_resolve_keys(const struct gw_fence_headers *h, const struct gw_config *cfg,
                                    const struct gw_s3req *s3, const char *const *keys, size_t nkeys,
-                                   struct gw_fence_claim *claim, struct gw_auth_fail *fail,
-                                   int *kind);
+                                   struct gw_fence_claim *claim, struct gw_refusal *r);
 
 /*
  * gw_fence_granted_fn - the G4 lookup hook: is epoch of lock granted?  Called
@@ -198,11 +211,19 @@ void gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w);
 void gw_fence_learn(struct gw_fence *f, const char *lock, uint64_t epoch);
 
 /*
- * gw_fence_set_uploads - the multipart-upload bookkeeping (gateway/proxy/upload.h;
- * borrowed, NULL for none): told of every durable advance of a lock's
- * highest, and reachable by writers through gw_fence_uploads.
+ * gw_fence_advance_fn - a lock's highest rose to highest durably and no
+ * older write of it is in flight here any more (the multipart bookkeeping
+ * aborts older epochs' uploads then: gw_upload_on_advance).
  */
-void gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u);
+typedef void gw_fence_advance_fn(void *arg, const char *lock, uint64_t highest);
+
+/*
+ * gw_fence_set_uploads - the multipart-upload bookkeeping (gateway/proxy/upload.h;
+ * borrowed, NULL for none): on_advance(u, ...) is told of every durable
+ * advance of a lock's highest (the wiring, gateway/cli/serve.c, passes
+ * gw_upload_on_advance), and u is reachable by writers through gw_fence_uploads.
+ */
+void gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u, gw_fence_advance_fn *on_advance);
 
 /* gw_fence_uploads - what gw_fence_set_uploads installed, or NULL. */
 struct gw_upload *gw_fence_uploads(const struct gw_fence *f);
@@ -235,15 +256,6 @@ void gw_fence_ticket_rebind(struct gw_fence_ticket *t, gw_fence_cut_fn *cut,
  */
 MUST_USE bool gw_fence_ticket_may_finish(struct gw_fence_ticket *t);
 
-/*
- * gw_fence_send_error - answer a refused fenced write with S3's error shape
- * plus <Lock>, <Token> and <CurrentToken> (DESIGN "Rejections").
- * [in] status, code  e.g. 409 "StaleFencingToken"
- * Ends the response (req must not be used afterwards).
- */
-void gw_fence_send_error(struct gw_req *req, int status, const char *code, const char *message,
-                         const char *lock, uint64_t token, uint64_t current);
-
 /* gw_fence_ticket_sent - the write's request is completely handed to the upstream. */
 void gw_fence_ticket_sent(struct gw_fence_ticket *t);
 
@@ -261,22 +273,38 @@ void gw_fence_ticket_release(struct gw_fence_ticket *t);
 MUST_USE int gw_fence_current(struct gw_fence *f, const char *lock, uint64_t *out);
 
 /*
- * gw_fence_audit - queue the record of a refused or cut write for the audit
- * log (G7), committed with others within the store's flush interval.
- * [in] kind  enum store_audit_kind
- * Returns 0 (queued), or ERR_AGAIN (the queue is full: audit.queue_max),
- * ERR_NOMEM, ERR_CLOSED (logged here).  On failure the caller answers
- * gw_fence_send_slowdown instead of its refusal: a refusal is never given
- * without its record (G7).
+ * gw_fence_refusal - the refusal of a write the fence did not admit
+ * (gw_fence_admit_fn's err and current, for claim c): 409 StaleFencingToken
+ * (ERR_FENCED), FencingTokenNotGranted (ERR_DENIED), FencingLeaseExpired
+ * (ERR_EXPIRED), audited and counted as fence rejections, with <Lock>, <Token>
+ * and <CurrentToken>; 503 ServiceUnavailable for ERR_CONFLICT and anything
+ * else (the fence could not be checked), neither audited nor counted.
+ * [out] r  r->lock points into c
  */
-MUST_USE int gw_fence_audit(struct gw_fence *f, struct gw_req *req, const struct gw_s3req *s3,
-                            const char *principal, int kind, const char *lock, uint64_t token,
-                            uint64_t current);
+void gw_fence_refusal(int err, const struct gw_fence_claim *c, uint64_t current,
+                      struct gw_refusal *r);
 
 /*
- * gw_fence_send_slowdown - answer 503 SlowDown for a refusal whose audit
- * record could not be queued (G7): the client retries, nothing was forwarded.
+ * gw_fence_cut_refusal - the refusal of an admitted write the fence cut
+ * (gw_fence_cut_fn's err and current; the token and lock it was admitted
+ * with): 409 StaleFencingToken (ERR_FENCED, audited "cut") or
+ * FencingLeaseExpired (ERR_EXPIRED, audited "lease_expired"), else 503.  Not
+ * counted: the fence counts its cuts where it makes them.
+ * [out] r  r->lock is lock (borrowed)
  */
-void gw_fence_send_slowdown(struct gw_req *req);
+void gw_fence_cut_refusal(int err, const char *lock, uint64_t token, uint64_t current,
+                          struct gw_refusal *r);
+
+/*
+ * gw_fence_upload_refusal - the refusal of an admitted write into a
+ * multipart upload created under another epoch (created) than its claim c's
+ * token: 409 StaleFencingToken, audited "stale", counted.  A newer upload
+ * than the token records <Token> c->token and <CurrentToken> created; an
+ * older one (aborted in the background) <Token> created and <CurrentToken>
+ * c->token.
+ * [out] r  r->lock points into c
+ */
+void gw_fence_upload_refusal(const struct gw_fence_claim *c, uint64_t created,
+                             struct gw_refusal *r);
 
 #endif

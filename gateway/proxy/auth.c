@@ -14,18 +14,16 @@
 #include "gateway/s3/sigv2.h"
 
 static int
-refuse(struct gw_auth_fail *fail, int status, const char *code, const char *message)
+refuse(struct gw_refusal *fail, int status, const char *code, const char *message)
 {
-    fail->status = status;
-    fail->code = code;
-    fail->message = message;
+    *fail = (struct gw_refusal){.status = status, .code = code, .message = message};
     return ERR_AUTH;
 }
 
 /* Reads the payload mode from x-amz-content-sha256 (SigV4 for S3: "Signature
  * Calculations for the Authorization Header", payload options). */
 static int
-payload_mode(struct gw_req *req, bool header_form, struct gw_auth *out, struct gw_auth_fail *fail)
+payload_mode(struct gw_req *req, bool header_form, struct gw_auth *out, struct gw_refusal *fail)
 {
     const char *h = gw_req_header(req, "x-amz-content-sha256");
     if (h == NULL) {
@@ -88,7 +86,7 @@ bucket_allowed(const struct gw_principal *p, const struct gw_s3req *s3)
 }
 
 static int
-fail_from_verify(enum gw_sigv4_fail why, struct gw_auth_fail *fail)
+fail_from_verify(enum gw_sigv4_fail why, struct gw_refusal *fail)
 {
     switch (why) {
     case GW_SIGV4_FAIL_MALFORMED:
@@ -129,7 +127,7 @@ headers_view(struct gw_req *req)
 }
 
 static int
-fail_from_sigv2(enum gw_sigv2_fail why, struct gw_auth_fail *fail)
+fail_from_sigv2(enum gw_sigv2_fail why, struct gw_refusal *fail)
 {
     switch (why) {
     case GW_SIGV2_FAIL_NODATE:
@@ -161,7 +159,7 @@ fail_from_sigv2(enum gw_sigv2_fail why, struct gw_auth_fail *fail)
  */
 static int
 check_sigv2(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
-            bool presigned, struct gw_auth *out, struct gw_auth_fail *fail)
+            bool presigned, struct gw_auth *out, struct gw_refusal *fail)
 {
     struct gw_sigv2_authz a;
     int rc = presigned ? gw_sigv2_presigned_parse(gw_req_query(req), &a)
@@ -229,7 +227,7 @@ check_sigv2(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3r
 
 int
 gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
-              struct gw_sigv4_keycache *kc, struct gw_auth *out, struct gw_auth_fail *fail)
+              struct gw_sigv4_keycache *kc, struct gw_auth *out, struct gw_refusal *fail)
 {
     struct gw_sigv4_authz a;
     struct gw_sigv4_header *hs = NULL;

@@ -22,6 +22,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
+#include "gateway/s3/refusal.h"
 #include "gateway/s3/sigv4.h"
 
 struct gw_config;
@@ -50,25 +51,19 @@ struct gw_auth {
     struct gw_sigv4_verified v;           /* SECRET: the signing key and seed signature */
 };
 
-/* Why a check failed, as S3 says it. */
-struct gw_auth_fail {
-    int status;          /* HTTP status: 400, 403, 500 */
-    const char *code;    /* static S3 <Code>: SignatureDoesNotMatch, InvalidAccessKeyId, ... */
-    const char *message; /* static human text */
-};
-
 /*
  * gw_auth_check - authenticate req (head complete, body not started).
  * [in]  cfg   the configuration in force (principals; borrowed)
  * [in]  s3    the parsed request (bucket, for the principal's bucket list)
  * [in]  kc    signing-key cache (borrowed)
  * [out] out   on success, the principal and payload mode; call gw_auth_cleanup after
- * [out] fail  on failure, the S3 error to answer with
+ * [out] fail  on failure, the S3 error to answer with (status 400, 403, 500; code
+ *             SignatureDoesNotMatch, InvalidAccessKeyId, ...; neither audited nor counted)
  * Returns 0, ERR_AUTH (refused: see fail), ERR_NOMEM.
  */
 MUST_USE int gw_auth_check(struct gw_req *req, const struct gw_config *cfg,
                            const struct gw_s3req *s3, struct gw_sigv4_keycache *kc,
-                           struct gw_auth *out, struct gw_auth_fail *fail);
+                           struct gw_auth *out, struct gw_refusal *fail);
 
 /*
  * gw_auth_query_strip - the query to forward upstream: query (raw, borrowed)

@@ -24,7 +24,7 @@ struct gw_body {
     struct gw_chunk_enc enc;         /* reframe: the encoder */
     char *out;                       /* decoded bytes not yet handed on (GW_BODY_STAGE) */
     size_t out_off, out_len;         /* unread part of out */
-    struct gw_auth_fail fail;        /* set when a read failed */
+    struct gw_refusal fail;          /* set when a read failed */
     bool failed;
 };
 
@@ -118,7 +118,7 @@ gw_body_upstream_trailer(const struct gw_body *b)
 }
 
 bool
-gw_body_fail(const struct gw_body *b, struct gw_auth_fail *out)
+gw_body_fail(const struct gw_body *b, struct gw_refusal *out)
 {
     if (!b->failed) {
         return false;

@@ -70,6 +70,6 @@ const char *gw_body_upstream_trailer(const struct gw_body *b);
 MUST_USE ssize_t gw_body_read(struct gw_body *b, char *dst, size_t len);
 
 /* gw_body_fail - after a failed read: the S3 error to answer with; false if there is none. */
-bool gw_body_fail(const struct gw_body *b, struct gw_auth_fail *out);
+bool gw_body_fail(const struct gw_body *b, struct gw_refusal *out);
 
 #endif

@@ -20,9 +20,9 @@
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/body.h"
 #include "gateway/proxy/proxy_hdr.h"
+#include "gateway/proxy/refuse.h"
 #include "gateway/proxy/upload.h"
 #include "gateway/s3/checksum.h"
-#include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"
@@ -63,7 +63,8 @@ struct preq {
     uint64_t body_length; /* bytes the upstream's Content-Length announces */
     uint64_t body_passed; /* bytes handed to the upstream so far */
     struct gw_fence_ticket *ticket;   /* fenced write: its ticket, NULL otherwise */
-    struct gw_fence *fence;           /* fenced write: for the audit of a cut */
+    struct gw_fence *fence;           /* fenced write: its fence (upload bookkeeping) */
+    struct store *store;              /* fenced write: for the audit of a cut, or NULL */
     struct gw_s3req *s3;              /* fenced write: a copy, for the audit of a cut */
     char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
     uint64_t token;                   /* fenced write: the admitted token */
@@ -198,7 +199,7 @@ finish_error(struct preq *p, int err, const char *what)
     } else if (err == ERR_UPSTREAM) {
         gw_metrics.upstream_errors++;
     }
-    struct gw_auth_fail bf;
+    struct gw_refusal bf;
     if (p->head_sent) {
         /* Too late for a status: cut the connection so the client sees a
          * truncated body rather than a complete-looking one. */
@@ -206,9 +207,9 @@ finish_error(struct preq *p, int err, const char *what)
     } else if (p->body != NULL && gw_body_fail(p->body, &bf)) {
         /* the body broke its promise (hash, chunk signature, framing): the
          * upstream transfer was cut before its last byte */
-        gw_s3err_send(req, bf.status, bf.code, bf.message);
+        gw_refuse(NULL, req, NULL, NULL, &bf); /* neither audited nor counted */
     } else {
-        gw_s3err_send_err(req, err, what);
+        gw_refuse_err(req, err, what);
     }
     p->req = NULL;
     preq_free(p);
@@ -496,30 +497,14 @@ on_cut(void *arg, int err, uint64_t current)
     p->x = NULL;
     log_info("req %s: cut before its last byte (%s): token %llu, lock %s at %llu", gw_req_id(req),
              err_str(err), (unsigned long long)p->token, p->lock, (unsigned long long)current);
-    bool audited = true;
-    if (err == ERR_FENCED || err == ERR_EXPIRED) {
-        audited = gw_fence_audit(p->fence, req, p->s3, p->principal,
-                                 err == ERR_FENCED ? STORE_AUDIT_CUT : STORE_AUDIT_LEASE_EXPIRED,
-                                 p->lock, p->token, current) == 0;
-    }
+    struct gw_refusal r;
+    gw_fence_cut_refusal(err, p->lock, p->token, current, &r);
     if (p->head_sent) {
+        /* too late for an answer: recorded, and the connection is cut */
+        gw_refuse_record(p->store, req, p->s3, p->principal, &r);
         gw_resp_abort(req);
-    } else if (!audited) {
-        gw_fence_send_slowdown(req); /* G7: no refusal without its record */
-    } else if (err == ERR_FENCED) {
-        gw_fence_send_error(req, 409, "StaleFencingToken",
-                            "A newer fencing token was accepted for this lock while this write "
-                            "was in flight; it was cut off before reaching the store.",
-                            p->lock, p->token, current);
-    } else if (err == ERR_EXPIRED) {
-        gw_fence_send_error(req, 409, "FencingLeaseExpired",
-                            "The lease of this fencing token ended while this write was in "
-                            "flight; it was cut off before reaching the store.",
-                            p->lock, p->token, current);
     } else {
-        gw_s3err_send(req, 503, "ServiceUnavailable",
-                      "The write window of this fencing token could not be checked; the write "
-                      "was cut off before reaching the store. Retry later.");
+        gw_refuse(p->store, req, p->s3, p->principal, &r);
     }
     p->req = NULL;
     preq_free(p);
@@ -610,9 +595,9 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
     p->client = gw_req_transfer_begin(f->req);
     if (p->client == NULL) {
         /* DESIGN G10: this address holds its share of upstream transfers (logged) */
-        gw_s3err_send(f->req, 503, "SlowDown",
-                      "Too many requests in flight from your address. Please reduce your "
-                      "request rate.");
+        gw_refuse_reply(f->req, 503, "SlowDown",
+                        "Too many requests in flight from your address. Please reduce your "
+                        "request rate.");
         p->req = NULL;
         if (fenced != NULL) {
             p->ticket = fenced->ticket; /* released with p */
@@ -625,6 +610,7 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
     p->ticket = fenced->ticket;
     gw_fence_ticket_rebind(p->ticket, on_cut, on_resume, p);
     p->fence = fenced->fence;
+    p->store = fenced->store;
     p->token = fenced->token;
     (void)snprintf(p->lock, sizeof(p->lock), "%s", fenced->lock);
     (void)snprintf(p->principal, sizeof(p->principal), "%s",
@@ -687,7 +673,7 @@ fwd_body(struct fwd *f)
     if (f->body_length < 0) {
         f->what = "A request body needs a Content-Length (chunked uploads need aws-chunked "
                   "framing with x-amz-decoded-content-length).";
-        gw_s3err_send(f->req, 411, "MissingContentLength", f->what);
+        gw_refuse_reply(f->req, 411, "MissingContentLength", f->what);
         p->req = NULL;
         return FWD_QUIET;
     }
@@ -892,7 +878,7 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         if (fenced != NULL) {
             gw_fence_ticket_release(fenced->ticket);
         }
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         return;
     }
     f->px = px;
@@ -920,7 +906,7 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         } else {
             log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
         }
-        gw_s3err_send_err(req, rc, f->what);
+        gw_refuse_err(req, rc, f->what);
         p->req = NULL;
     }
     if (end != FWD_OK) {

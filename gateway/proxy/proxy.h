@@ -28,6 +28,7 @@ struct gw_req;
 struct gw_s3client;
 struct gw_s3req;
 struct gw_upstream;
+struct store;
 
 /*
  * gw_proxy_new - a proxy forwarding to cfg->upstream through up, re-signing
@@ -61,7 +62,8 @@ void gw_proxy_free(struct gw_proxy *px);
 
 /* An admitted fenced write (see gateway/fence/fence.h). */
 struct gw_proxy_fence {
-    struct gw_fence *fence;         /* borrowed; for audit records of a cut */
+    struct gw_fence *fence;         /* borrowed; the fence (its upload bookkeeping) */
+    struct store *store;            /* borrowed; for audit records of a cut (NULL: none) */
     struct gw_fence_ticket *ticket; /* owned from the call on: released when the write ends */
     const char *lock;               /* borrowed for the call (copied) */
     uint64_t token;                 /* the admitted token */

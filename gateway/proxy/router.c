@@ -17,8 +17,8 @@
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/body.h"
 #include "gateway/proxy/proxy.h"
+#include "gateway/proxy/refuse.h"
 #include "gateway/proxy/upload.h"
-#include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/upstream/bucket_probe.h"
@@ -38,7 +38,7 @@ serve_metrics(struct gw_req *req)
     buf_init(&b, (size_t)64 * 1024);
     if (gw_metrics_render(&b) != 0) {
         buf_cleanup(&b);
-        gw_s3err_send_err(req, ERR_NOMEM, "Could not render metrics.");
+        gw_refuse_err(req, ERR_NOMEM, "Could not render metrics.");
         return;
     }
     gw_resp_simple(req, 200, "text/plain; version=0.0.4", b.data, b.len);
@@ -109,26 +109,32 @@ principal_name(const struct gw_auth *auth)
     return auth->principal != NULL ? auth->principal->name : "";
 }
 
+/* The store for refusals' audit records: none when nothing is fenced (tests). */
+static struct store *
+audit_store(const struct gw_router *rt)
+{
+    return rt->fence != NULL ? rt->store : NULL;
+}
+
 /*
- * refuse_audited - answer a request refused before the fence (G9: not
- * classified exactly, a bucket-level write, a principal's bounds): counted,
- * audited as "refused" (G7: never answered without its record), never
- * forwarded.
+ * refuse_audited - refuse a request before the fence (G9: not classified
+ * exactly, a bucket-level write, a principal's bounds): counted, audited as
+ * "refused" (G7: never answered without its record), never forwarded.
  */
 static void
 refuse_audited(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
                const char *principal, const char *lock, int status, const char *code,
                const char *message)
 {
-    gw_metrics.classify_refusals++;
-    log_info("req %s: %s %s refused (%d %s): %s", gw_req_id(req), gw_req_method(req), s3->name,
-             status, code, message);
-    if (rt->fence != NULL && gw_fence_audit(rt->fence, req, s3, principal, STORE_AUDIT_REFUSED,
-                                            lock != NULL ? lock : "", 0, 0) != 0) {
-        gw_fence_send_slowdown(req);
-        return;
-    }
-    gw_s3err_send(req, status, code, message);
+    const struct gw_refusal r = {
+        .status = status,
+        .code = code,
+        .message = message,
+        .audit = STORE_AUDIT_REFUSED,
+        .count = GW_REFUSAL_CLASSIFY,
+        .lock = lock,
+    };
+    gw_refuse(audit_store(rt), req, s3, principal, &r);
 }
 
 /* principal_holds - the principal may write under lock (its locks name it, or it has none). */
@@ -210,40 +216,6 @@ on_pending_cut(void *arg, int err, uint64_t current)
     (void)current;
 }
 
-/* Refuses a write into a multipart upload whose creating epoch is not its token. */
-static void
-stale_upload(struct pending *pd, uint64_t created)
-{
-    struct gw_req *req = pd->req;
-    const struct gw_fence_claim *c = &pd->claim;
-    gw_metrics.fence_rejections++;
-    if (created > c->token) {
-        log_info("req %s: token %llu under lock %s is older than its upload's %llu", gw_req_id(req),
-                 (unsigned long long)c->token, c->lock, (unsigned long long)created);
-        if (gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth),
-                           STORE_AUDIT_STALE, c->lock, c->token, created) != 0) {
-            gw_fence_send_slowdown(req);
-            return;
-        }
-        gw_fence_send_error(req, 409, "StaleFencingToken",
-                            "This multipart upload was created under a newer fencing token than "
-                            "the one sent; the write was not forwarded.",
-                            c->lock, c->token, created);
-        return;
-    }
-    log_info("req %s: upload of epoch %llu under lock %s is stale (current %llu)", gw_req_id(req),
-             (unsigned long long)created, c->lock, (unsigned long long)c->token);
-    if (gw_fence_audit(pd->rt->fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
-                       c->lock, created, c->token) != 0) {
-        gw_fence_send_slowdown(req);
-        return;
-    }
-    gw_fence_send_error(req, 409, "StaleFencingToken",
-                        "This multipart upload was created under an older fencing token; a newer "
-                        "leader cannot add to or complete it (it is aborted in the background).",
-                        c->lock, created, c->token);
-}
-
 /* gw_fence_admit_fn */
 static void
 on_admitted(void *arg, int err, uint64_t current)
@@ -259,8 +231,11 @@ on_admitted(void *arg, int err, uint64_t current)
         err = gw_upload_check(gw_fence_uploads(fence), c->lock, c->token, &pd->s3,
                               gw_req_query(req), &created);
         if (err == ERR_FENCED) {
+            /* a write into an upload of another epoch than its token */
             gw_fence_ticket_release(pd->ticket);
-            stale_upload(pd, created);
+            struct gw_refusal r;
+            gw_fence_upload_refusal(c, created, &r);
+            gw_refuse(audit_store(pd->rt), req, &pd->s3, principal_name(&pd->auth), &r);
             pending_free(pd);
             return;
         }
@@ -268,10 +243,14 @@ on_admitted(void *arg, int err, uint64_t current)
             gw_fence_ticket_release(pd->ticket);
         }
     }
-    switch (err) {
-    case 0: {
+    if (err != 0) {
+        struct gw_refusal r;
+        gw_fence_refusal(err, c, current, &r);
+        gw_refuse(audit_store(pd->rt), req, &pd->s3, principal_name(&pd->auth), &r);
+    } else {
         struct gw_proxy_fence pf = {
             .fence = fence,
+            .store = audit_store(pd->rt),
             .ticket = pd->ticket,
             .lock = c->lock,
             .token = c->token,
@@ -282,58 +261,6 @@ on_admitted(void *arg, int err, uint64_t current)
         } else {
             gw_proxy_forward(pd->rt->proxy, req, &pd->s3, &pd->auth, &pf);
         }
-        break;
-    }
-    case ERR_FENCED:
-        log_info("req %s: stale token %llu for lock %s (current %llu)", gw_req_id(req),
-                 (unsigned long long)c->token, c->lock, (unsigned long long)current);
-        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_STALE,
-                           c->lock, c->token, current) != 0) {
-            gw_fence_send_slowdown(req);
-            break;
-        }
-        gw_fence_send_error(req, 409, "StaleFencingToken",
-                            "A newer fencing token has been accepted for this lock; this write "
-                            "comes from a stale leader and was not forwarded.",
-                            c->lock, c->token, current);
-        break;
-    case ERR_DENIED:
-        log_info("req %s: token %llu for lock %s was never granted", gw_req_id(req),
-                 (unsigned long long)c->token, c->lock);
-        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth), STORE_AUDIT_NOT_GRANTED,
-                           c->lock, c->token, current) != 0) {
-            gw_fence_send_slowdown(req);
-            break;
-        }
-        gw_fence_send_error(req, 409, "FencingTokenNotGranted",
-                            "No epoch with this fencing token was granted for this lock.", c->lock,
-                            c->token, current);
-        break;
-    case ERR_EXPIRED:
-        log_info("req %s: token %llu for lock %s: its lease has ended", gw_req_id(req),
-                 (unsigned long long)c->token, c->lock);
-        if (gw_fence_audit(fence, req, &pd->s3, principal_name(&pd->auth),
-                           STORE_AUDIT_LEASE_EXPIRED, c->lock, c->token, current) != 0) {
-            gw_fence_send_slowdown(req);
-            break;
-        }
-        gw_fence_send_error(req, 409, "FencingLeaseExpired",
-                            "The lease of this fencing token has ended (released or run out) and "
-                            "no write window can be opened; this write was not forwarded.",
-                            c->lock, c->token, current);
-        break;
-    case ERR_CONFLICT:
-        /* a non-shared election found an epoch another gateway granted (the log says so) */
-        gw_s3err_send(req, 503, "ServiceUnavailable",
-                      "This lock's epoch was granted by another gateway, but this gateway is "
-                      "configured as the only one (election.shared is false); its writes are "
-                      "refused until the configuration says the election is shared.");
-        break;
-    default:
-        gw_s3err_send(req, 503, "ServiceUnavailable",
-                      "The fence could not be checked or advanced durably; nothing was "
-                      "forwarded. Retry later.");
-        break;
     }
     pending_free(pd);
 }
@@ -381,8 +308,8 @@ on_mkbucket_probed(void *arg, int err, int status)
         gw_resp_body_begin(req, 0);
         gw_resp_end(req);
     } else if (err != 0 || status >= 500) {
-        gw_s3err_send(req, 503, "ServiceUnavailable",
-                      "Whether the bucket exists could not be checked; retry later.");
+        gw_refuse_reply(req, 503, "ServiceUnavailable",
+                        "Whether the bucket exists could not be checked; retry later.");
     } else {
         /* no such bucket, or not the upstream credentials' */
         bucket_writes_refused(mb->rt, req, &mb->s3, mb->principal);
@@ -446,7 +373,7 @@ mkbucket_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *
     }
     struct mkbucket *mb = calloc(1, sizeof(*mb));
     if (mb == NULL) {
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         return;
     }
     mb->rt = rt;
@@ -456,11 +383,21 @@ mkbucket_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *
     int rc = gw_bucket_probe_head(rt->probe, s3->bucket, on_mkbucket_probed, mb, &mb->op);
     if (rc != 0) {
         free(mb);
-        gw_s3err_send(req, 503, "ServiceUnavailable",
-                      "Whether the bucket exists could not be checked; retry later.");
+        gw_refuse_reply(req, 503, "ServiceUnavailable",
+                        "Whether the bucket exists could not be checked; retry later.");
         return;
     }
     gw_req_set_ops(req, &mkbucket_ops, mb);
+}
+
+/* The request's fencing headers, for gw_fence_resolve. */
+static void
+fence_headers(struct gw_req *req, struct gw_fence_headers *h)
+{
+    h->lock = gw_req_header(req, "x-fencing-lock");
+    h->meta_lock = gw_req_header(req, "x-amz-meta-fencing-lock");
+    h->token = gw_req_header(req, "x-fencing-token");
+    h->meta_token = gw_req_header(req, "x-amz-meta-fencing-token");
 }
 
 static void admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
@@ -474,8 +411,7 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
                    const struct gw_auth *auth)
 {
     struct gw_fence_claim claim;
-    struct gw_auth_fail fail;
-    int kind = 0;
+    struct gw_refusal refusal;
 
     const struct gw_config *cfg = gw_req_config(req);
     if (s3->bucket_write && !cfg->fencing.allow_bucket_writes) {
@@ -507,7 +443,9 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
         delobj_start(rt, req, s3, auth); /* the keys are in the body */
         return;
     }
-    int rc = gw_fence_resolve(req, cfg, s3, &claim, &fail, &kind);
+    struct gw_fence_headers fh;
+    fence_headers(req, &fh);
+    int rc = gw_fence_resolve(&fh, cfg, s3, &claim, &refusal);
     if (claim.by_upload && gw_fence_uploads(rt->fence) != NULL) {
         /* a tokenless write into an upload the gateway saw created: its epoch */
         uint64_t epoch = 0;
@@ -521,22 +459,14 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
             claim.complete = s3->op == GW_S3_OP_COMPLETE_MULTIPART;
             rc = 0;
         } else if (ur != ERR_NOTFOUND) {
-            gw_s3err_send(req, 503, "ServiceUnavailable",
-                          "The multipart upload's fencing epoch could not be read; nothing was "
-                          "forwarded. Retry later.");
+            gw_refuse_reply(req, 503, "ServiceUnavailable",
+                            "The multipart upload's fencing epoch could not be read; nothing was "
+                            "forwarded. Retry later.");
             return;
         }
     }
     if (rc != 0) {
-        if (kind != 0) {
-            gw_metrics.fence_rejections++;
-            if (gw_fence_audit(rt->fence, req, s3, principal_name(auth), kind, claim.lock, 0, 0) !=
-                0) {
-                gw_fence_send_slowdown(req);
-                return;
-            }
-        }
-        gw_s3err_send(req, fail.status, fail.code, fail.message);
+        gw_refuse(audit_store(rt), req, s3, principal_name(auth), &refusal);
         return;
     }
     if (!claim.fenced) {
@@ -562,7 +492,7 @@ admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
     }
     struct pending *pd = calloc(1, sizeof(*pd));
     if (pd == NULL) {
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         return;
     }
     pd->rt = rt;
@@ -581,7 +511,7 @@ admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
                             on_pending_cut, pd, &pd->ticket);
     if (rc != 0) {
         pending_free(pd);
-        gw_s3err_send_err(req, rc, "The fence could not be checked.");
+        gw_refuse_err(req, rc, "The fence could not be checked.");
     }
 }
 
@@ -619,7 +549,7 @@ delobj_refuse(struct delobj *d, int status, const char *code, const char *messag
 {
     gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
     gw_req_set_close(d->req); /* the rest of the body is not read */
-    gw_s3err_send(d->req, status, code, message);
+    gw_refuse_reply(d->req, status, code, message);
     delobj_free(d);
 }
 
@@ -643,7 +573,7 @@ delobj_judge(struct delobj *d)
     gw_req_set_ops(req, &delobj_idle_ops, NULL);
     struct gw_s3xml *x = gw_s3xml_new(DELOBJ_MAX_KEYS, DELOBJ_MAX_BYTES);
     if (x == NULL) {
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         delobj_free(d);
         return;
     }
@@ -655,7 +585,7 @@ delobj_judge(struct delobj *d)
     const char *const *keys = gw_s3xml_keys(x, &n);
     const char *not_held = NULL;
     if (rc == ERR_NOMEM) {
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         delobj_free(d);
     } else if (rc != 0 || gw_s3xml_root(x) != GW_S3XML_ROOT_DELETE || n == 0) {
         delobj_malformed(d,
@@ -669,19 +599,12 @@ delobj_judge(struct delobj *d)
         delobj_free(d);
     } else {
         struct gw_fence_claim claim;
-        struct gw_auth_fail fail;
-        int kind = 0;
-        if (gw_fence_resolve_keys(req, gw_req_config(req), &d->s3, keys, n, &claim, &fail, &kind) !=
+        struct gw_refusal refusal;
+        struct gw_fence_headers fh;
+        fence_headers(req, &fh);
+        if (gw_fence_resolve_keys(&fh, gw_req_config(req), &d->s3, keys, n, &claim, &refusal) !=
             0) {
-            if (kind != 0) {
-                gw_metrics.fence_rejections++;
-            }
-            if (kind != 0 && gw_fence_audit(rt->fence, req, &d->s3, principal_name(&d->auth), kind,
-                                            claim.lock, 0, 0) != 0) {
-                gw_fence_send_slowdown(req);
-            } else {
-                gw_s3err_send(req, fail.status, fail.code, fail.message);
-            }
+            gw_refuse(audit_store(rt), req, &d->s3, principal_name(&d->auth), &refusal);
         } else if (!claim.fenced) {
             gw_proxy_forward_body(rt->proxy, req, &d->s3, &d->auth, NULL, d->xml.data, d->xml.len);
         } else {
@@ -707,13 +630,13 @@ delobj_pump(struct delobj *d)
             return;
         }
         if (n < 0) {
-            struct gw_auth_fail bf;
+            struct gw_refusal bf;
             if (gw_body_fail(d->body, &bf)) {
                 delobj_refuse(d, bf.status, bf.code, bf.message);
             } else {
                 gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
                 gw_req_set_close(d->req);
-                gw_s3err_send_err(d->req, (int)n, "The request body could not be read.");
+                gw_refuse_err(d->req, (int)n, "The request body could not be read.");
                 delobj_free(d);
             }
             return;
@@ -721,7 +644,7 @@ delobj_pump(struct delobj *d)
         int rc = buf_append(&d->xml, chunk, (size_t)n);
         if (rc == ERR_NOMEM) {
             gw_req_set_ops(d->req, &delobj_idle_ops, NULL);
-            gw_s3err_send_err(d->req, ERR_NOMEM, "Out of memory.");
+            gw_refuse_err(d->req, ERR_NOMEM, "Out of memory.");
             delobj_free(d);
             return;
         }
@@ -764,7 +687,7 @@ delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3
 {
     struct delobj *d = calloc(1, sizeof(*d));
     if (d == NULL) {
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         return;
     }
     d->rt = rt;
@@ -774,7 +697,7 @@ delobj_start(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3
     buf_init(&d->xml, DELOBJ_MAX_BYTES);
     d->body = gw_body_new(req, auth, false); /* read into memory here */
     if (d->body == NULL) {
-        gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+        gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         delobj_free(d);
         return;
     }
@@ -837,17 +760,17 @@ gw_router_on_request(struct gw_req *req, void *arg)
     };
     int parsed = gw_s3req_parse(&in, &s3);
     if (parsed != 0 && parsed != ERR_DENIED) {
-        gw_s3err_send(req, s3.refuse_status, s3.refuse_code, s3.refuse_msg);
+        gw_refuse_reply(req, s3.refuse_status, s3.refuse_code, s3.refuse_msg);
         return;
     }
     struct gw_auth auth;
-    struct gw_auth_fail fail;
+    struct gw_refusal fail;
     int rc = gw_auth_check(req, gw_req_config(req), &s3, rt->kc, &auth, &fail);
     if (rc != 0) {
         if (rc == ERR_NOMEM) {
-            gw_s3err_send_err(req, ERR_NOMEM, "Out of memory.");
+            gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         } else {
-            gw_s3err_send(req, fail.status, fail.code, fail.message);
+            gw_refuse(NULL, req, &s3, NULL, &fail); /* neither audited nor counted */
         }
         gw_auth_cleanup(&auth);
         gw_s3req_cleanup(&s3);
@@ -861,8 +784,8 @@ gw_router_on_request(struct gw_req *req, void *arg)
         refuse_audited(rt, req, &s3, principal_name(&auth), NULL, s3.refuse_status, s3.refuse_code,
                        s3.refuse_msg);
     } else if (s3.op != GW_S3_OP_GATEWAY_API && too_large(req, &auth)) {
-        gw_s3err_send(req, 400, "EntityTooLarge",
-                      "Your proposed upload exceeds the maximum allowed object size.");
+        gw_refuse_reply(req, 400, "EntityTooLarge",
+                        "Your proposed upload exceeds the maximum allowed object size.");
     } else if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
                (path[20] == '\0' || path[20] == '/')) {
         gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);

@@ -23,7 +23,7 @@ struct gw_router {
     struct gw_proxy *proxy;        /* borrowed */
     struct gw_sigv4_keycache *kc;  /* borrowed; signing keys of inbound principals */
     struct gw_fence *fence;        /* borrowed; NULL: nothing is fenced (tests only) */
-    struct store *store;           /* borrowed; for the JSON API */
+    struct store *store;           /* borrowed; the JSON API, refusals' audit records */
     struct elect *elect;           /* borrowed; NULL when no election is configured */
     struct gw_upstream *upstream;  /* borrowed; for /readyz; NULL: not checked (tests) */
     struct gw_bucket_probe *probe; /* borrowed; CreateBucket of an existing bucket; may be NULL */

@@ -19,6 +19,9 @@
  *   s3xml.h / s3xml.c       the S3 XML the gateway reads and writes (DeleteObjects,
  *                           CompleteMultipartUpload, errors from the upstream)
  *   s3err.h / s3err.c       S3 error documents, and the one ERR_* -> status map
+ *   refusal.h               a refusal as the code deciding it describes it (status,
+ *                           code, message, audit kind, counter, lock and tokens);
+ *                           carried out by gateway/proxy/refuse.h
  *
  * A change to what is refused goes in s3req.c; to how a request is signed or
  * verified, in sigv4*.c or sigv2.c.
@@ -28,6 +31,7 @@
 
 #include "gateway/s3/checksum.h"
 #include "gateway/s3/chunk_enc.h"
+#include "gateway/s3/refusal.h"
 #include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"

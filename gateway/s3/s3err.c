@@ -9,8 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gateway/http/http.h"
-
 int
 gw_s3err_status_from_err(int err)
 {
@@ -267,38 +265,22 @@ gw_s3err_format(struct buf *out, const char *code, const char *message, const ch
     return rc;
 }
 
-void
-gw_s3err_send_extra(struct gw_req *req, int status, const char *code, const char *message,
-                    const struct gw_s3err_extra *extra, size_t nextra)
+const char *
+gw_s3err_build(struct buf *body, char bare[GW_S3ERR_BARE_MAX], size_t *len, const char *code,
+               const char *message, const char *resource, const char *request_id,
+               const struct gw_s3err_extra *extra, size_t nextra)
 {
-    struct buf body;
-    buf_init(&body, GW_S3ERR_MAX_BODY);
-    int rc = gw_s3err_format(&body, code, message, gw_req_path(req), gw_req_id(req), extra, nextra);
-    if (rc != 0) {
-        /* The document could not be built (no memory, too long, bad extra): send the bare code. */
-        buf_cleanup(&body);
-        char small[256];
-        int n = snprintf(small, sizeof(small),
-                         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
-                         "<Message></Message></Error>",
-                         plain_code(code) ? code : gw_s3err_code_from_err(ERR_IO));
-        gw_resp_simple(req, status, "application/xml", small,
-                       n > 0 && (size_t)n < sizeof(small) ? (size_t)n : 0);
-        return;
+    int rc = gw_s3err_format(body, code, message, resource, request_id, extra, nextra);
+    if (rc == 0) {
+        *len = body->len;
+        return body->data;
     }
-    gw_resp_simple(req, status, "application/xml", body.data, body.len);
-    buf_cleanup(&body);
-}
-
-void
-gw_s3err_send(struct gw_req *req, int status, const char *code, const char *message)
-{
-    gw_s3err_send_extra(req, status, code, message, NULL, 0);
-}
-
-void
-gw_s3err_send_err(struct gw_req *req, int err, const char *message)
-{
-    gw_s3err_send_extra(req, gw_s3err_status_from_err(err), gw_s3err_code_from_err(err),
-                        message != NULL ? message : err_str(err), NULL, 0);
+    /* The document could not be built (no memory, too long, bad extra): the bare code. */
+    buf_cleanup(body);
+    int n = snprintf(bare, GW_S3ERR_BARE_MAX,
+                     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
+                     "<Message></Message></Error>",
+                     plain_code(code) ? code : gw_s3err_code_from_err(ERR_IO));
+    *len = n > 0 && (size_t)n < GW_S3ERR_BARE_MAX ? (size_t)n : 0;
+    return bare;
 }

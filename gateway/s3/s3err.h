@@ -13,7 +13,7 @@
  * 1.0 cannot carry (control bytes other than TAB/LF/CR, invalid UTF-8) become
  * U+FFFD, so the document always parses.
  *
- * Default codes for gw_s3err_send_err() / gw_s3err_code_from_err():
+ * Default codes for gw_s3err_code_from_err() (and gw_refuse_err, gateway/proxy/refuse.h):
  *
  *   err               status  <Code>
  *   ERR_INVAL          400    InvalidRequest
@@ -22,7 +22,7 @@
  *   ERR_DENIED         403    AccessDenied
  *   ERR_NOTFOUND       404    NotFound         (not NoSuchKey: the gateway does not know
  *                                              what was missing; callers that do pass
- *                                              NoSuchKey/NoSuchUpload to gw_s3err_send)
+ *                                              NoSuchKey/NoSuchUpload themselves)
  *   ERR_FENCED         409    StaleFencingToken (DESIGN.md "Rejections"; fencing sends its
  *                                              own body with <Lock>/<Token>/<CurrentToken>)
  *   ERR_CONFLICT       409    OperationAborted (S3's "conflicting operation, try again")
@@ -35,8 +35,7 @@
  *   ERR_TIMEOUT        504    GatewayTimeout   (gateway-specific; SDKs retry any 504)
  *   anything else      500    InternalError
  *
- * Pure functions except gw_s3err_send*, which answer a request (event-loop
- * thread only).
+ * Pure functions; answering a request with a document is gateway/proxy/refuse.h's.
  */
 #ifndef GW_S3ERR_H
 #define GW_S3ERR_H
@@ -46,9 +45,7 @@
 #include "common/buf.h"
 #include "common/err.h"
 
-struct gw_req;
-
-/* Largest error document gw_s3err_send* will build; longer text is refused by the builder. */
+/* Largest error document gw_s3err_build will build; longer text is refused by the builder. */
 #define GW_S3ERR_MAX_BODY 16384
 
 /* One extra child element of <Error>, e.g. {"CurrentToken", "42"}. */
@@ -88,28 +85,21 @@ MUST_USE int gw_s3err_format(struct buf *out, const char *code, const char *mess
                              const char *resource, const char *request_id,
                              const struct gw_s3err_extra *extra, size_t nextra);
 
-/*
- * gw_s3err_send_extra - answer req with an S3 error document (Content-Type
- * application/xml), its <Resource> the raw request path and its <RequestId>
- * gw_req_id(req).  Ends the response (gw_resp_simple): req must not be used
- * afterwards.  If the document cannot be built (no memory, text too long), a
- * minimal document with the same status and code is sent instead.
- * [in] status   HTTP status (400..599).
- * [in] code     S3 error code (borrowed for the call).
- * [in] message  text or NULL (borrowed for the call).
- * [in] extra    nextra extra elements (borrowed for the call), or NULL.
- */
-void gw_s3err_send_extra(struct gw_req *req, int status, const char *code, const char *message,
-                         const struct gw_s3err_extra *extra, size_t nextra);
-
-/* gw_s3err_send - gw_s3err_send_extra with no extra elements. */
-void gw_s3err_send(struct gw_req *req, int status, const char *code, const char *message);
+/* Room for the bare document gw_s3err_build falls back to. */
+#define GW_S3ERR_BARE_MAX 256
 
 /*
- * gw_s3err_send_err - answer req for the error err: status from
- * gw_s3err_status_from_err, code from gw_s3err_code_from_err, message as given (or
- * err_str(err) when NULL).  Ends the response as gw_s3err_send.
+ * gw_s3err_build - the error document to answer with: gw_s3err_format's
+ * (into body, which the caller initialised with cap GW_S3ERR_MAX_BODY and
+ * cleans up after), or, when that cannot be built (no memory, text too long,
+ * a bad extra), a bare document with the same code (if it is plain
+ * alphanumerics, else InternalError) and an empty message, written into bare.
+ * [out] len  the document's length
+ * Returns the document (body->data or bare), never NULL.
  */
-void gw_s3err_send_err(struct gw_req *req, int err, const char *message);
+const char *gw_s3err_build(struct buf *body, char bare[GW_S3ERR_BARE_MAX], size_t *len,
+                           const char *code, const char *message, const char *resource,
+                           const char *request_id, const struct gw_s3err_extra *extra,
+                           size_t nextra);
 
 #endif

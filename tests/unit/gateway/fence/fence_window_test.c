@@ -40,8 +40,7 @@ static int64_t wall0; /* the pinned wall clock (real, taken once) */
 
 /* ---- the gw_upload double ---- */
 
-/* What the fence asked of the upload bookkeeping.  Defining the hook here
- * keeps gateway/upload.o out of the link (nothing else the test uses needs it). */
+/* What the fence asked of the upload bookkeeping (its on-advance hook). */
 static struct {
     int calls;
     void *arg;
@@ -49,8 +48,9 @@ static struct {
     uint64_t highest;
 } aborts;
 
-void
-gw_upload_on_advance(void *arg, const char *lock, uint64_t highest)
+/* gw_fence_advance_fn, installed by gw_fence_set_uploads */
+static void
+on_advance(void *arg, const char *lock, uint64_t highest)
 {
     aborts.calls++;
     aborts.arg = arg;
@@ -807,7 +807,7 @@ test_aborts_wait_for_older_writes(void **state)
     struct env *e = *state;
     static int marker;
     struct w sent;
-    gw_fence_set_uploads(e->f, (struct gw_upload *)(void *)&marker);
+    gw_fence_set_uploads(e->f, (struct gw_upload *)(void *)&marker, on_advance);
     at(PAST_GATE);
     admitted(e, "u", 5, &sent);
     RUN_UNTIL(e, aborts.calls == 1); /* the advance to 5 itself; nothing older in flight */

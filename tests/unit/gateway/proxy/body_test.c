@@ -113,7 +113,7 @@ test_sha256_good_body_passes_whole(void **state)
     assert_int_equal(drain(b, out, sizeof(out), &got), 0);
     assert_int_equal(got, sizeof(body));
     assert_memory_equal(out, body, sizeof(body));
-    struct gw_auth_fail f;
+    struct gw_refusal f;
     assert_false(gw_body_fail(b, &f));
     gw_body_free(b);
 }
@@ -133,7 +133,7 @@ test_sha256_mismatch_never_hands_over_the_last_byte(void **state)
     assert_int_equal(drain(b, out, sizeof(out), &got), ERR_AUTH);
     assert_true(got < sizeof(body));        /* the upstream never gets the last byte */
     assert_true(got >= sizeof(body) - 512); /* only the final read is withheld */
-    struct gw_auth_fail f;
+    struct gw_refusal f;
     assert_true(gw_body_fail(b, &f));
     assert_int_equal(f.status, 400);
     assert_string_equal(f.code, "XAmzContentSHA256Mismatch");
@@ -198,7 +198,7 @@ test_unsigned_trailer_decoded_and_checked(void **state)
     b = gw_body_new(&bad, &auth, false);
     assert_true(drain(b, out, sizeof(out), &got) < 0);
     assert_true(got < sizeof(data));
-    struct gw_auth_fail f;
+    struct gw_refusal f;
     assert_true(gw_body_fail(b, &f));
     assert_string_equal(f.code, "BadDigest");
     gw_body_free(b);
@@ -246,7 +246,7 @@ test_unsigned_trailer_reframed_for_the_upstream(void **state)
     b = gw_body_new(&bad, &auth, true);
     assert_true(drain(b, out, sizeof(out), &got) < 0);
     assert_true(got < wl - strlen(crc) - 30);
-    struct gw_auth_fail f;
+    struct gw_refusal f;
     assert_true(gw_body_fail(b, &f));
     assert_string_equal(f.code, "BadDigest");
     gw_body_free(b);
@@ -282,7 +282,7 @@ test_chunked_body_cut_short(void **state)
     size_t got;
     assert_true(drain(b, out, sizeof(out), &got) < 0);
     assert_true(got < sizeof(data));
-    struct gw_auth_fail f;
+    struct gw_refusal f;
     assert_true(gw_body_fail(b, &f));
     assert_string_equal(f.code, "IncompleteBody");
     gw_body_free(b);

@@ -1,0 +1,65 @@
+/*
+ * gateway/proxy/refuse.h: the one way a request is refused (DESIGN
+ * "Rejections", G7).
+ *
+ * The code that decides a refusal describes it (struct gw_refusal,
+ * gateway/s3/refusal.h); gw_refuse carries it out, the same way for every
+ * refusal: the counter it names, one log line (for counted or audited
+ * refusals), the audit record queued in the store, and the S3 error document
+ * (with <Lock>, <Token> and <CurrentToken> for the fence's refusals).  A
+ * refusal whose audit record cannot be queued is answered 503 SlowDown
+ * instead: no refusal is given without its record (G7).
+ *
+ * Event-loop thread only.
+ */
+#ifndef GW_REFUSE_H
+#define GW_REFUSE_H
+
+#include "common/err.h"
+#include "gateway/s3/refusal.h"
+
+struct gw_req;
+struct gw_s3req;
+struct store;
+
+/*
+ * gw_refuse - answer req with the refusal r.  Ends the response (req must
+ * not be used afterwards).
+ * [in] st         the store for r->audit's record (borrowed; NULL: not recorded)
+ * [in] s3         the parsed request (bucket, key, operation for the log and the
+ *                 record); may be NULL only when r is neither counted nor audited
+ * [in] principal  recorded (borrowed; NULL: anonymous)
+ * [in] r          the refusal (borrowed for the call)
+ */
+void gw_refuse(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
+               const char *principal, const struct gw_refusal *r);
+
+/*
+ * gw_refuse_record - what gw_refuse does before answering: the counter, the
+ * log line and the audit record; for a refusal that can no longer be
+ * answered (the response head is out: the caller cuts the connection).
+ * Returns 0 (recorded, or nothing to record), or the store's error when the
+ * record could not be queued (ERR_AGAIN: audit.queue_max, ERR_NOMEM,
+ * ERR_CLOSED; logged and counted in audit_failures here, so a caller that
+ * can no longer answer may ignore it).
+ */
+int gw_refuse_record(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
+                     const char *principal, const struct gw_refusal *r);
+
+/*
+ * gw_refuse_reply - answer req with an S3 error document (Content-Type
+ * application/xml; <Resource> the raw request path, <RequestId> gw_req_id):
+ * an error of the gateway's own, neither counted, logged nor audited.  If
+ * the document cannot be built, a bare one with the same status and code
+ * goes out (gw_s3err_build).  Ends the response.
+ * [in] code, message  borrowed for the call; message may be NULL
+ */
+void gw_refuse_reply(struct gw_req *req, int status, const char *code, const char *message);
+
+/*
+ * gw_refuse_err - gw_refuse_reply for the error err: status and code from
+ * gateway/s3/s3err.h's table, message as given (err_str(err) when NULL).
+ */
+void gw_refuse_err(struct gw_req *req, int err, const char *message);
+
+#endif

@@ -1,0 +1,361 @@
+/*
+ * tests/unit/gateway/proxy/refuse_test.c: the one refusal path.  A refusal
+ * gives its counter, its audit record in a real LMDB store (in a temporary
+ * directory) and its exact S3 error document and status; a refusal whose
+ * record cannot be queued gives 503 SlowDown instead.  refuse.c is included
+ * (STYLE R12) and the gateway/http/http.h functions it calls are stubbed
+ * here, so the test links without the server.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gateway/proxy/refuse.c"
+
+/* ---- stubs for gateway/http/http.h: a request, and what would be sent ---- */
+
+struct gw_req {
+    const char *path;
+    const char *id;
+    int status;
+    char ctype[64];
+    char body[GW_S3ERR_MAX_BODY + 1];
+    size_t len;
+    int calls;
+};
+
+const char *
+gw_req_path(const struct gw_req *req)
+{
+    return req->path;
+}
+
+const char *
+gw_req_id(const struct gw_req *req)
+{
+    return req->id;
+}
+
+const char *
+gw_req_method(const struct gw_req *req)
+{
+    (void)req;
+    return "PUT";
+}
+
+const char *
+gw_req_peer(const struct gw_req *req)
+{
+    (void)req;
+    return "192.0.2.7:51234";
+}
+
+const char *
+gw_req_header(const struct gw_req *req, const char *name)
+{
+    (void)req;
+    return strcmp(name, "user-agent") == 0 ? "test-agent/1" : NULL;
+}
+
+void
+gw_resp_simple(struct gw_req *req, int status, const char *content_type, const void *body,
+               size_t len)
+{
+    req->calls++;
+    req->status = status;
+    (void)snprintf(req->ctype, sizeof(req->ctype), "%s", content_type);
+    assert_true(len <= GW_S3ERR_MAX_BODY);
+    memcpy(req->body, body, len);
+    req->body[len] = '\0';
+    req->len = len;
+}
+
+#define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+/* ---- a store in a temporary directory ---- */
+
+struct env {
+    char dir[64];
+    struct store *st;
+    struct gw_s3req s3;
+};
+
+static struct store *
+open_store(const char *dir, bool read_only)
+{
+    struct store_opts o;
+    char errbuf[256];
+    struct store *st = NULL;
+    store_opts_init(&o);
+    o.data_dir = dir;
+    o.read_only = read_only;
+    assert_int_equal(store_open(&o, &st, errbuf, sizeof(errbuf)), 0);
+    return st;
+}
+
+static int
+setup(void **state)
+{
+    struct env *e = calloc(1, sizeof(*e));
+    (void)snprintf(e->dir, sizeof(e->dir), "/tmp/refuse-test-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    e->st = open_store(e->dir, false);
+    e->s3.name = "PutObject";
+    (void)snprintf(e->s3.bucket, sizeof(e->s3.bucket), "data");
+    (void)snprintf(e->s3.key, sizeof(e->s3.key), "a&b");
+    memset(&gw_metrics, 0, sizeof(gw_metrics));
+    *state = e;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    struct env *e = *state;
+    store_close(e->st);
+    char cmd[128];
+    (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", e->dir);
+    assert_int_equal(system(cmd), 0);
+    free(e);
+    return 0;
+}
+
+/* The audit records committed so far (the store is closed and reopened read-only). */
+struct seen {
+    int n;
+    struct store_audit_rec rec; /* the last one; strings copied below */
+    char lock[64], principal[64], client[64], method[16], bucket[64], key[64], op[64], id[64],
+        ua[64];
+};
+
+static int
+on_rec(void *arg, const struct store_audit_rec *r)
+{
+    struct seen *s = arg;
+    s->n++;
+    s->rec = *r;
+    (void)snprintf(s->lock, sizeof(s->lock), "%s", r->lock);
+    (void)snprintf(s->principal, sizeof(s->principal), "%s", r->principal);
+    (void)snprintf(s->client, sizeof(s->client), "%s", r->client);
+    (void)snprintf(s->method, sizeof(s->method), "%s", r->method);
+    (void)snprintf(s->bucket, sizeof(s->bucket), "%s", r->bucket);
+    (void)snprintf(s->key, sizeof(s->key), "%s", r->key);
+    (void)snprintf(s->op, sizeof(s->op), "%s", r->operation);
+    (void)snprintf(s->id, sizeof(s->id), "%s", r->request_id);
+    (void)snprintf(s->ua, sizeof(s->ua), "%s", r->user_agent);
+    return 0;
+}
+
+static void
+records(struct env *e, bool read_only_after, struct seen *s)
+{
+    store_close(e->st); /* commits what was queued */
+    e->st = open_store(e->dir, true);
+    memset(s, 0, sizeof(*s));
+    struct store_audit_query q = {.limit = 100};
+    struct store_audit_cursor next;
+    assert_int_equal(store_audit_query(e->st, &q, on_rec, s, &next), 0);
+    if (!read_only_after) {
+        store_close(e->st);
+        e->st = open_store(e->dir, false);
+    }
+}
+
+/* ---- tests ---- */
+
+/* A fence refusal: counted once, recorded with every field, the exact 409 document. */
+static void
+test_fence_refusal(void **state)
+{
+    struct env *e = *state;
+    struct gw_req req = {.path = "/data/a&b", .id = "req-1"};
+    const struct gw_refusal r = {
+        .status = 409,
+        .code = "StaleFencingToken",
+        .message = "stale",
+        .audit = STORE_AUDIT_STALE,
+        .count = GW_REFUSAL_FENCE,
+        .tokens = true,
+        .lock = "jobs",
+        .token = 5,
+        .current = 7,
+    };
+    gw_refuse(e->st, &req, &e->s3, "alice", &r);
+    assert_int_equal(req.calls, 1);
+    assert_int_equal(req.status, 409);
+    assert_string_equal(req.ctype, "application/xml");
+    assert_string_equal(req.body, XML_DECL "<Error><Code>StaleFencingToken</Code>"
+                                           "<Message>stale</Message><Resource>/data/a&amp;b"
+                                           "</Resource><RequestId>req-1</RequestId><Lock>jobs"
+                                           "</Lock><Token>5</Token><CurrentToken>7</CurrentToken>"
+                                           "</Error>");
+    assert_int_equal(gw_metrics.fence_rejections, 1);
+    assert_int_equal(gw_metrics.classify_refusals, 0);
+    assert_int_equal(gw_metrics.audit_failures, 0);
+
+    struct seen s;
+    records(e, false, &s);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.rec.kind, STORE_AUDIT_STALE);
+    assert_int_equal(s.rec.token, 5);
+    assert_int_equal(s.rec.current, 7);
+    assert_string_equal(s.lock, "jobs");
+    assert_string_equal(s.principal, "alice");
+    assert_string_equal(s.client, "192.0.2.7:51234");
+    assert_string_equal(s.method, "PUT");
+    assert_string_equal(s.bucket, "data");
+    assert_string_equal(s.key, "a&b");
+    assert_string_equal(s.op, "PutObject");
+    assert_string_equal(s.id, "req-1");
+    assert_string_equal(s.ua, "test-agent/1");
+}
+
+/* A G9 refusal: its own counter, lock "" in the record, no fencing extras. */
+static void
+test_classify_refusal(void **state)
+{
+    struct env *e = *state;
+    struct gw_req req = {.path = "/data/k", .id = "req-2"};
+    const struct gw_refusal r = {
+        .status = 400,
+        .code = "InvalidRequest",
+        .message = "not classified",
+        .audit = STORE_AUDIT_REFUSED,
+        .count = GW_REFUSAL_CLASSIFY,
+    };
+    gw_refuse(e->st, &req, &e->s3, "", &r);
+    assert_int_equal(req.status, 400);
+    assert_string_equal(req.body, XML_DECL "<Error><Code>InvalidRequest</Code>"
+                                           "<Message>not classified</Message><Resource>/data/k"
+                                           "</Resource><RequestId>req-2</RequestId></Error>");
+    assert_int_equal(gw_metrics.classify_refusals, 1);
+    assert_int_equal(gw_metrics.fence_rejections, 0);
+    struct seen s;
+    records(e, false, &s);
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.rec.kind, STORE_AUDIT_REFUSED);
+    assert_string_equal(s.lock, "");
+    assert_int_equal(s.rec.token, 0);
+}
+
+/* G7: a refusal whose record cannot be queued is answered 503 SlowDown, counted. */
+static void
+test_audit_failure_is_503(void **state)
+{
+    struct env *e = *state;
+    store_close(e->st);
+    e->st = open_store(e->dir, true); /* appends fail: ERR_CLOSED */
+    struct gw_req req = {.path = "/data/a", .id = "req-3"};
+    const struct gw_refusal r = {
+        .status = 409,
+        .code = "FencingTokenNotGranted",
+        .message = "never granted",
+        .audit = STORE_AUDIT_NOT_GRANTED,
+        .count = GW_REFUSAL_FENCE,
+        .tokens = true,
+        .lock = "jobs",
+        .token = 9,
+    };
+    gw_refuse(e->st, &req, &e->s3, "alice", &r);
+    assert_int_equal(req.calls, 1);
+    assert_int_equal(req.status, 503);
+    assert_string_equal(req.body,
+                        XML_DECL "<Error><Code>SlowDown</Code><Message>This write was refused, "
+                                 "but its audit record could not be queued; nothing was "
+                                 "forwarded. Please reduce your request rate.</Message>"
+                                 "<Resource>/data/a</Resource><RequestId>req-3</RequestId>"
+                                 "</Error>");
+    assert_int_equal(gw_metrics.audit_failures, 1);
+    assert_int_equal(gw_metrics.fence_rejections, 1);
+    /* recorded only: the failure is returned, nothing is sent */
+    struct gw_req late = {.path = "/data/a", .id = "req-4"};
+    assert_int_not_equal(gw_refuse_record(e->st, &late, &e->s3, "alice", &r), 0);
+    assert_int_equal(late.calls, 0);
+    assert_int_equal(gw_metrics.audit_failures, 2);
+    store_close(e->st);
+    e->st = open_store(e->dir, false);
+}
+
+/* Neither counted nor audited (an authentication failure): the document only. */
+static void
+test_plain_refusal(void **state)
+{
+    struct env *e = *state;
+    struct gw_req req = {.path = "/data/k", .id = "r"};
+    const struct gw_refusal r = {.status = 403, .code = "SignatureDoesNotMatch", .message = "no"};
+    gw_refuse(e->st, &req, NULL, NULL, &r);
+    assert_int_equal(req.status, 403);
+    assert_string_equal(req.body, XML_DECL "<Error><Code>SignatureDoesNotMatch</Code>"
+                                           "<Message>no</Message><Resource>/data/k</Resource>"
+                                           "<RequestId>r</RequestId></Error>");
+    assert_int_equal(gw_metrics.fence_rejections + gw_metrics.classify_refusals, 0);
+    struct seen s;
+    records(e, false, &s);
+    assert_int_equal(s.n, 0);
+}
+
+static void
+test_reply_and_err(void **state)
+{
+    (void)state;
+    struct gw_req req = {.path = "/data/a&b", .id = "req-1"};
+    gw_refuse_reply(&req, 404, "NoSuchKey", "gone");
+    assert_int_equal(req.calls, 1);
+    assert_int_equal(req.status, 404);
+    assert_string_equal(req.ctype, "application/xml");
+    assert_string_equal(req.body, XML_DECL "<Error><Code>NoSuchKey</Code><Message>gone</Message>"
+                                           "<Resource>/data/a&amp;b</Resource>"
+                                           "<RequestId>req-1</RequestId></Error>");
+    struct gw_req req2 = {.path = "/b", .id = "r"};
+    gw_refuse_err(&req2, ERR_TIMEOUT, NULL);
+    assert_int_equal(req2.status, 504);
+    assert_string_equal(req2.body, XML_DECL "<Error><Code>GatewayTimeout</Code>"
+                                            "<Message>timed out</Message><Resource>/b</Resource>"
+                                            "<RequestId>r</RequestId></Error>");
+    struct gw_req req3 = {.path = "/b", .id = "r"};
+    gw_refuse_err(&req3, ERR_UPSTREAM, "upstream unreachable");
+    assert_int_equal(req3.status, 502);
+    assert_non_null(strstr(req3.body, "<Code>BadGateway</Code>"));
+    assert_non_null(strstr(req3.body, "<Message>upstream unreachable</Message>"));
+}
+
+/* A document too long to build: the bare one still goes out, with the status. */
+static void
+test_reply_fallback(void **state)
+{
+    (void)state;
+    static char longpath[GW_S3ERR_MAX_BODY + 100];
+    memset(longpath, 'a', sizeof(longpath) - 1);
+    longpath[0] = '/';
+    struct gw_req req = {.path = longpath, .id = "r"};
+    gw_refuse_reply(&req, 400, "KeyTooLongError", "long");
+    assert_int_equal(req.calls, 1);
+    assert_int_equal(req.status, 400);
+    assert_string_equal(req.body, XML_DECL "<Error><Code>KeyTooLongError</Code>"
+                                           "<Message></Message></Error>");
+    struct gw_req req2 = {.path = longpath, .id = "r"};
+    gw_refuse_reply(&req2, 400, "Bad<Code>", "long");
+    assert_string_equal(req2.body, XML_DECL "<Error><Code>InternalError</Code>"
+                                            "<Message></Message></Error>");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fence_refusal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_classify_refusal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_audit_failure_is_503, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_refusal, setup, teardown),
+        cmocka_unit_test(test_reply_and_err),
+        cmocka_unit_test(test_reply_fallback),
+    };
+    return cmocka_run_group_tests_name("refuse", tests, NULL, NULL);
+}
