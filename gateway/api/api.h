@@ -3,6 +3,12 @@
  * "Election API"): fences and audit here; the election endpoints plug in
  * beside them.  Requests reach it authenticated, like every S3 request.
  * Event-loop thread only; reads are bounded LMDB read transactions.
+ *
+ * Room gateway/api/ (make check-deps: no upstream/ or proxy/):
+ *   api.h / api.c              routing under /_fencegate/v1/, fences, audit
+ *   locks.h / locks.c          the election endpoints (acquire, renew, release,
+ *                              show, watch)
+ *   json_audit.h / json_audit.c audit records as JSON (also for `fencegate audit`)
  */
 #ifndef GW_API_H
 #define GW_API_H

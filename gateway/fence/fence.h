@@ -41,6 +41,13 @@
  * locks with writes in flight in memory, seeded from the store.
  * Event-loop thread only; store callbacks arrive through
  * store_dispatch_completions() on the same thread.
+ *
+ * Room gateway/fence/ (decisions only: make check-deps keeps http/, upstream/
+ * and proxy/ out):
+ *   fence.c    admission, the highest per lock, write windows, the barrier
+ *   claim.c    which lock and which token a write claims (from the fencing
+ *              headers the router hands over, and the config's rules)
+ *   verdict.c  the fence's refusals, described as struct gw_refusal
  */
 #ifndef GW_FENCE_H
 #define GW_FENCE_H

@@ -69,6 +69,16 @@
  * EOF from the client: while a request body is incomplete, on_abort(ERR_CLOSED);
  * once the body is complete the response is still written (HTTP/1.0 tools
  * half-close) and a write failure then aborts.  An error or reset aborts at once.
+ *
+ * Room gateway/http/ (this header is its public face; make check-deps lets it
+ * include only common/ and gateway/base/):
+ *   server.c      listeners, connections, timeouts, shedding, the request life
+ *   parse.c       llhttp callbacks: heads, limits, smuggling refusals, bodies
+ *   req.c         gw_req_*: what a handler reads (method, target, headers, body)
+ *   resp.c        gw_resp_*: what a handler writes; every status counted here
+ *   fair.c        per-client shares (connections, transfers), minimum body rate
+ *   tls.c / tls.h the TLS listener (bufferevent_openssl)
+ *   internal.h    the structs the files above share, nothing for other rooms
  */
 #ifndef GW_HTTP_H
 #define GW_HTTP_H

@@ -8,6 +8,20 @@
  * request with exactly one response on every path.
  *
  * Event-loop thread only.  One struct gw_proxy per loop, shared by requests.
+ *
+ * Room gateway/proxy/ (the request pipeline; with gateway/cli/ the only rooms
+ * that may include every other, make check-deps):
+ *   router.h / .c     every request's first stop: route (API, health, S3),
+ *                     classify, authenticate, resolve the claim, admit
+ *   auth.h / .c       SigV4/SigV2 verification against the principals, their
+ *                     buckets and locks
+ *   refuse.h / .c     the one refusal path: counter, log line, audit record,
+ *                     S3 error document (or 503 when the record cannot be queued)
+ *   proxy.h / .c      forwarding in named steps (bind, body, checksum, headers,
+ *                     sign, start), responses streamed back, windows, cuts
+ *   proxy_hdr.h / .c  which request and response headers cross
+ *   body.h / .c       the request-body filter (hash checks, aws-chunked)
+ *   upload.h / .c     multipart uploads under epochs, aborts of stale ones
  */
 #ifndef GW_PROXY_H
 #define GW_PROXY_H

@@ -10,6 +10,17 @@
  *
  * Event-loop thread only.  No callback runs before gw_xfer_start returns.
  * <curl/curl.h> is included only by gateway/upstream*.c (STYLE R1).
+ *
+ * Room gateway/upstream/ (the gateway's side of the store; the only room with
+ * libcurl, make check-deps):
+ *   upstream.c / xfer.c  this client: the multi handle on the loop, transfers
+ *   msg.h / msg.c        upstream response heads, request sanity checks
+ *   s3client.h / .c      the one internal S3 client: the one signer (the proxy
+ *                        re-signs with it), one reload, the gateway's own calls
+ *   elect_s3.h / .c      the s3 election backend, on the S3 client
+ *   bucket_probe.h / .c  does a bucket exist (CreateBucket answered 200)
+ *   trailer_probe.h / .c does the store take checksum trailers (start-up)
+ *   internal.h           the structs upstream.c and xfer.c share
  */
 #ifndef GW_UPSTREAM_H
 #define GW_UPSTREAM_H
