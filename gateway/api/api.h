@@ -7,7 +7,7 @@
  * Room gateway/api/ (make check-deps: no upstream/ or proxy/):
  *   api.h / api.c              routing under /_fencegate/v1/, fences, audit
  *   locks.h / locks.c          the election endpoints (acquire, renew, release,
- *                              show, watch)
+ *                              show and long-poll)
  *   json_audit.h / json_audit.c audit records as JSON (also for `fencegate audit`)
  */
 #ifndef GW_API_H
