@@ -72,7 +72,7 @@
 
 #define GW_UPSTREAM_MAX_REQ_HEAD ((size_t)256 * 1024) /* request header bytes we copy */
 #define GW_UPSTREAM_IDLE_XFERS   32                   /* parked transfers, at least ... */
-#define GW_UPSTREAM_IDLE_MAX     256                  /* ... and at most (max_connections between) */
+#define GW_UPSTREAM_IDLE_MAX     256                  /* ... at most (max_connections between) */
 #define GW_UPSTREAM_KEEP_BYTES   ((size_t)16 * 1024)  /* parked transfers drop bigger buffers */
 
 /* One socket libcurl asked us to watch. */
