@@ -391,6 +391,29 @@ tune_malloc(void)
     }
 }
 
+/*
+ * The event loop, with epoll's changelist: event_del and event_add of one fd
+ * within a loop iteration (libcurl's socket callback moving a connection
+ * between read and write, bufferevents re-arming) reach the kernel as one
+ * epoll_ctl, or none, at the next dispatch instead of one each: 8.0 -> 5.1
+ * epoll_ctl per PUT (make bench-proxy BENCH_SYSCALLS).  libevent's epoll
+ * backend retries a MOD of an fd closed and reopened meanwhile as an ADD; the
+ * flag's caveat is fds dup()ed and watched under both numbers, which nothing
+ * here does.  Other backends ignore the flag.
+ */
+static struct event_base *
+new_event_base(void)
+{
+    struct event_config *ec = event_config_new();
+    if (ec == NULL) {
+        return NULL;
+    }
+    (void)event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    return base;
+}
+
 int
 gw_cmd_serve(int argc, char **argv)
 {
@@ -411,7 +434,7 @@ gw_cmd_serve(int argc, char **argv)
     (void)signal(SIGPIPE, SIG_IGN);
     tune_malloc();
 
-    s.base = event_base_new();
+    s.base = new_event_base();
     if (s.base == NULL) {
         log_error("cannot create the event loop");
         goto out;
