@@ -98,13 +98,25 @@ buf_append_str(struct buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
+/*
+ * Formats straight into the spare room first: one vsnprintf when the text fits
+ * (the common case on the request path), a second one after growing when not.
+ */
 int
 buf_printf(struct buf *b, const char *fmt, ...)
 {
     va_list ap;
+    size_t room = b->data != NULL ? b->alloc - b->len : 0; /* counts the NUL's byte */
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(room > 0 ? b->data + b->len : NULL, room, fmt, ap);
     va_end(ap);
+    if (n >= 0 && (size_t)n < room) {
+        b->len += (size_t)n; /* fits, so within cap: alloc never exceeds cap + 1 */
+        return 0;
+    }
+    if (room > 0) {
+        b->data[b->len] = '\0'; /* undo the truncated attempt */
+    }
     if (n < 0) {
         return ERR_INVAL;
     }

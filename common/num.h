@@ -26,4 +26,12 @@ MUST_USE int parse_u64n(const char *s, size_t len, uint64_t min, uint64_t max, u
  */
 MUST_USE int parse_hex_u64n(const char *s, size_t len, uint64_t *out);
 
+/*
+ * fmt_u64 - v in decimal into out (no NUL; at most 20 characters), or
+ * fmt_hex_u64 - in lowercase hex without leading zeros (at most 16); "0" for 0.
+ * The hot path's snprintf("%llu") / ("%zx").  Return the characters written.
+ */
+size_t fmt_u64(uint64_t v, char out[20]);
+size_t fmt_hex_u64(uint64_t v, char out[16]);
+
 #endif

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/date.h"
 #include "common/log.h"
+#include "common/num.h"
 #include "common/rand.h"
 #include "gateway/base/metrics.h"
 #include "gateway/http/internal.h"
@@ -130,7 +131,11 @@ gw_http_new_id(char id[GW_HTTP_ID_LEN + 1])
     x ^= x >> 27;
     x *= UINT64_C(0x94d049bb133111eb);
     x ^= x >> 31;
-    (void)snprintf(id, GW_HTTP_ID_LEN + 1, "%016" PRIx64, x);
+    for (int i = GW_HTTP_ID_LEN - 1; i >= 0; i--) {
+        id[i] = "0123456789abcdef"[x & 0xf];
+        x >>= 4;
+    }
+    id[GW_HTTP_ID_LEN] = '\0';
 }
 
 size_t
@@ -227,7 +232,34 @@ gw_resp_header(struct gw_req *req, const char *name, const char *value)
     } else if (name_is(name, "date")) {
         req->has_date_hdr = true;
     }
-    return buf_printf(&req->resp_head, "%s: %s\r\n", name, value);
+    int rc = buf_append(&req->resp_head, name, strlen(name));
+    rc = rc != 0 ? rc : buf_append(&req->resp_head, ": ", 2);
+    rc = rc != 0 ? rc : buf_append(&req->resp_head, value, strlen(value));
+    return rc != 0 ? rc : buf_append(&req->resp_head, "\r\n", 2);
+}
+
+/* A response head's server-made lines, staged on the stack; len past sizeof(b) marks overflow. */
+struct head_stage {
+    char b[256];
+    size_t len;
+};
+
+static void
+stage(struct head_stage *st, const char *p, size_t n)
+{
+    if (st->len + n <= sizeof(st->b)) {
+        memcpy(st->b + st->len, p, n);
+    }
+    st->len += n; /* past the end: the caller sees the overflow */
+}
+
+/* stage() of a string literal */
+#define STAGE_LIT(st, lit) stage((st), (lit), sizeof(lit) - 1)
+
+static void
+stage_str(struct head_stage *st, const char *s)
+{
+    stage(st, s, strlen(s));
 }
 
 /* Whether the connection must close after this response. */
@@ -266,37 +298,58 @@ gw_resp_body_begin(struct gw_req *req, int64_t content_length)
     }
     struct evbuffer *out = bufferevent_get_output(c->bev);
     gw_metrics_count_status(req->status); /* every response is counted here, once */
-    int rc = evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", req->status, reason(req->status));
-    if (rc >= 0 && !req->has_server_hdr) {
-        rc = evbuffer_add_printf(out, "Server: fencegate\r\n");
+    /* the head in three pieces, copied, not formatted: the server's lines before
+     * the handler's, then the framing (RFC 9110 section 8.6: for HEAD and 304
+     * Content-Length is the length a GET would have) */
+    struct head_stage pre = {.len = 0};
+    char code[4] = {(char)('0' + req->status / 100), (char)('0' + req->status / 10 % 10),
+                    (char)('0' + req->status % 10), ' '};
+    STAGE_LIT(&pre, "HTTP/1.1 ");
+    stage(&pre, code, 4);
+    stage_str(&pre, reason(req->status));
+    STAGE_LIT(&pre, "\r\n");
+    if (!req->has_server_hdr) {
+        STAGE_LIT(&pre, "Server: fencegate\r\n");
     }
-    if (rc >= 0 && !req->has_date_hdr) {
-        rc = evbuffer_add_printf(out, "Date: %s\r\n", date_now(c->srv));
+    if (!req->has_date_hdr) {
+        STAGE_LIT(&pre, "Date: ");
+        stage_str(&pre, date_now(c->srv));
+        STAGE_LIT(&pre, "\r\n");
     }
-    if (rc >= 0 && !req->has_id_hdr) {
-        rc = evbuffer_add_printf(out, "x-amz-request-id: %s\r\n", req->id);
+    if (!req->has_id_hdr) {
+        STAGE_LIT(&pre, "x-amz-request-id: ");
+        stage_str(&pre, req->id);
+        STAGE_LIT(&pre, "\r\n");
     }
-    if (rc >= 0 && req->resp_head.len > 0) {
-        rc = evbuffer_add(out, req->resp_head.data, req->resp_head.len);
-    }
+    struct head_stage post = {.len = 0};
     req->resp_length = -1;
-    if (rc >= 0 && req->status != 204 && content_length >= 0) {
-        /* RFC 9110 section 8.6: for HEAD and 304 it is the length a GET would have */
-        rc = evbuffer_add_printf(out, "Content-Length: %" PRId64 "\r\n", content_length);
+    if (req->status != 204 && content_length >= 0) {
+        char num[20];
+        STAGE_LIT(&post, "Content-Length: ");
+        stage(&post, num, fmt_u64((uint64_t)content_length, num));
+        STAGE_LIT(&post, "\r\n");
         if (!no_body) {
             req->resp_length = content_length;
         }
-    } else if (rc >= 0 && !no_body && req->version_minor == 1) {
-        rc = evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
+    } else if (!no_body && req->version_minor == 1) {
+        STAGE_LIT(&post, "Transfer-Encoding: chunked\r\n");
         req->resp_chunked = true;
     }
-    if (rc >= 0 && close) {
-        rc = evbuffer_add_printf(out, "Connection: close\r\n");
-    } else if (rc >= 0 && req->version_minor == 0) {
-        rc = evbuffer_add_printf(out, "Connection: keep-alive\r\n");
+    if (close) {
+        STAGE_LIT(&post, "Connection: close\r\n");
+    } else if (req->version_minor == 0) {
+        STAGE_LIT(&post, "Connection: keep-alive\r\n");
     }
-    if (rc >= 0) {
-        rc = evbuffer_add(out, "\r\n", 2);
+    STAGE_LIT(&post, "\r\n");
+    int rc = pre.len <= sizeof(pre.b) && post.len <= sizeof(post.b) ? 0 : -1;
+    if (rc == 0) {
+        rc = evbuffer_add(out, pre.b, pre.len);
+    }
+    if (rc == 0 && req->resp_head.len > 0) {
+        rc = evbuffer_add(out, req->resp_head.data, req->resp_head.len);
+    }
+    if (rc == 0) {
+        rc = evbuffer_add(out, post.b, post.len);
     }
     if (rc < 0) {
         c->dead = true;
@@ -327,7 +380,11 @@ gw_resp_body_write(struct gw_req *req, const void *data, size_t len)
     struct evbuffer *out = bufferevent_get_output(c->bev);
     int rc = 0;
     if (req->resp_chunked) {
-        rc = evbuffer_add_printf(out, "%zx\r\n", len);
+        char line[18];
+        size_t n = fmt_hex_u64(len, line);
+        line[n++] = '\r';
+        line[n++] = '\n';
+        rc = evbuffer_add(out, line, n);
     }
     if (rc >= 0) {
         rc = evbuffer_add(out, data, len);

@@ -10,6 +10,8 @@
 
 #include <openssl/evp.h>
 
+#include "gateway/s3/digest.h"
+
 /* Reflected polynomials: CRC-32 (IEEE 802.3, zlib) and CRC-32C (Castagnoli, RFC 3720 B.4). */
 #define POLY_CRC32  0xedb88320u
 #define POLY_CRC32C 0x82f63b78u
@@ -141,10 +143,10 @@ gw_checksum_init(struct gw_checksum *c, enum gw_checksum_alg alg)
         c->alg = alg;
         return 0;
     case GW_CHECKSUM_SHA1:
-        md = EVP_sha1();
+        md = gw_digest_md_sha1();
         break;
     case GW_CHECKSUM_SHA256:
-        md = EVP_sha256();
+        md = gw_digest_md_sha256();
         break;
     case GW_CHECKSUM_NONE:
     default:

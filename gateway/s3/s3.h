@@ -15,6 +15,7 @@
  *   sigv4_chunked.c         the aws-chunked decoder (chunk signatures, trailers)
  *   chunk_enc.h / .c        the aws-chunked encoder (unsigned payload with trailer)
  *   checksum.h / .c         CRC32, CRC32C, SHA-1, SHA-256 checksums and their headers
+ *   digest.h / digest.c     SHA-256 and HMAC on algorithms fetched from OpenSSL once
  *   sigv2.h / sigv2.c       AWS Signature Version 2 (header and presigned), inbound only
  *   s3xml.h / s3xml.c       the S3 XML the gateway reads and writes (DeleteObjects,
  *                           CompleteMultipartUpload, errors from the upstream)

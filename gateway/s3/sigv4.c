@@ -16,11 +16,10 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "common/codec.h"
 #include "common/date.h"
+#include "gateway/s3/digest.h"
 
 #define KEYCACHE_SLOTS   8    /* distinct (secret, day, region, service) kept */
 #define MAX_SECRET       1024 /* longest secret key accepted */
@@ -38,10 +37,9 @@ int
 gw_sigv4_hmac_hex(const unsigned char *key, size_t keylen, const void *msg, size_t len,
                   char hex[GW_SIGV4_HEX_LEN + 1])
 {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int maclen = 0;
+    unsigned char mac[GW_DIGEST_SHA256_LEN];
 
-    if (HMAC(EVP_sha256(), key, (int)keylen, msg, len, mac, &maclen) == NULL || maclen != 32) {
+    if (gw_digest_hmac_sha256(key, keylen, msg, len, mac) != 0) {
         return ERR_NOMEM;
     }
     hex_encode(mac, 32, hex);
@@ -52,21 +50,15 @@ static int
 hmac_raw(const unsigned char *key, size_t keylen, const void *msg, size_t len,
          unsigned char out[32])
 {
-    unsigned int maclen = 0;
-
-    if (HMAC(EVP_sha256(), key, (int)keylen, msg, len, out, &maclen) == NULL || maclen != 32) {
-        return ERR_NOMEM;
-    }
-    return 0;
+    return gw_digest_hmac_sha256(key, keylen, msg, len, out);
 }
 
 int
 gw_sigv4_sha256_hex(const void *p, size_t len, char hex[GW_SIGV4_HEX_LEN + 1])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
+    unsigned char md[GW_DIGEST_SHA256_LEN];
 
-    if (EVP_Digest(p, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
+    if (gw_digest_sha256(p, len, md) != 0) {
         return ERR_NOMEM;
     }
     hex_encode(md, 32, hex);
@@ -261,7 +253,6 @@ gw_sigv4_signing_key(struct gw_sigv4_keycache *kc, const char *secret, const cha
                      const char *region, const char *service, unsigned char key[GW_SIGV4_KEY_LEN])
 {
     unsigned char id[32];
-    unsigned int idlen = 0;
 
     if (secret == NULL || !date8_ok(date) || !scope_part_ok(region, GW_SIGV4_MAX_REGION) ||
         !scope_part_ok(service, GW_SIGV4_MAX_SERVICE)) {
@@ -270,7 +261,7 @@ gw_sigv4_signing_key(struct gw_sigv4_keycache *kc, const char *secret, const cha
     if (kc == NULL) {
         return derive_key(secret, date, region, service, key);
     }
-    if (EVP_Digest(secret, strlen(secret), id, &idlen, EVP_sha256(), NULL) != 1) {
+    if (gw_digest_sha256(secret, strlen(secret), id) != 0) {
         return ERR_NOMEM;
     }
     for (unsigned i = 0; i < KEYCACHE_SLOTS; i++) {

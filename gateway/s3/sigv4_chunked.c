@@ -23,6 +23,7 @@
 #include "common/codec.h"
 #include "common/num.h"
 #include "gateway/s3/checksum.h"
+#include "gateway/s3/digest.h"
 
 #define CHUNK_SIG_EXT   ";chunk-signature="
 #define TRAILER_SIG_HDR "x-amz-trailer-signature"
@@ -157,8 +158,8 @@ gw_sigv4_chunked_new(enum gw_sigv4_chunked_mode mode, const struct gw_sigv4_veri
         d->chunk_md = EVP_MD_CTX_new();
         d->trl_md = EVP_MD_CTX_new();
         if (d->chunk_md == NULL || d->trl_md == NULL ||
-            EVP_DigestInit_ex(d->chunk_md, EVP_sha256(), NULL) != 1 ||
-            EVP_DigestInit_ex(d->trl_md, EVP_sha256(), NULL) != 1) {
+            EVP_DigestInit_ex(d->chunk_md, gw_digest_md_sha256(), NULL) != 1 ||
+            EVP_DigestInit_ex(d->trl_md, gw_digest_md_sha256(), NULL) != 1) {
             goto fail;
         }
         break;
@@ -219,7 +220,7 @@ check_chunk_sig(struct gw_sigv4_chunked *d)
     unsigned char bin[32];
 
     if (EVP_DigestFinal_ex(d->chunk_md, md, &mdlen) != 1 || mdlen != 32 ||
-        EVP_DigestInit_ex(d->chunk_md, EVP_sha256(), NULL) != 1) {
+        EVP_DigestInit_ex(d->chunk_md, gw_digest_md_sha256(), NULL) != 1) {
         return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
     }
     hex_encode(md, 32, hex);

@@ -71,6 +71,7 @@ struct gw_upstream {
     struct xfer_list idle;            /* parked for reuse */
     struct xfer_list pending;         /* deferred work for after_curl */
     size_t nidle;                     /* entries in idle */
+    size_t idle_max;                  /* park no more than this many */
     LIST_HEAD(sock_list, sock) socks; /* sockets being watched */
     int depth;                        /* nesting of libcurl calls that may run callbacks */
     bool settling;                    /* after_curl is running */

@@ -71,7 +71,8 @@
 #include "gateway/upstream/msg.h"
 
 #define GW_UPSTREAM_MAX_REQ_HEAD ((size_t)256 * 1024) /* request header bytes we copy */
-#define GW_UPSTREAM_IDLE_XFERS   32                   /* parked transfers (with easy handles) */
+#define GW_UPSTREAM_IDLE_XFERS   32                   /* parked transfers, at least ... */
+#define GW_UPSTREAM_IDLE_MAX     256                  /* ... at most (max_connections between) */
 #define GW_UPSTREAM_KEEP_BYTES   ((size_t)16 * 1024)  /* parked transfers drop bigger buffers */
 
 /* One socket libcurl asked us to watch. */
@@ -158,7 +159,7 @@ static void
 xfer_put(struct gw_xfer *x)
 {
     struct gw_upstream *up = x->up;
-    if (!x->reusable || up->nidle >= GW_UPSTREAM_IDLE_XFERS) {
+    if (!x->reusable || up->nidle >= up->idle_max) {
         xfer_free(x);
         return;
     }
@@ -538,6 +539,11 @@ gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
         }
     }
     up->opts.ca_file = up->ca_file;
+    /* as many parked as may be in flight at once: below that, every transfer over
+     * the count pays curl_easy_init and curl_easy_cleanup */
+    up->idle_max = opts->max_connections < GW_UPSTREAM_IDLE_XFERS ? GW_UPSTREAM_IDLE_XFERS
+                   : opts->max_connections > GW_UPSTREAM_IDLE_MAX ? GW_UPSTREAM_IDLE_MAX
+                                                                  : opts->max_connections;
     CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {
         log_error("curl_global_init: %s", curl_easy_strerror(rc));

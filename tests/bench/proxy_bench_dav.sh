@@ -48,6 +48,9 @@
 #   BENCH_PERF_CASE  METHOD:BYTES:CONNS to profile instead (GET:1024:16)
 #   BENCH_PERF_CG    perf record --call-graph mode (none: flat; "dwarf,16384"
 #                    for callers: the binaries have no frame pointers)
+#   BENCH_SYSCALLS=SECS  after the table, strace -c gw_auth under BENCH_PERF_CASE
+#                    for SECS s: system calls per request by name (a count
+#                    other processes on the machine cannot disturb)
 #   BENCH_KEEP=1     keep the temp dir
 # Every process started here is stopped by PID in the EXIT trap; nothing is
 # killed by name.
@@ -88,7 +91,7 @@ done
 [ "$(nproc)" -ge 2 ] || die "needs 2 CPUs (load generator on CPU 0, servers on CPU 1)"
 
 T=$(mktemp -d /dev/shm/fg-bench.XXXXXX)
-ORG_PID="" NGX_PID="" GW_PID="" GWA_PID="" PERF_PID=""
+ORG_PID="" NGX_PID="" GW_PID="" GWA_PID="" PERF_PID="" STRACE_PID=""
 
 # True if PID is alive and its command line mentions our temp dir, so a
 # recycled PID is never signalled.
@@ -113,6 +116,10 @@ cleanup() {
     if [ -n "$PERF_PID" ] && kill -0 "$PERF_PID" 2>/dev/null; then
         kill -INT "$PERF_PID" 2>/dev/null
         wait "$PERF_PID" 2>/dev/null || true
+    fi
+    if [ -n "$STRACE_PID" ] && kill -0 "$STRACE_PID" 2>/dev/null; then
+        kill -INT "$STRACE_PID" 2>/dev/null
+        wait "$STRACE_PID" 2>/dev/null || true
     fi
     stop_pid "$GWA_PID"
     stop_pid "$GW_PID"
@@ -446,4 +453,31 @@ if [ "$PERF_SECS" != 0 ]; then
     mkdir -p "$ROOT/build"
     cp "$T/perf.data" "$kept" && note "perf data kept in $kept"
     set -o pipefail
+fi
+
+# ---- optional system-call count of gw_auth under one case ----
+SYSCALL_SECS=${BENCH_SYSCALLS:-0}
+if [ "$SYSCALL_SECS" != 0 ]; then
+    command -v strace >/dev/null || die "strace missing (apt-get install strace)"
+    IFS=: read -r m b conns <<<"${BENCH_PERF_CASE:-GET:1024:16}"
+    op=get_object body="" wrk_token=""
+    [ "$m" = PUT ] && op=put_object body=$T/body-sys wrk_token=$TOKEN
+    u=${URL[gw_auth.$m.$b]:-$("$PY" "$HELPER" presign-op "$op" "${BASE[gw_auth]}" "$AK" "$SK" bench "obj-$m-$b")}
+    [ "$m" = GET ] && [ ! -e "$T/origin/bench/obj-GET-$b" ] && head -c "$b" /dev/urandom >"$T/origin/bench/obj-GET-$b"
+    [ "$m" = PUT ] && head -c "$b" /dev/urandom >"$T/body-sys"
+    strace -c -f -q -p "$GWA_PID" -o "$T/strace.out" 2>"$T/strace.log" &
+    STRACE_PID=$!
+    sleep 1 # attached before the first request
+    BENCH_BODY=$body BENCH_TOKEN=$wrk_token taskset -c "$LOAD_CPU" wrk -t1 -c"$conns" -d"${SYSCALL_SECS}s" \
+        -s "$T/wrk.lua" "$u" >"$T/wrk-sys.out" 2>&1
+    kill -INT "$STRACE_PID"
+    wait "$STRACE_PID" || true
+    STRACE_PID=""
+    read -r _ _ _ n errs <<<"$(wrkstats "$T/wrk-sys.out")"
+    echo
+    echo "== system calls per request of gateway+auth, $m $(size_label "$b") -c$conns, ${SYSCALL_SECS}s" \
+        "under strace ($n requests, $errs errors)"
+    awk -v n="$n" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" {c = $4; name = $NF; tot += c; row[name] = c}
+        END {for (k in row) if (row[k] / n >= 0.01) printf "%-16s %6.2f\n", k, row[k] / n
+             printf "%-16s %6.2f\n", "total", tot / n}' "$T/strace.out" | sort -k2 -rn
 fi

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -38,6 +39,38 @@ test_buf_append_and_cap(void **state)
     assert_null(b.data);
     buf_cleanup(&b);
     buf_cleanup(NULL);
+}
+
+/* buf_printf formats into the spare room when the text fits, and grows when not */
+static void
+test_buf_printf_room_and_growth(void **state)
+{
+    (void)state;
+    struct buf b;
+    char want[4096];
+    size_t wlen = 0;
+    buf_init(&b, 1 << 20);
+    for (int i = 0; i < 300; i++) {
+        /* 9 to 11 characters each: some fit the spare room, some need growth */
+        assert_int_equal(buf_printf(&b, "<%d:%s>", i, i % 2 != 0 ? "ab" : "abcd"), 0);
+        wlen += (size_t)snprintf(want + wlen, sizeof(want) - wlen, "<%d:%s>", i,
+                                 i % 2 != 0 ? "ab" : "abcd");
+        assert_int_equal(b.len, wlen);
+        assert_string_equal(buf_cstr(&b), want);
+    }
+    buf_cleanup(&b);
+    buf_init(&b, 8);
+    assert_int_equal(buf_printf(&b, "%s", "abc"), 0);
+    /* too long for the room left and for the cap: contents and NUL as they were */
+    assert_int_equal(buf_printf(&b, "%s", "defghi"), ERR_TOOBIG);
+    assert_int_equal(b.len, 3);
+    assert_string_equal(buf_cstr(&b), "abc");
+    assert_int_equal(buf_printf(&b, "%s", "defgh"), 0); /* exactly the cap */
+    assert_string_equal(buf_cstr(&b), "abcdefgh");
+    assert_int_equal(buf_printf(&b, "%s", ""), 0);
+    assert_int_equal(buf_printf(&b, "%s", "i"), ERR_TOOBIG);
+    assert_string_equal(buf_cstr(&b), "abcdefgh");
+    buf_cleanup(&b);
 }
 
 static void
@@ -124,8 +157,11 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buf_append_and_cap), cmocka_unit_test(test_buf_binary_and_growth),
-        cmocka_unit_test(test_parse_u64),          cmocka_unit_test(test_parse_hex),
+        cmocka_unit_test(test_buf_append_and_cap),
+        cmocka_unit_test(test_buf_printf_room_and_growth),
+        cmocka_unit_test(test_buf_binary_and_growth),
+        cmocka_unit_test(test_parse_u64),
+        cmocka_unit_test(test_parse_hex),
         cmocka_unit_test(test_err_str_and_clock),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);

@@ -431,6 +431,59 @@ test_tls(void **state)
     (void)rmdir(dir);
 }
 
+/* gw_request_fn: a 201 with a header of its own and 5 body bytes, then a chunked 200 */
+static void
+on_request_exact(struct gw_req *req, void *arg)
+{
+    (void)arg;
+    if (strcmp(gw_req_path(req), "/chunked") == 0) {
+        gw_resp_start(req, 200);
+        gw_resp_body_begin(req, -1);
+        assert_int_equal(gw_resp_body_write(req, "abcdefghijklmnopqrstuvwxyz", 26), 0);
+        gw_resp_end(req);
+        return;
+    }
+    gw_resp_start(req, 201);
+    assert_int_equal(gw_resp_header(req, "X-Custom", "v a"), 0);
+    gw_resp_body_begin(req, 5);
+    assert_int_equal(gw_resp_body_write(req, "hello", 5), 0);
+    gw_resp_end(req);
+}
+
+/* The response head byte for byte: status line, the server's lines, the handler's, framing. */
+static void
+test_response_head_bytes(void **state)
+{
+    (void)state;
+    srv->on_request = on_request_exact;
+    struct client cl;
+    cl_open(&cl);
+    cl_sends(&cl, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+    struct resp r;
+    size_t off = wait_resp(&cl, 0, false, &r, 3000);
+    const char *in = cl.in.data;
+    static const char line1[] = "HTTP/1.1 201 Created\r\nServer: fencegate\r\nDate: ";
+    assert_memory_equal(in, line1, sizeof(line1) - 1);
+    const char *p = in + sizeof(line1) - 1 + 29; /* IMF-fixdate is 29 characters */
+    assert_memory_equal(p, "\r\nx-amz-request-id: ", 20);
+    p += 20;
+    for (int i = 0; i < 16; i++) {
+        assert_non_null(strchr("0123456789abcdef", p[i]));
+    }
+    p += 16;
+    static const char rest[] = "\r\nX-Custom: v a\r\nContent-Length: 5\r\n\r\nhello";
+    assert_int_equal((size_t)(in + off - p), sizeof(rest) - 1);
+    assert_memory_equal(p, rest, sizeof(rest) - 1);
+    resp_cleanup(&r);
+    cl_sends(&cl, "GET /chunked HTTP/1.1\r\nHost: x\r\n\r\n");
+    (void)wait_resp(&cl, off, false, &r, 3000);
+    assert_string_equal(buf_cstr(&r.body), "abcdefghijklmnopqrstuvwxyz");
+    assert_non_null(strstr(buf_cstr(&cl.in) + off, "Transfer-Encoding: chunked\r\n\r\n1a\r\n"
+                                                   "abcdefghijklmnopqrstuvwxyz\r\n0\r\n"));
+    resp_cleanup(&r);
+    cl_close(&cl);
+}
+
 static void
 test_request_ids_unique(void **state)
 {
@@ -450,6 +503,7 @@ main(void)
     log_threshold = LOG_NONE;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_simple_get, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_response_head_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipelined, setup, teardown),
