@@ -21,6 +21,7 @@
 #include "common/codec.h"
 #include "common/date.h"
 #include "common/num.h"
+#include "gateway/s3/digest.h"
 
 #define MAX_PARAMS     256       /* query parameters or x-amz-* headers considered */
 #define MAX_STS        (1 << 20) /* cap on a string to sign */
@@ -504,7 +505,7 @@ static int
 hmac_sha1(const char *secret, const void *msg, size_t len, unsigned char mac[GW_SIGV2_SIG_LEN])
 {
     unsigned int maclen = 0;
-    if (HMAC(EVP_sha1(), secret, (int)strlen(secret), msg, len, mac, &maclen) == NULL ||
+    if (HMAC(gw_digest_md_sha1(), secret, (int)strlen(secret), msg, len, mac, &maclen) == NULL ||
         maclen != GW_SIGV2_SIG_LEN) {
         return ERR_NOMEM;
     }
