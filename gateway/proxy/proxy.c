@@ -148,7 +148,7 @@ preq_free(struct preq *p)
     if (p == NULL) {
         return;
     }
-    gw_xfer_cancel(p->x);
+    gw_upstream_xfer_cancel(p->x);
     gw_client_transfer_end(p->client);  /* the upstream slot is free again */
     gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
     gw_s3client_msg_cleanup(&p->msg);
@@ -466,7 +466,7 @@ start_transfer(struct preq *p)
         /* no body, or an empty one: the head is the whole request (G3) */
         gw_fence_ticket_sent(p->ticket);
     }
-    int rc = gw_xfer_start(p->px->up, &xr, &xfer_cbs, p, &p->x);
+    int rc = gw_upstream_xfer_start(p->px->up, &xr, &xfer_cbs, p, &p->x);
     gw_s3client_msg_cleanup(&p->msg); /* the transfer copied what it needs */
     if (rc != 0) {
         return rc;
@@ -493,7 +493,7 @@ on_cut(void *arg, int err, uint64_t current)
         preq_free(p);
         return;
     }
-    gw_xfer_cancel(p->x);
+    gw_upstream_xfer_cancel(p->x);
     p->x = NULL;
     log_info("req %s: cut before its last byte (%s): token %llu, lock %s at %llu", gw_req_id(req),
              err_str(err), (unsigned long long)p->token, p->lock, (unsigned long long)current);

@@ -51,7 +51,7 @@
  * Event-loop thread only (the upstream's loop).  Callbacks run from the
  * upstream client's callbacks, so never before the starting call returns; a
  * call that fails synchronously returns the error and runs no callback.
- * elect_backend_free cancels every pending transfer (gw_xfer_cancel: a PUT
+ * elect_backend_free cancels every pending transfer (gw_upstream_xfer_cancel: a PUT
  * cut before its last byte is never committed) without callbacks.
  */
 #ifndef GW_ELECT_S3_H

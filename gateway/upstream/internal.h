@@ -1,8 +1,8 @@
 /*
  * gateway/upstream/internal.h: internals shared by gateway/upstream/upstream.c (the libcurl
  * multi handle on libevent: socket and timer glue, deferred work, transfer
- * objects and their lifecycle, gw_upstream_new/free, gw_xfer_start and
- * gw_xfer_cancel) and gateway/upstream/xfer.c (per-transfer libcurl
+ * objects and their lifecycle, gw_upstream_new/free, gw_upstream_xfer_start and
+ * gw_upstream_xfer_cancel) and gateway/upstream/xfer.c (per-transfer libcurl
  * callbacks, request setup, pause/resume).  Not for other modules: they use
  * gateway/upstream/upstream.h.
  *
@@ -23,7 +23,7 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
-#include "gateway/upstream/msg.h"
+#include "gateway/upstream/upmsg.h"
 #include "gateway/upstream/upstream.h"
 
 struct sock; /* one socket libcurl asked us to watch (gateway/upstream/upstream.c) */
@@ -46,12 +46,12 @@ struct gw_xfer {
     bool recv_paused;                  /* we paused receiving (on_body said ERR_AGAIN) */
     bool pause_dirty;                  /* pause state changed inside libcurl: apply later */
     bool add_pending;                  /* started inside libcurl: add to the multi later */
-    bool cancelled;                    /* gw_xfer_cancel ran; no callback may follow */
+    bool cancelled;                    /* gw_upstream_xfer_cancel ran; no callback may follow */
     bool pending;                      /* on up->pending */
     bool head_done;                    /* on_head was called */
     bool finishing;                    /* on_done is running */
     bool reusable;                     /* libcurl completed it (CURLE_OK): easy may be parked */
-    struct gw_uphead head;             /* the response head being collected */
+    struct gw_upmsg_head head;         /* the response head being collected */
     struct buf rqbuf;                  /* request header strings, NUL-separated */
     struct curl_slist *slist;          /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */
     size_t slist_cap;                  /* nodes allocated */
@@ -113,16 +113,16 @@ gw_xfer_queue_pending(struct gw_xfer *x)
 void gw_upstream_after_curl(struct gw_upstream *up);
 
 /*
- * gw_xfer_arm_idle - (re)arm x's inactivity timer to fire in ms (nothing when
+ * gw_upstream_xfer_arm_idle - (re)arm x's inactivity timer to fire in ms (nothing when
  * opts.timeout_ms is 0); logs if it cannot.  (gateway/upstream/upstream.c)
  */
-void gw_xfer_arm_idle(struct gw_xfer *x, uint64_t ms);
+void gw_upstream_xfer_arm_idle(struct gw_xfer *x, uint64_t ms);
 
 /*
- * gw_xfer_result - the ERR_* (or 0) for a transfer libcurl finished with rc;
+ * gw_upstream_xfer_result - the ERR_* (or 0) for a transfer libcurl finished with rc;
  * logs once if libcurl failed it.  (gateway/upstream/upstream.c)
  */
-int gw_xfer_result(struct gw_xfer *x, CURLcode rc);
+int gw_upstream_xfer_result(struct gw_xfer *x, CURLcode rc);
 
 /*
  * gw_xfer_setup - build x's request headers from rq and set every option of

@@ -173,7 +173,7 @@ gw_s3client_free(struct gw_s3client *c)
     struct gw_s3client_op *op;
     while ((op = LIST_FIRST(&c->ops)) != NULL) {
         LIST_REMOVE(op, link);
-        gw_xfer_cancel(op->x); /* no callback follows */
+        gw_upstream_xfer_cancel(op->x); /* no callback follows */
         op_free(op);
     }
     gw_sigv4_keycache_free(c->kc);
@@ -779,7 +779,7 @@ gw_s3client_start(struct gw_s3client *c, const struct gw_s3client_call *call,
         struct gw_xfer_req xr;
         gw_s3client_msg_xfer_req(&m, call->method, call->has_body ? (int64_t)op->body_len : -1,
                                  &xr);
-        rc = gw_xfer_start(c->up, &xr, &call_cbs, op, &op->x);
+        rc = gw_upstream_xfer_start(c->up, &xr, &call_cbs, op, &op->x);
     }
     gw_s3client_msg_cleanup(&m);
     if (rc != 0) {
@@ -826,7 +826,7 @@ gw_s3client_cancel(struct gw_s3client_op *op)
     }
     struct gw_xfer *x = op->x;
     op_unlink(op);
-    gw_xfer_cancel(x); /* no callback follows; a body cut short is never committed */
+    gw_upstream_xfer_cancel(x); /* no callback follows; a body cut short is never committed */
     op_free(op);
 }
 

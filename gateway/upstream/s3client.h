@@ -18,7 +18,7 @@
  *
  * Signing.  From a method, a bucket, a raw (already percent-encoded) key, a
  * raw query and the caller's extra headers, gw_s3client_sign produces the URL
- * and the "Name: value" header lines that gw_xfer_start()
+ * and the "Name: value" header lines that gw_upstream_xfer_start()
  * (gateway/upstream/upstream.h) sends as they are:
  *
  *   Host, x-amz-date, x-amz-content-sha256, [x-amz-security-token],
@@ -43,7 +43,7 @@
  * gw_s3client_msg_cleanup): it owns one capped buffer with the URL and every
  * header line (GW_S3CLIENT_MAX_BYTES) and the arrays pointing into it;
  * everything it hands out is valid until the next gw_s3client_sign into it or
- * gw_s3client_msg_cleanup.  gw_xfer_start copies what it needs, so a message
+ * gw_s3client_msg_cleanup.  gw_upstream_xfer_start copies what it needs, so a message
  * can be cleaned up as soon as it returns.  A call (struct gw_s3client_op)
  * owns a copy of its request body and is freed when its on_done returns or by
  * gw_s3client_cancel.
@@ -111,7 +111,7 @@ struct gw_s3client_sign_req {
     enum gw_s3client_policy policy;      /* which extras are signed */
 };
 
-/* A signed request, ready for gw_xfer_start.  Embedded by the caller. */
+/* A signed request, ready for gw_upstream_xfer_start.  Embedded by the caller. */
 struct gw_s3client_msg {
     struct buf data;            /* owned: URL, host, then "name\0Name: value\0" per header */
     const char *url;            /* into data; "scheme://host/path[?query]" */

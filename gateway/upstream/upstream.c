@@ -26,11 +26,11 @@
  * own slowness is bounded by the HTTP server's read/write timeouts.  It
  * restarts from zero on resume.
  *
- * The timer runs from gw_xfer_start, so it also bounds the wait for a free
+ * The timer runs from gw_upstream_xfer_start, so it also bounds the wait for a free
  * connection when opts.max_connections are all busy.
  *
- * Callers' callbacks may call gw_xfer_start, gw_xfer_resume_* and
- * gw_xfer_cancel (on any transfer, their own included), but not
+ * Callers' callbacks may call gw_upstream_xfer_start, gw_xfer_resume_* and
+ * gw_upstream_xfer_cancel (on any transfer, their own included), but not
  * gw_upstream_free.
  *
  * Memory.  struct gw_xfer and its easy handle, timer and buffers are kept on
@@ -48,8 +48,8 @@
  * copied by us.
  *
  * This file keeps the multi handle and its libevent glue, the deferred work,
- * the transfer objects' lifecycle, gw_upstream_new/free, gw_xfer_start and
- * gw_xfer_cancel; the per-transfer libcurl callbacks, request setup and
+ * the transfer objects' lifecycle, gw_upstream_new/free, gw_upstream_xfer_start and
+ * gw_upstream_xfer_cancel; the per-transfer libcurl callbacks, request setup and
  * pause/resume are in gateway/upstream/xfer.c, the structs they share in
  * gateway/upstream/internal.h.
  */
@@ -68,7 +68,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/upstream/internal.h"
-#include "gateway/upstream/msg.h"
+#include "gateway/upstream/upmsg.h"
 
 #define GW_UPSTREAM_MAX_REQ_HEAD ((size_t)256 * 1024) /* request header bytes we copy */
 #define GW_UPSTREAM_IDLE_XFERS   32                   /* parked transfers, at least ... */
@@ -84,7 +84,7 @@ struct sock {
 /* ---- small helpers ---- */
 
 void
-gw_xfer_arm_idle(struct gw_xfer *x, uint64_t ms)
+gw_upstream_xfer_arm_idle(struct gw_xfer *x, uint64_t ms)
 {
     if (x->up->opts.timeout_ms == 0) {
         return;
@@ -120,7 +120,7 @@ xfer_free(struct gw_xfer *x)
     if (x->idle_ev != NULL) {
         event_free(x->idle_ev);
     }
-    gw_uphead_cleanup(&x->head);
+    gw_upmsg_head_cleanup(&x->head);
     buf_cleanup(&x->rqbuf);
     free(x->slist);
     free(x);
@@ -140,7 +140,7 @@ xfer_get(struct gw_upstream *up)
         goto fail;
     }
     x->up = up;
-    gw_uphead_init(&x->head);
+    gw_upmsg_head_init(&x->head);
     buf_init(&x->rqbuf, GW_UPSTREAM_MAX_REQ_HEAD);
     x->easy = curl_easy_init();
     x->idle_ev = evtimer_new(up->base, on_idle, x);
@@ -167,7 +167,7 @@ xfer_put(struct gw_xfer *x)
     if (x->rqbuf.alloc > GW_UPSTREAM_KEEP_BYTES) {
         buf_cleanup(&x->rqbuf);
     }
-    gw_uphead_reset(&x->head, GW_UPSTREAM_KEEP_BYTES);
+    gw_upmsg_head_reset(&x->head, GW_UPSTREAM_KEEP_BYTES);
     buf_reset(&x->rqbuf);
     memset(&x->cbs, 0, sizeof(x->cbs));
     x->arg = NULL;
@@ -233,7 +233,7 @@ xfer_finish(struct gw_xfer *x, int err)
 
 /* Convert the result of a finished transfer; log once if libcurl failed it. */
 int
-gw_xfer_result(struct gw_xfer *x, CURLcode rc)
+gw_upstream_xfer_result(struct gw_xfer *x, CURLcode rc)
 {
     if (x->cb_err != 0) {
         return x->cb_err; /* logged (if at all) by whoever returned it */
@@ -377,7 +377,7 @@ gw_upstream_after_curl(struct gw_upstream *up)
         if (x->cancelled) {
             xfer_release(x);
         } else {
-            xfer_finish(x, gw_xfer_result(x, rc));
+            xfer_finish(x, gw_upstream_xfer_result(x, rc));
         }
     }
     up->settling = false;
@@ -503,7 +503,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
     struct gw_upstream *up = x->up;
     uint64_t idle = clock_mono_ms() - x->last_progress_ms;
     if (idle < up->opts.timeout_ms) {
-        gw_xfer_arm_idle(x, up->opts.timeout_ms - idle);
+        gw_upstream_xfer_arm_idle(x, up->opts.timeout_ms - idle);
         return;
     }
     log_warn("no upstream progress for %llu ms -> %s", (unsigned long long)idle,
@@ -628,8 +628,8 @@ gw_upstream_free(struct gw_upstream *up)
 }
 
 int
-gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
-              void *arg, struct gw_xfer **out)
+gw_upstream_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
+                       const struct gw_xfer_cbs *cbs, void *arg, struct gw_xfer **out)
 {
     if (up == NULL || rq == NULL || cbs == NULL || out == NULL || cbs->on_done == NULL ||
         rq->method == NULL || rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {
@@ -637,7 +637,7 @@ gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct
     }
     bool head = strcmp(rq->method, "HEAD") == 0;
     if (rq->body_length < -1 || (rq->body_length >= 0 && (cbs->read_body == NULL || head)) ||
-        !gw_upreq_method_ok(rq->method) || !gw_upreq_url_ok(rq->url)) {
+        !gw_upmsg_req_method_ok(rq->method) || !gw_upmsg_req_url_ok(rq->url)) {
         return ERR_INVAL;
     }
     struct gw_xfer *x = xfer_get(up);
@@ -668,7 +668,7 @@ gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct
         x->in_multi = true;
     }
     gw_xfer_touch(x);
-    gw_xfer_arm_idle(x, up->opts.timeout_ms);
+    gw_upstream_xfer_arm_idle(x, up->opts.timeout_ms);
     *out = x;
     return 0;
 fail:
@@ -677,7 +677,7 @@ fail:
 }
 
 void
-gw_xfer_cancel(struct gw_xfer *x)
+gw_upstream_xfer_cancel(struct gw_xfer *x)
 {
     if (x == NULL || x->cancelled || x->finishing) {
         return;

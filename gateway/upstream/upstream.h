@@ -8,13 +8,13 @@
  * its response body to a push callback, pausing either side on request, so
  * memory per transfer is bounded whatever the object size.
  *
- * Event-loop thread only.  No callback runs before gw_xfer_start returns.
+ * Event-loop thread only.  No callback runs before gw_upstream_xfer_start returns.
  * <curl/curl.h> is included only by gateway/upstream*.c (STYLE R1).
  *
  * Room gateway/upstream/ (the gateway's side of the store; the only room with
  * libcurl, make check-deps):
  *   upstream.c / xfer.c  this client: the multi handle on the loop, transfers
- *   msg.h / msg.c        upstream response heads, request sanity checks
+ *   upmsg.h / upmsg.c    upstream response heads, request sanity checks
  *   s3client.h / .c      the one internal S3 client: the one signer (the proxy
  *                        re-signs with it), one reload, the gateway's own calls
  *   elect_s3.h / .c      the s3 election backend, on the S3 client
@@ -45,7 +45,7 @@ struct gw_upstream_opts {
     bool tls_verify;             /* verify peer certificate and host name */
 };
 
-/* What to send.  Every pointer is borrowed only until gw_xfer_start returns. */
+/* What to send.  Every pointer is borrowed only until gw_upstream_xfer_start returns. */
 struct gw_xfer_req {
     const char *method;         /* sent exactly as given */
     const char *url;            /* scheme://host[:port]/path?query; the path is sent byte for byte
@@ -62,7 +62,7 @@ struct gw_xfer_req {
                                    from the middle of it) */
 };
 
-/* Callbacks for one transfer; arg is the one given to gw_xfer_start. */
+/* Callbacks for one transfer; arg is the one given to gw_upstream_xfer_start. */
 struct gw_xfer_cbs {
     /*
      * Pull request-body bytes into dst (at most len).  Return >0 bytes, 0 at
@@ -88,7 +88,7 @@ struct gw_xfer_cbs {
      * The transfer is over: err 0 (complete response received), ERR_UPSTREAM
      * (connect/protocol failure), ERR_TIMEOUT, or the error a callback
      * returned.  The xfer is freed right after this returns; never called
-     * after gw_xfer_cancel.
+     * after gw_upstream_xfer_cancel.
      */
     void (*on_done)(void *arg, int err);
 };
@@ -119,13 +119,13 @@ bool gw_upstream_unreachable(const struct gw_upstream *up, const char **why);
 void gw_upstream_free(struct gw_upstream *up);
 
 /*
- * gw_xfer_start - start a transfer.
- * [out] out  the transfer handle, valid until on_done returns or gw_xfer_cancel.
+ * gw_upstream_xfer_start - start a transfer.
+ * [out] out  the transfer handle, valid until on_done returns or gw_upstream_xfer_cancel.
  * Returns 0, ERR_NOMEM, or ERR_INVAL (bad URL or header).  On failure no
  * callback runs.
  */
-MUST_USE int gw_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
-                           const struct gw_xfer_cbs *cbs, void *arg, struct gw_xfer **out);
+MUST_USE int gw_upstream_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
+                                    const struct gw_xfer_cbs *cbs, void *arg, struct gw_xfer **out);
 
 /* gw_xfer_resume_send - read_body has data again after ERR_AGAIN. */
 void gw_xfer_resume_send(struct gw_xfer *x);
@@ -134,11 +134,11 @@ void gw_xfer_resume_send(struct gw_xfer *x);
 void gw_xfer_resume_recv(struct gw_xfer *x);
 
 /*
- * gw_xfer_cancel - stop now and free x; no callback runs afterwards.  If the
+ * gw_upstream_xfer_cancel - stop now and free x; no callback runs afterwards.  If the
  * request body was not completely sent, the connection is closed before its
  * last byte, so the upstream never sees a complete request.  NULL-safe.
  */
-void gw_xfer_cancel(struct gw_xfer *x);
+void gw_upstream_xfer_cancel(struct gw_xfer *x);
 
 /* gw_xfer_body_sent - bytes of request body handed to the connection so far. */
 uint64_t gw_xfer_body_sent(const struct gw_xfer *x);

@@ -35,7 +35,7 @@ gw_xfer_sync_pause(struct gw_xfer *x)
     up->depth--;
     if (!x->cancelled && (rc != CURLE_OK || x->cb_err != 0)) {
         /* an error inside curl_easy_pause does not end the transfer in the multi: we do */
-        x->fail_err = x->cb_err != 0 ? x->cb_err : gw_xfer_result(x, rc);
+        x->fail_err = x->cb_err != 0 ? x->cb_err : gw_upstream_xfer_result(x, rc);
         gw_xfer_queue_pending(x);
     }
     gw_upstream_after_curl(up);
@@ -100,7 +100,7 @@ on_header(char *data, size_t size, size_t nitems, void *arg)
         return len; /* trailers of a chunked body: not forwarded */
     }
     gw_xfer_touch(x);
-    int rc = gw_uphead_line(&x->head, data, len);
+    int rc = gw_upmsg_head_line(&x->head, data, len);
     if (rc == 1) {
         x->head_done = true;
         rc = x->cbs.on_head == NULL
@@ -111,7 +111,7 @@ on_header(char *data, size_t size, size_t nitems, void *arg)
         }
     } else if (rc == ERR_TOOBIG || rc == ERR_UPSTREAM) {
         if (rc == ERR_TOOBIG) {
-            log_warn("response head over %zu bytes -> %s", GW_UPHEAD_MAX_BYTES,
+            log_warn("response head over %zu bytes -> %s", GW_UPMSG_HEAD_MAX_BYTES,
                      err_str(ERR_UPSTREAM));
         } else {
             log_warn("malformed response head -> %s", err_str(ERR_UPSTREAM));
@@ -209,8 +209,8 @@ build_headers(struct gw_xfer *x, const struct gw_xfer_req *rq)
             return ERR_INVAL;
         }
         bool empty = false;
-        enum gw_upreq_hdr kind = GW_UPREQ_HDR_OTHER;
-        int err = gw_upreq_header_check(h, rq->body_length, &kind, &empty);
+        enum gw_upmsg_req_hdr kind = GW_UPMSG_REQ_HDR_OTHER;
+        int err = gw_upmsg_req_header_check(h, rq->body_length, &kind, &empty);
         if (err != 0) {
             return err;
         }
@@ -325,7 +325,7 @@ gw_xfer_resume_send(struct gw_xfer *x)
     }
     x->send_paused = false;
     gw_xfer_touch(x);
-    gw_xfer_arm_idle(x, x->up->opts.timeout_ms);
+    gw_upstream_xfer_arm_idle(x, x->up->opts.timeout_ms);
     gw_xfer_sync_pause(x);
 }
 
@@ -337,7 +337,7 @@ gw_xfer_resume_recv(struct gw_xfer *x)
     }
     x->recv_paused = false;
     gw_xfer_touch(x);
-    gw_xfer_arm_idle(x, x->up->opts.timeout_ms);
+    gw_upstream_xfer_arm_idle(x, x->up->opts.timeout_ms);
     gw_xfer_sync_pause(x);
 }
 

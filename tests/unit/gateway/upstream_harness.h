@@ -375,9 +375,9 @@ struct cli {
     int bodies;
     int body_err;              /* on_body returns this on call number body_err_at */
     int body_err_at;           /* 0: the first call */
-    int cancel_at_body;        /* gw_xfer_cancel from this on_body call (0: never) */
+    int cancel_at_body;        /* gw_upstream_xfer_cancel from this on_body call (0: never) */
     uint64_t pushed_at_resume; /* server pushed bytes when the first recv pause ended */
-    int cancel_in_head;        /* gw_xfer_cancel from on_head */
+    int cancel_in_head;        /* gw_upstream_xfer_cancel from on_head */
     /* chaining */
     struct cli *next; /* started from on_done (or on_head) */
     bool start_next_in_head;
@@ -472,7 +472,7 @@ cb_head(void *arg, int status, const struct gw_header *h, size_t n)
     }
     if (c->cancel_in_head) {
         c->cancelled = true;
-        gw_xfer_cancel(c->x);
+        gw_upstream_xfer_cancel(c->x);
     }
     if (c->start_next_in_head && c->next != NULL) {
         assert_int_equal(start(c->next, "GET", "/next", -1), 0);
@@ -493,7 +493,7 @@ cb_body(void *arg, const char *data, size_t len)
     }
     if (c->cancel_at_body != 0 && c->bodies == c->cancel_at_body) {
         c->cancelled = true;
-        gw_xfer_cancel(c->x);
+        gw_upstream_xfer_cancel(c->x);
         return 0;
     }
     for (size_t i = 0; i < len; i++) {
@@ -548,7 +548,7 @@ start_h(struct cli *c, const char *method, const char *path, int64_t body_len,
             c->stop_at = UINT64_MAX;
         }
     }
-    return gw_xfer_start(c->up, &rq, &cbs, c, &c->x);
+    return gw_upstream_xfer_start(c->up, &rq, &cbs, c, &c->x);
 }
 
 static inline int

@@ -39,7 +39,7 @@ test_cancel_mid_upload(void **state)
     assert_int_equal(f->srv.live_got, 1 * MIB);
     assert_int_equal(gw_xfer_body_sent(f->c.x), 1 * MIB);
     f->c.cancelled = true;
-    gw_xfer_cancel(f->c.x);
+    gw_upstream_xfer_cancel(f->c.x);
     assert_true(run_until(f->base, &f->srv.closed, 1, 3000));
     assert_int_equal(f->srv.eofs_early, 1);
     assert_int_equal(f->srv.requests, 0);
@@ -107,7 +107,7 @@ test_https_to_plain_server(void **state)
     char url[64];
     (void)snprintf(url, sizeof(url), "https://127.0.0.1:%u/b/k", f->srv.port);
     struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
-    assert_int_equal(gw_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
+    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
     assert_true(run_until(f->base, &f->c.dones, 1, 5000));
     assert_int_equal(f->c.err, ERR_UPSTREAM);
     assert_int_equal(f->c.heads, 0);
@@ -128,7 +128,7 @@ test_connect_timeout(void **state)
     (void)snprintf(url, sizeof(url), "https://127.0.0.1:%u/b/k", f->srv.port);
     struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
     uint64_t t0 = clock_mono_ms();
-    assert_int_equal(gw_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
+    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
     assert_true(run_until(f->base, &f->c.dones, 1, 5000));
     uint64_t took = clock_mono_ms() - t0;
     assert_int_equal(f->c.err, ERR_TIMEOUT);
@@ -150,7 +150,7 @@ test_refused(void **state)
     char url[64];
     (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u/b/k", ntohs(sin.sin_port));
     struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
-    assert_int_equal(gw_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
+    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
     assert_true(run_until(f->base, &f->c.dones, 1, 3000));
     assert_int_equal(f->c.err, ERR_UPSTREAM);
     assert_int_equal(f->c.heads, 0);
@@ -214,7 +214,7 @@ test_queued_timeouts_leave_pool_healthy(void **state)
     assert_int_equal(dones, 2 * NQUEUED);
     assert_int_equal(f->c.dones, 0);
     f->c.cancelled = true;
-    gw_xfer_cancel(f->c.x);
+    gw_upstream_xfer_cancel(f->c.x);
     /* the pool works again by itself, for transfers one after another and together */
     f->srv.resp_len = 10;
     for (int i = 0; i < 3; i++) {
@@ -299,7 +299,7 @@ test_start_rejects_bad_input(void **state)
                           "http:///x",         "127.0.0.1/x",          "http://127.0.0.1/\x80"};
     for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
         struct gw_xfer_req rq = {.method = "GET", .url = urls[i], .body_length = -1};
-        assert_int_equal(gw_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
+        assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
     }
     const char *const *bad[] = {crlf, te, cl, noname, sp};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -308,18 +308,18 @@ test_start_rejects_bad_input(void **state)
                                  .headers = bad[i],
                                  .nheaders = 1,
                                  .body_length = 5};
-        assert_int_equal(gw_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
+        assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
     }
     struct gw_xfer_req rq = {.method = "HEAD", .url = "http://127.0.0.1/x", .body_length = 5};
-    assert_int_equal(gw_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
+    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
     rq.method = "G T";
     rq.body_length = -1;
-    assert_int_equal(gw_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
+    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &x), ERR_INVAL);
     rq.method = "PUT";
     rq.body_length = 5;
     struct gw_xfer_cbs nord = cbs;
     nord.read_body = NULL;
-    assert_int_equal(gw_xfer_start(f->up, &rq, &nord, &f->c, &x), ERR_INVAL);
+    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &nord, &f->c, &x), ERR_INVAL);
     run_for(f->base, 20);
     assert_int_equal(f->c.dones, 0);
     assert_int_equal(f->srv.accepts, 0);

@@ -26,7 +26,7 @@ test_get_streams_body(void **state)
     struct fx *f = *state;
     f->srv.resp_len = 3 * MIB + 17;
     assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_int_equal(f->c.heads, 0); /* nothing runs inside gw_xfer_start */
+    assert_int_equal(f->c.heads, 0); /* nothing runs inside gw_upstream_xfer_start */
     assert_true(run_until(f->base, &f->c.dones, 1, 5000));
     assert_int_equal(f->c.err, 0);
     assert_int_equal(f->c.heads, 1);

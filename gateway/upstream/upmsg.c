@@ -1,4 +1,4 @@
-#include "gateway/upstream/msg.h"
+#include "gateway/upstream/upmsg.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -6,7 +6,7 @@
 
 #include "common/num.h"
 
-struct gw_uphead_off {
+struct gw_upmsg_head_off {
     size_t name;      /* offset of the NUL-terminated name in buf */
     size_t name_len;  /* its length */
     size_t value;     /* offset of the NUL-terminated, trimmed value */
@@ -53,14 +53,14 @@ trim(const char **s, size_t *len)
 /* ---- the response head ---- */
 
 void
-gw_uphead_init(struct gw_uphead *h)
+gw_upmsg_head_init(struct gw_upmsg_head *h)
 {
     memset(h, 0, sizeof(*h));
-    buf_init(&h->buf, GW_UPHEAD_MAX_BYTES);
+    buf_init(&h->buf, GW_UPMSG_HEAD_MAX_BYTES);
 }
 
 void
-gw_uphead_reset(struct gw_uphead *h, size_t keep_bytes)
+gw_upmsg_head_reset(struct gw_upmsg_head *h, size_t keep_bytes)
 {
     if (h->buf.alloc > keep_bytes) {
         buf_cleanup(&h->buf);
@@ -72,7 +72,7 @@ gw_uphead_reset(struct gw_uphead *h, size_t keep_bytes)
 }
 
 void
-gw_uphead_cleanup(struct gw_uphead *h)
+gw_upmsg_head_cleanup(struct gw_upmsg_head *h)
 {
     if (h == NULL) {
         return;
@@ -87,10 +87,10 @@ gw_uphead_cleanup(struct gw_uphead *h)
 }
 
 static int
-grow(struct gw_uphead *h)
+grow(struct gw_upmsg_head *h)
 {
     size_t n = h->cap != 0 ? h->cap * 2 : 16;
-    struct gw_uphead_off *o = realloc(h->off, n * sizeof(*o));
+    struct gw_upmsg_head_off *o = realloc(h->off, n * sizeof(*o));
     if (o == NULL) {
         return ERR_NOMEM;
     }
@@ -106,14 +106,14 @@ grow(struct gw_uphead *h)
 
 /* buf_append's errors as ours: the cap of buf is the head's byte cap. */
 static int
-append(struct gw_uphead *h, const char *p, size_t len)
+append(struct gw_upmsg_head *h, const char *p, size_t len)
 {
     int err = buf_append(&h->buf, p, len);
     return err == ERR_NOMEM ? ERR_NOMEM : err != 0 ? ERR_TOOBIG : 0;
 }
 
 static int
-add_field(struct gw_uphead *h, const char *line, size_t len)
+add_field(struct gw_upmsg_head *h, const char *line, size_t len)
 {
     if (line[0] == ' ' || line[0] == '\t') {
         /* obs-fold (RFC 9112 section 5.2): join to the previous value with one space */
@@ -145,7 +145,7 @@ add_field(struct gw_uphead *h, const char *line, size_t len)
     const char *value = colon + 1;
     size_t vlen = len - (size_t)(value - line);
     trim(&value, &vlen);
-    struct gw_uphead_off *o = &h->off[h->n];
+    struct gw_upmsg_head_off *o = &h->off[h->n];
     o->name = h->buf.len;
     o->name_len = (size_t)(colon - line);
     int err = append(h, line, o->name_len);
@@ -185,9 +185,9 @@ parse_status(const char *line, size_t len)
 }
 
 int
-gw_uphead_line(struct gw_uphead *h, const char *line, size_t len)
+gw_upmsg_head_line(struct gw_upmsg_head *h, const char *line, size_t len)
 {
-    if (len > GW_UPHEAD_MAX_BYTES - h->bytes) {
+    if (len > GW_UPMSG_HEAD_MAX_BYTES - h->bytes) {
         return ERR_TOOBIG;
     }
     h->bytes += len;
@@ -228,7 +228,7 @@ gw_uphead_line(struct gw_uphead *h, const char *line, size_t len)
 /* ---- what we send ---- */
 
 bool
-gw_upreq_url_ok(const char *url)
+gw_upmsg_req_url_ok(const char *url)
 {
     size_t skip;
     if (strncasecmp(url, "http://", 7) == 0) {
@@ -250,13 +250,14 @@ gw_upreq_url_ok(const char *url)
 }
 
 bool
-gw_upreq_method_ok(const char *method)
+gw_upmsg_req_method_ok(const char *method)
 {
     return is_token(method, strlen(method));
 }
 
 int
-gw_upreq_header_check(const char *h, int64_t body_length, enum gw_upreq_hdr *kind, bool *empty)
+gw_upmsg_req_header_check(const char *h, int64_t body_length, enum gw_upmsg_req_hdr *kind,
+                          bool *empty)
 {
     static const char *const names[] = {"Accept", "Expect", "Transfer-Encoding", "Content-Length"};
     const char *colon = strchr(h, ':');
@@ -273,16 +274,16 @@ gw_upreq_header_check(const char *h, int64_t body_length, enum gw_upreq_hdr *kin
     size_t vlen = strlen(value);
     trim(&value, &vlen);
     *empty = vlen == 0;
-    *kind = GW_UPREQ_HDR_OTHER;
+    *kind = GW_UPMSG_REQ_HDR_OTHER;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (strlen(names[i]) == nlen && strncasecmp(h, names[i], nlen) == 0) {
-            *kind = (enum gw_upreq_hdr)i;
+            *kind = (enum gw_upmsg_req_hdr)i;
         }
     }
-    if (*kind == GW_UPREQ_HDR_TE) {
+    if (*kind == GW_UPMSG_REQ_HDR_TE) {
         return ERR_INVAL; /* the body is framed by Content-Length, by us */
     }
-    if (*kind == GW_UPREQ_HDR_CL) {
+    if (*kind == GW_UPMSG_REQ_HDR_CL) {
         uint64_t cl = 0;
         if (parse_u64n(value, vlen, 0, INT64_MAX, &cl) != 0 ||
             (int64_t)cl != (body_length < 0 ? 0 : body_length)) {
