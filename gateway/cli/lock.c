@@ -459,15 +459,15 @@ acquire_wait(struct lockcli *c, const struct lock_opts *o, const char *holder, j
         char raw[128];
         *sent_at = clock_mono_ms();
         int rc = api_call(c, "POST", path, NULL, body, slice + GW_LOCKRUN_REQ_EXTRA_MS,
-                          &gw_lockrun_stop_sig, &status, &js, raw);
+                          &gw_lock_run_stop_sig, &status, &js, raw);
         json_decref(body);
         if (rc == 0 && status == 200 && js != NULL && json_u64(js, "token") != 0) {
             *grant = js; /* even when a signal came meanwhile: the caller must see it */
             return GW_LOCK_EXIT_OK;
         }
-        if (gw_lockrun_stop_sig != 0) {
+        if (gw_lock_run_stop_sig != 0) {
             json_decref(js);
-            return 128 + gw_lockrun_stop_sig;
+            return 128 + gw_lock_run_stop_sig;
         }
         bool held = rc == 0 && status == 409 && js != NULL;
         bool done = o->wait_ms != UINT64_MAX && clock_mono_ms() - start >= o->wait_ms;
@@ -495,7 +495,7 @@ acquire_wait(struct lockcli *c, const struct lock_opts *o, const char *holder, j
         json_decref(js);
         uint64_t since = clock_mono_ms() - *sent_at;
         if (since < pause) {
-            gw_lockrun_wait_signal(pause - since);
+            gw_lock_run_wait_signal(pause - since);
         }
     }
 }
@@ -598,7 +598,7 @@ cmd_show(struct lockcli *c, const struct lock_opts *o)
     long status;
     json_t *js;
     char raw[128];
-    int rc = api_call(c, "GET", path, NULL, NULL, GW_LOCKRUN_REQ_EXTRA_MS, &gw_lockrun_stop_sig,
+    int rc = api_call(c, "GET", path, NULL, NULL, GW_LOCKRUN_REQ_EXTRA_MS, &gw_lock_run_stop_sig,
                       &status, &js, raw);
     int ex = GW_LOCK_EXIT_ERROR;
     if (rc == 0 && status == 200 && js != NULL) {
@@ -642,7 +642,7 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
     uint64_t after = 0;
     unsigned failures = 0;
     int ex = GW_LOCK_EXIT_OK;
-    while (gw_lockrun_stop_sig == 0) {
+    while (gw_lock_run_stop_sig == 0) {
         /* after=N long-polls until epoch N changes; with nothing held (N == 0)
          * the gateway answers at once and MIN_POLL_MS paces the loop. */
         (void)snprintf(query, sizeof(query), "wait_ms=%u&after=%" PRIu64, WAIT_SLICE_MS, after);
@@ -651,9 +651,9 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
         json_t *js;
         char raw[128];
         int rc = api_call(c, "GET", path, after != 0 ? query : NULL, NULL,
-                          WAIT_SLICE_MS + GW_LOCKRUN_REQ_EXTRA_MS, &gw_lockrun_stop_sig, &status,
+                          WAIT_SLICE_MS + GW_LOCKRUN_REQ_EXTRA_MS, &gw_lock_run_stop_sig, &status,
                           &js, raw);
-        if (gw_lockrun_stop_sig != 0) {
+        if (gw_lock_run_stop_sig != 0) {
             json_decref(js);
             break;
         }
@@ -664,7 +664,7 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
                 ex = GW_LOCK_EXIT_ERROR;
                 break;
             }
-            gw_lockrun_wait_signal(backoff_ms(failures++));
+            gw_lock_run_wait_signal(backoff_ms(failures++));
             continue;
         }
         failures = 0;
@@ -683,7 +683,7 @@ cmd_watch(struct lockcli *c, const struct lock_opts *o)
         }
         uint64_t took = clock_mono_ms() - t0;
         if (!changed && took < MIN_POLL_MS) {
-            gw_lockrun_wait_signal(MIN_POLL_MS - took);
+            gw_lock_run_wait_signal(MIN_POLL_MS - took);
         }
     }
     free(last);
@@ -700,7 +700,7 @@ struct run_lease {
     const char *lease_id; /* its lease_id */
 };
 
-/* gw_lockrun_renew_fn: one renew for gw_lockrun_child (registered by cmd_run). */
+/* gw_lock_run_renew_fn: one renew for gw_lock_run_child (registered by cmd_run). */
 static int
 on_renew(void *arg, uint64_t timeout_ms, uint64_t *lease_ms, uint64_t *expires_in_ms)
 {
@@ -749,7 +749,7 @@ cmd_run(struct lockcli *c, const struct lock_opts *o, const char *holder)
         .renew_arg = &rl,
     };
     bool lost = false;
-    ex = gw_lockrun_child(&r, sent_at, lease_ms, expires_in_ms, &lost);
+    ex = gw_lock_run_child(&r, sent_at, lease_ms, expires_in_ms, &lost);
     if (!lost) { /* a lost lease has nothing of ours left to release */
         json_t *js;
         if (lease_call(c, o->lock, "release", token, lease_id, GW_LOCKRUN_REQ_EXTRA_MS, &js) !=
@@ -789,7 +789,7 @@ gw_cmd_lock(int argc, char **argv)
     }
     int ex = GW_LOCK_EXIT_ERROR;
     c.http = gw_apiclient_new();
-    if (c.http == NULL || gw_lockrun_signals_install() != 0) {
+    if (c.http == NULL || gw_lock_run_signals_install() != 0) {
         (void)fprintf(stderr, "%s: cannot start (out of memory or resources)\n", name);
         goto fail;
     }
@@ -821,6 +821,6 @@ gw_cmd_lock(int argc, char **argv)
     }
 fail:
     gw_apiclient_free(c.http);
-    gw_lockrun_signals_close();
+    gw_lock_run_signals_close();
     return ex;
 }

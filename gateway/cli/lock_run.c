@@ -21,17 +21,17 @@
 
 /* ---- signals (self-pipe) ---- */
 
-volatile sig_atomic_t gw_lockrun_stop_sig; /* last SIGINT/SIGTERM received, 0 if none */
-static volatile sig_atomic_t child_pg;     /* > 0: run's child process group (forward to it) */
-static int sig_pipe[2] = {-1, -1};         /* written by on_signal, polled by the main loop */
+volatile sig_atomic_t gw_lock_run_stop_sig; /* last SIGINT/SIGTERM received, 0 if none */
+static volatile sig_atomic_t child_pg;      /* > 0: run's child process group (forward to it) */
+static int sig_pipe[2] = {-1, -1};          /* written by on_signal, polled by the main loop */
 
-/* sigaction handler for SIGINT, SIGTERM, SIGCHLD (installed by gw_lockrun_signals_install). */
+/* sigaction handler for SIGINT, SIGTERM, SIGCHLD (installed by gw_lock_run_signals_install). */
 static void
 on_signal(int sig)
 {
     int saved = errno;
     if (sig != SIGCHLD) {
-        gw_lockrun_stop_sig = sig;
+        gw_lock_run_stop_sig = sig;
         if (child_pg > 0) {
             (void)kill(-(pid_t)child_pg, sig); /* forwarded at once, even mid-request */
         }
@@ -45,7 +45,7 @@ on_signal(int sig)
 }
 
 int
-gw_lockrun_signals_install(void)
+gw_lock_run_signals_install(void)
 {
     if (pipe(sig_pipe) != 0) {
         return ERR_IO;
@@ -72,7 +72,7 @@ gw_lockrun_signals_install(void)
 }
 
 void
-gw_lockrun_signals_close(void)
+gw_lock_run_signals_close(void)
 {
     for (int i = 0; i < 2; i++) {
         int fd = sig_pipe[i];
@@ -84,7 +84,7 @@ gw_lockrun_signals_close(void)
 }
 
 void
-gw_lockrun_wait_signal(uint64_t ms)
+gw_lock_run_wait_signal(uint64_t ms)
 {
     struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
     int r = poll(&p, 1, ms > INT32_MAX ? INT32_MAX : (int)ms);
@@ -275,22 +275,22 @@ supervise(const struct gw_lockrun *r, pid_t pid, struct renew_sched *s, int *st,
             }
             wait_ms = kill_at != 0 ? kill_at - now : 1000;
         }
-        gw_lockrun_wait_signal(wait_ms);
+        gw_lock_run_wait_signal(wait_ms);
     }
 }
 
 int
-gw_lockrun_child(const struct gw_lockrun *r, uint64_t sent_at, uint64_t lease_ms,
-                 uint64_t expires_in_ms, bool *lost)
+gw_lock_run_child(const struct gw_lockrun *r, uint64_t sent_at, uint64_t lease_ms,
+                  uint64_t expires_in_ms, bool *lost)
 {
     int ex;
     struct renew_sched s;
     sched_granted(&s, sent_at, lease_ms, expires_in_ms);
 
     *lost = false;
-    pid_t pid = gw_lockrun_stop_sig == 0 ? spawn(r) : 0;
+    pid_t pid = gw_lock_run_stop_sig == 0 ? spawn(r) : 0;
     if (pid == 0) { /* told to stop while the grant was on its way: give it back */
-        ex = 128 + gw_lockrun_stop_sig;
+        ex = 128 + gw_lock_run_stop_sig;
     } else if (pid < 0) {
         (void)fprintf(stderr, "%s: cannot start the command: %s\n", r->name, strerror(errno));
         ex = GW_LOCK_EXIT_ERROR;

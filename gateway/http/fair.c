@@ -264,7 +264,7 @@ gw_http_fair_rate_check(struct gw_conn *c, uint64_t now)
 }
 
 struct gw_client *
-gw_req_transfer_begin(struct gw_req *req)
+gw_http_fair_transfer_begin(struct gw_req *req)
 {
     struct gw_conn *c = req->conn;
     struct gw_client *cl = c->client;
@@ -287,7 +287,7 @@ gw_req_transfer_begin(struct gw_req *req)
 }
 
 void
-gw_client_transfer_end(struct gw_client *cl)
+gw_http_fair_transfer_end(struct gw_client *cl)
 {
     if (cl == NULL) {
         return;

@@ -61,7 +61,7 @@
  *
  * Fair use (DESIGN G10, gateway/http/fair.c): one client address holds at
  * most limits.max_connections_per_client connections (more are closed at
- * accept) and limits.max_transfers_per_client transfers (gw_req_transfer_begin);
+ * accept) and limits.max_transfers_per_client transfers (gw_http_fair_transfer_begin);
  * at limits.max_connections the oldest idle connection is closed for a new
  * one; a body slower than limits.min_body_rate over a window is cut like a
  * body timeout (on_abort(ERR_TIMEOUT), 400 RequestTimeout).
@@ -204,19 +204,20 @@ void gw_req_set_close(struct gw_req *req);
 struct gw_client;
 
 /*
- * gw_req_transfer_begin - count one upstream transfer against the address
+ * gw_http_fair_transfer_begin - count one upstream transfer against the address
  * req came from (DESIGN G10: no client holds more than its share of upstream
  * transfers).  Returns the client's entry, a reference the caller owns until
- * it calls gw_client_transfer_end (it may outlive req, its connection and the
+ * it calls gw_http_fair_transfer_end (it may outlive req, its connection and the
  * server), or NULL when that address already has
  * limits.max_transfers_per_client transfers (counted in
  * fencegate_client_transfers_refused, logged at most once a second): answer
  * 503 SlowDown.
  */
-MUST_USE struct gw_client *gw_req_transfer_begin(struct gw_req *req);
+MUST_USE struct gw_client *gw_http_fair_transfer_begin(struct gw_req *req);
 
-/* gw_client_transfer_end - the transfer counted by gw_req_transfer_begin is over.  NULL-safe. */
-void gw_client_transfer_end(struct gw_client *cl);
+/* gw_http_fair_transfer_end - the transfer counted by gw_http_fair_transfer_begin is over.
+ * NULL-safe. */
+void gw_http_fair_transfer_end(struct gw_client *cl);
 
 /* ---- the response ---- */
 

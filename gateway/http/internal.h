@@ -71,7 +71,7 @@ struct gw_client {
     struct gw_client *next; /* hash chain in srv->clients */
     size_t refs;            /* connections + transfers holding it */
     size_t nconns;          /* open connections */
-    size_t nxfers;          /* transfers counted by gw_req_transfer_begin */
+    size_t nxfers;          /* transfers counted by gw_http_fair_transfer_begin */
     char addr[64];          /* "ip" (the peer without its port), "ip6/64" for IPv6 */
 };
 

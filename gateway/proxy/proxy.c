@@ -81,7 +81,7 @@ struct preq {
     const char *method;       /* the client's method (borrowed from req) */
     int64_t up_length;        /* the upstream body length, -1 for none */
     bool is_write;            /* for the metrics */
-    struct gw_client *client; /* its address's transfer share (gw_req_transfer_begin) */
+    struct gw_client *client; /* its address's transfer share (gw_http_fair_transfer_begin) */
     bool detached;            /* the client left after the whole request was sent: the transfer
                                  runs on for the barrier (G3), its answer discarded */
     char reqid[24];           /* detached: the request id, for the log */
@@ -149,8 +149,8 @@ preq_free(struct preq *p)
         return;
     }
     gw_upstream_xfer_cancel(p->x);
-    gw_client_transfer_end(p->client);  /* the upstream slot is free again */
-    gw_fence_ticket_release(p->ticket); /* after the cancel: the write is over at S3 */
+    gw_http_fair_transfer_end(p->client); /* the upstream slot is free again */
+    gw_fence_ticket_release(p->ticket);   /* after the cancel: the write is over at S3 */
     gw_s3client_msg_cleanup(&p->msg);
     if (p->detached) {
         TAILQ_REMOVE(&p->px->detached, p, link);
@@ -592,7 +592,7 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
     p->req = f->req;
     p->is_head = strcmp(gw_req_method(f->req), "HEAD") == 0;
     gw_req_set_ops(f->req, &preq_ops, p);
-    p->client = gw_req_transfer_begin(f->req);
+    p->client = gw_http_fair_transfer_begin(f->req);
     if (p->client == NULL) {
         /* DESIGN G10: this address holds its share of upstream transfers (logged) */
         gw_refuse_reply(f->req, 503, "SlowDown",

@@ -73,14 +73,14 @@ crc_run(uint32_t tab[8][256], uint32_t c, const unsigned char *p, size_t n)
 }
 
 uint32_t
-gw_crc32_update(uint32_t crc, const void *p, size_t n)
+gw_checksum_crc32_update(uint32_t crc, const void *p, size_t n)
 {
     tables_init();
     return ~crc_run(crc32_tab, ~crc, p, n);
 }
 
 uint32_t
-gw_crc32c_update(uint32_t crc, const void *p, size_t n)
+gw_checksum_crc32c_update(uint32_t crc, const void *p, size_t n)
 {
     tables_init();
     return ~crc_run(crc32c_tab, ~crc, p, n);
@@ -170,10 +170,10 @@ gw_checksum_update(struct gw_checksum *c, const void *p, size_t n)
 {
     switch (c->alg) {
     case GW_CHECKSUM_CRC32:
-        c->crc = gw_crc32_update(c->crc, p, n);
+        c->crc = gw_checksum_crc32_update(c->crc, p, n);
         return 0;
     case GW_CHECKSUM_CRC32C:
-        c->crc = gw_crc32c_update(c->crc, p, n);
+        c->crc = gw_checksum_crc32c_update(c->crc, p, n);
         return 0;
     case GW_CHECKSUM_SHA1:
     case GW_CHECKSUM_SHA256:

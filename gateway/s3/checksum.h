@@ -49,11 +49,11 @@ const char *gw_checksum_header_name(enum gw_checksum_alg alg);
  */
 size_t gw_checksum_b64_len(enum gw_checksum_alg alg);
 
-/* gw_crc32_update - continue a CRC-32 (zlib's crc32(): start with 0). */
-uint32_t gw_crc32_update(uint32_t crc, const void *p, size_t n);
+/* gw_checksum_crc32_update - continue a CRC-32 (zlib's crc32(): start with 0). */
+uint32_t gw_checksum_crc32_update(uint32_t crc, const void *p, size_t n);
 
-/* gw_crc32c_update - continue a CRC-32C (Castagnoli; start with 0). */
-uint32_t gw_crc32c_update(uint32_t crc, const void *p, size_t n);
+/* gw_checksum_crc32c_update - continue a CRC-32C (Castagnoli; start with 0). */
+uint32_t gw_checksum_crc32c_update(uint32_t crc, const void *p, size_t n);
 
 /* gw_checksum_init - start a checksum.  Returns 0, ERR_INVAL (alg), ERR_NOMEM. */
 MUST_USE int gw_checksum_init(struct gw_checksum *c, enum gw_checksum_alg alg);

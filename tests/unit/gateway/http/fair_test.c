@@ -174,22 +174,22 @@ test_transfers_per_client(void **state)
     while (th.req == NULL) {
         pump(&a);
     }
-    struct gw_client *t1 = gw_req_transfer_begin(th.req);
-    struct gw_client *t2 = gw_req_transfer_begin(th.req);
+    struct gw_client *t1 = gw_http_fair_transfer_begin(th.req);
+    struct gw_client *t2 = gw_http_fair_transfer_begin(th.req);
     assert_non_null(t1);
     assert_non_null(t2);
-    assert_null(gw_req_transfer_begin(th.req)); /* over the share */
+    assert_null(gw_http_fair_transfer_begin(th.req)); /* over the share */
     assert_int_equal(gw_metrics.client_transfers_refused, refused0 + 1);
-    gw_client_transfer_end(t1);
-    struct gw_client *t3 = gw_req_transfer_begin(th.req);
+    gw_http_fair_transfer_end(t1);
+    struct gw_client *t3 = gw_http_fair_transfer_begin(th.req);
     assert_non_null(t3);
-    gw_client_transfer_end(t2);
+    gw_http_fair_transfer_end(t2);
     /* t3 outlives its connection and the server (a detached transfer): freed at its end */
     cl_close(&a);
     pump_ms(NULL, 30);
     gw_server_free(srv);
     srv = NULL;
-    gw_client_transfer_end(t3);
+    gw_http_fair_transfer_end(t3);
 }
 
 /* A PUT of len bytes sent n bytes every every_ms; returns the response status. */
