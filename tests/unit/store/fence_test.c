@@ -1,5 +1,6 @@
 /* tests/unit/store/fence_test.c: store/fence.c: the fence table and the
  * election cache, synchronous and asynchronous, under concurrency. */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,11 +214,13 @@ test_async_advance(void **state)
 #define PER_THREAD 150
 
 struct race {
-    struct store *s;          /* shared store */
-    int id;                   /* thread number */
-    _Atomic uint64_t *max_ok; /* largest token whose advance succeeded */
-    _Atomic int *stop;        /* readers stop when set */
-    int bad;                  /* violations seen */
+    struct store *s;               /* shared store */
+    int id;                        /* thread number */
+    _Atomic uint64_t *max_ok;      /* largest token whose advance succeeded */
+    _Atomic int *stop;             /* readers stop when set */
+    int bad;                       /* violations seen */
+    int bad_err;                   /* the last violation: error (0: a value) */
+    uint64_t bad_seen, bad_before; /* the last violation: value seen, and before it */
 };
 
 static void *
@@ -238,6 +241,9 @@ advancer(void *arg)
             }
         } else if (err != ERR_FENCED || hi <= t) {
             r->bad++;
+            r->bad_err = err;
+            r->bad_seen = hi;
+            r->bad_before = t;
         }
     }
     return NULL;
@@ -254,10 +260,14 @@ reader(void *arg)
         if (err == 0) {
             if (f.token < last) {
                 r->bad++; /* went back */
+                r->bad_err = 0;
+                r->bad_seen = f.token;
+                r->bad_before = last;
             }
             last = f.token;
         } else if (err != ERR_NOTFOUND) {
             r->bad++;
+            r->bad_err = err;
         }
     }
     return NULL;
@@ -309,7 +319,11 @@ test_never_lowers_threads(void **state)
         assert_int_equal(pthread_join(th[i], NULL), 0);
     }
     for (int i = 0; i < NTHREADS + 2; i++) {
-        assert_int_equal(rs[i].bad, 0);
+        if (rs[i].bad != 0) {
+            fail_msg("thread %d (%s): %d violations, the last: %s, %" PRIu64 " after %" PRIu64, i,
+                     i < NTHREADS ? "advancer" : "reader", rs[i].bad, err_str(rs[i].bad_err),
+                     rs[i].bad_seen, rs[i].bad_before);
+        }
     }
     struct store_fence f;
     assert_int_equal(store_fence_get(s, "race", &f, NULL), 0);
