@@ -93,29 +93,106 @@ remap(struct store *s)
     return rc == 0 ? 0 : store_err_mdb(rc, "mdb_env_set_mapsize");
 }
 
+/*
+ * LMDB 0.9.24's mdb_txn_renew0 (read-only) stores mti_txnid (S) in the reader
+ * slot, then copies the roots from the meta page me_metas[S & 1].  A writer
+ * overwrites that page for S + 2 (pwrite on the O_DSYNC fd, then publishes
+ * mti_txnid): a reader delayed between the two steps across commit S + 1 and
+ * into S + 2's meta write reads S + 2's roots, before S + 2's commit returned,
+ * under the id S; the next reader still gets mti_txnid S + 1 and its older
+ * value.  Such a snapshot needs commit S + 1 to end and S + 2 to begin while
+ * the transaction starts, i.e. commit_seq to move by 2 or more: then it is
+ * started again; after READ_RACE_TRIES, under wlock (no commit of this
+ * process can run).  tests/helpers/lmdb_meta_race.c reproduces it with plain
+ * LMDB.  Commits of another process (store_seed, a second daemon) are not
+ * counted in commit_seq: a meta page already naming id + 2 after the start
+ * also restarts it, which narrows that case without closing it.
+ */
+#define READ_RACE_TRIES 8
+
+/* Renew a pooled read transaction or begin one; 0 or an LMDB code. */
+static int
+read_txn_start(struct store *s, MDB_txn **txn)
+{
+    MDB_txn *t = NULL;
+    (void)pthread_mutex_lock(&s->rpool_lock);
+    if (s->nrpool > 0) {
+        t = s->rpool[--s->nrpool];
+    }
+    (void)pthread_mutex_unlock(&s->rpool_lock);
+    int rc = t != NULL ? mdb_txn_renew(t) : mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
+    if (rc != 0 && t != NULL) {
+        mdb_txn_abort(t);
+        t = NULL;
+    }
+    *txn = t;
+    return rc;
+}
+
+/* Reset a read transaction into the pool (abort it if the pool is full). */
+static void
+read_txn_park(struct store *s, MDB_txn *txn)
+{
+    mdb_txn_reset(txn);
+    (void)pthread_mutex_lock(&s->rpool_lock);
+    if (s->nrpool < STORE_RPOOL_MAX) {
+        s->rpool[s->nrpool++] = txn;
+        txn = NULL;
+    }
+    (void)pthread_mutex_unlock(&s->rpool_lock);
+    if (txn != NULL) {
+        mdb_txn_abort(txn);
+    }
+}
+
+/* Could the transaction begun at commit_seq seq hold a later snapshot than its id? */
+static bool
+read_raced(struct store *s, MDB_txn *txn, uint64_t seq)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&s->commit_seq) - seq >= 2) {
+        return true;
+    }
+    /* another process's commit: its meta page may already be written (narrows
+     * the window only: the page is read here after the transaction copied it) */
+    MDB_envinfo info;
+    return mdb_env_info(s->env, &info) == 0 && info.me_last_txnid >= mdb_txn_id(txn) + 2;
+}
+
+/* read_txn_start, again until no commit of this process raced it (above). */
+static int
+read_txn_start_checked(struct store *s, MDB_txn **txn)
+{
+    for (int i = 0; i < READ_RACE_TRIES; i++) {
+        uint64_t seq = atomic_load(&s->commit_seq);
+        int rc = read_txn_start(s, txn);
+        if (rc != 0 || !read_raced(s, *txn, seq)) {
+            return rc;
+        }
+        read_txn_park(s, *txn);
+        *txn = NULL;
+    }
+    return -1; /* the caller starts it under wlock */
+}
+
 int
 store_txn_read_begin(struct store *s, MDB_txn **txn)
 {
     for (int attempt = 0;; attempt++) {
         (void)pthread_rwlock_rdlock(&s->maplock);
         MDB_txn *t = NULL;
-        (void)pthread_mutex_lock(&s->rpool_lock);
-        if (s->nrpool > 0) {
-            t = s->rpool[--s->nrpool];
-        }
-        (void)pthread_mutex_unlock(&s->rpool_lock);
-        int rc;
-        if (t != NULL) {
-            rc = mdb_txn_renew(t);
-        } else {
-            rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t);
+        int rc = read_txn_start_checked(s, &t);
+        if (rc == -1) {
+            /* wlock before maplock (the order at the top of store_int.h) */
+            (void)pthread_rwlock_unlock(&s->maplock);
+            (void)pthread_mutex_lock(&s->wlock);
+            (void)pthread_rwlock_rdlock(&s->maplock);
+            rc = read_txn_start(s, &t);
+            (void)pthread_mutex_unlock(&s->wlock);
         }
         if (rc == 0) {
             *txn = t;
             return 0;
-        }
-        if (t != NULL) {
-            mdb_txn_abort(t);
         }
         (void)pthread_rwlock_unlock(&s->maplock);
         if (rc == MDB_MAP_RESIZED && attempt < REMAP_TRIES) {
@@ -132,16 +209,7 @@ store_txn_read_begin(struct store *s, MDB_txn **txn)
 void
 store_txn_read_end(struct store *s, MDB_txn *txn)
 {
-    mdb_txn_reset(txn);
-    (void)pthread_mutex_lock(&s->rpool_lock);
-    if (s->nrpool < STORE_RPOOL_MAX) {
-        s->rpool[s->nrpool++] = txn;
-        txn = NULL;
-    }
-    (void)pthread_mutex_unlock(&s->rpool_lock);
-    if (txn != NULL) {
-        mdb_txn_abort(txn);
-    }
+    read_txn_park(s, txn);
     (void)pthread_rwlock_unlock(&s->maplock);
 }
 
@@ -206,7 +274,9 @@ store_write_run(struct store *s, store_write_fn *fn, void *arg)
         durable_raise(s, id - 1);
         rc = fn(s, txn, arg);
         if (rc == 0) {
+            atomic_fetch_add(&s->commit_seq, 1);
             rc = mdb_txn_commit(txn);
+            atomic_fetch_add(&s->commit_seq, 1);
             if (rc == 0) {
                 durable_raise(s, id);
                 atomic_fetch_add(&s->st_commits, 1);

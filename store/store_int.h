@@ -79,6 +79,9 @@ struct store {
     int nrpool;                      /* entries in rpool */
 
     _Atomic uint64_t durable_txnid; /* every txn <= this one is known fsync'd */
+    /* Bumped before and after every mdb_txn_commit of this process (odd while
+     * one runs): store_txn_read_begin's check against LMDB's meta-page race. */
+    _Atomic uint64_t commit_seq;
 
     /* worker (writable stores only) */
     bool worker_running;    /* the thread was started */
@@ -106,7 +109,10 @@ int store_err_mdb(int rc, const char *what);
 
 /*
  * store_txn_read_begin - a read-only transaction (from the pool), holding
- * maplock shared until store_txn_read_end.  Returns 0 or ERR_IO.
+ * maplock shared until store_txn_read_end.  Its snapshot is the one
+ * mdb_txn_id names (never a later, still committing one: see store.c), so
+ * successive reads never go back.  Must not be called holding wlock.
+ * Returns 0 or ERR_IO.
  */
 MUST_USE int store_txn_read_begin(struct store *s, MDB_txn **txn);
 
