@@ -176,9 +176,9 @@ main(int argc, char **argv)
         return 2;
     }
     const char *path = argv[1];
-    use_pool = argc > 2 ? atoi(argv[2]) : 1;
-    int notls = argc > 3 ? atoi(argv[3]) : 1;
-    per_writer = argc > 4 ? atoi(argv[4]) : 2000;
+    use_pool = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 1;
+    int notls = argc > 3 ? (int)strtol(argv[3], NULL, 10) : 1;
+    per_writer = argc > 4 ? (int)strtol(argv[4], NULL, 10) : 2000;
     char lockpath[4096];
     (void)snprintf(lockpath, sizeof(lockpath), "%s-lock", path);
     (void)unlink(path);
