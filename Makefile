@@ -44,12 +44,14 @@ BENCH_SRCS := $(wildcard tests/bench/*_bench.c)
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 HELPER_SRCS := $(wildcard tests/helpers/*.c)
 HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
+PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
+PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
 .PHONY: all check unit integration js-deps lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
         bench-windows bench-stays-up \
         fault-long fault-bypass deps run demo clean format
 
-all: $(BIN) $(HELPER_BINS)
+all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -83,12 +85,18 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $(WARN) -Wno-missing-prototypes $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+# LD_PRELOAD shims for fault tests (a slow disk): shared objects, built
+# without sanitizers so they can be preloaded into a sanitized gateway.
+$(BUILD)/tests/helpers/preload/%.so: tests/helpers/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=c11 -fPIC -shared $(WARN) -Wno-missing-prototypes -o $@ $< -ldl
+
 check: unit integration
 
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(BIN) $(HELPER_BINS) js-deps
+integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \
 	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
 

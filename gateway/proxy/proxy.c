@@ -501,8 +501,7 @@ on_cut(void *arg, int err, uint64_t current)
     gw_fence_cut_refusal(err, p->lock, p->token, current, &r);
     if (p->head_sent) {
         /* too late for an answer: recorded, and the connection is cut */
-        gw_refuse_record(p->store, req, p->s3, p->principal, &r);
-        gw_resp_abort(req);
+        gw_refuse_cut(p->store, req, p->s3, p->principal, &r);
     } else {
         gw_refuse(p->store, req, p->s3, p->principal, &r);
     }

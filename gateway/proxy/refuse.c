@@ -1,7 +1,10 @@
 #define LOG_MODULE "refuse"
 #include "gateway/proxy/refuse.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/buf.h"
 #include "common/log.h"
@@ -33,10 +36,86 @@ reply(struct gw_req *req, const struct gw_refusal *r)
     buf_cleanup(&body);
 }
 
-/* Queues r's audit record (G7). */
+/*
+ * A refusal waiting for its audit record to commit (G7: the answer goes out
+ * only once the record is durable, so a crash between the two can lose the
+ * answer, never the record).  It holds req through its own ops: an abort
+ * (client gone, timeout, shutdown) only forgets req; the store's callback,
+ * which always comes, frees it.
+ */
+struct refusal_wait {
+    struct gw_req *req; /* NULL once the request died */
+    struct gw_refusal r;
+    bool cut;    /* end by cutting the connection (the head was already sent) */
+    char strs[]; /* lock, code, message: r's strings, copied */
+};
+
+static void
+wait_abort(struct gw_req *req, int err, void *arg)
+{
+    struct refusal_wait *w = arg;
+    (void)req;
+    log_info("req %s: client gone (%s) before its refusal's audit record committed",
+             gw_req_id(w->req), err_str(err));
+    w->req = NULL;
+}
+
+static const struct gw_req_ops wait_ops = {.on_abort = wait_abort};
+
+static void reply(struct gw_req *req, const struct gw_refusal *r);
+
+static const char slowdown_msg[] =
+    "This write was refused, but its audit record could not be stored; nothing was forwarded. "
+    "Please reduce your request rate.";
+
+/* store_audit_done_fn: the record is durable (err 0), or it failed. */
+static void
+wait_done(void *arg, int err, uint64_t seq)
+{
+    struct refusal_wait *w = arg;
+    (void)seq;
+    struct gw_req *req = w->req;
+    if (req != NULL) {
+        gw_req_set_ops(req, NULL, NULL);
+        if (w->cut) {
+            gw_resp_abort(req);
+        } else if (err != 0) {
+            log_error("req %s: audit record (%s, lock %s) not committed: %s", gw_req_id(req),
+                      store_audit_kind_name((enum store_audit_kind)w->r.audit), w->r.lock,
+                      err_str(err));
+            gw_metrics.audit_failures++;
+            gw_refuse_reply(req, 503, "SlowDown", slowdown_msg);
+        } else {
+            reply(req, &w->r);
+        }
+    }
+    free(w);
+}
+
+/* A copy of r whose strings live in the returned block; NULL when out of memory. */
+static struct refusal_wait *
+wait_new(struct gw_req *req, const struct gw_refusal *r, bool cut)
+{
+    const char *lock = r->lock != NULL ? r->lock : "";
+    const char *msg = r->message != NULL ? r->message : "";
+    size_t ll = strlen(lock) + 1, cl = strlen(r->code) + 1, ml = strlen(msg) + 1;
+    struct refusal_wait *w = malloc(sizeof(*w) + ll + cl + ml);
+    if (w == NULL) {
+        return NULL;
+    }
+    w->req = req;
+    w->r = *r;
+    w->cut = cut;
+    w->r.lock = memcpy(w->strs, lock, ll);
+    w->r.code = memcpy(w->strs + ll, r->code, cl);
+    w->r.message = memcpy(w->strs + ll + cl, msg, ml);
+    return w;
+}
+
+/* Queues r's audit record (G7); w, when given, hears of its commit. */
 static int
 audit(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const char *principal,
-      const struct gw_refusal *r)
+      const struct gw_refusal *r, struct refusal_wait *w)
 {
     const char *lock = r->lock != NULL ? r->lock : "";
     struct store_audit_rec rec = {
@@ -54,7 +133,7 @@ audit(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const cha
         .request_id = gw_req_id(req),
         .user_agent = gw_req_header(req, "user-agent"),
     };
-    int rc = store_audit_append(st, &rec, NULL, NULL);
+    int rc = store_audit_append(st, &rec, w != NULL ? wait_done : NULL, w);
     if (rc != 0) {
         log_error("req %s: audit record (%s, lock %s) not queued: %s", gw_req_id(req),
                   store_audit_kind_name(rec.kind), lock, err_str(rc));
@@ -63,9 +142,9 @@ audit(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const cha
     return rc;
 }
 
-int
-gw_refuse_record(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
-                 const char *principal, const struct gw_refusal *r)
+/* The counter and the log line of r. */
+static void
+account(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *r)
 {
     if (r->count == GW_REFUSAL_FENCE) {
         gw_metrics.fence_rejections++;
@@ -73,7 +152,7 @@ gw_refuse_record(struct store *st, struct gw_req *req, const struct gw_s3req *s3
         gw_metrics.classify_refusals++;
     }
     if (r->count == GW_REFUSAL_UNCOUNTED && r->audit == 0) {
-        return 0;
+        return;
     }
     if (r->tokens) {
         log_info("req %s: %s %s refused (%d %s), lock %s token %llu current %llu: %s",
@@ -84,21 +163,54 @@ gw_refuse_record(struct store *st, struct gw_req *req, const struct gw_s3req *s3
         log_info("req %s: %s %s refused (%d %s): %s", gw_req_id(req), gw_req_method(req), s3->name,
                  r->status, r->code, r->message);
     }
-    return r->audit != 0 && st != NULL ? audit(st, req, s3, principal, r) : 0;
+}
+
+/* gw_refuse and gw_refuse_cut: answer (or cut) once r's record is durable. */
+static void
+carry_out(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const char *principal,
+          const struct gw_refusal *r, bool cut)
+{
+    account(req, s3, r);
+    if (r->audit == 0 || st == NULL) {
+        if (cut) {
+            gw_resp_abort(req);
+        } else {
+            reply(req, r);
+        }
+        return;
+    }
+    struct refusal_wait *w = wait_new(req, r, cut);
+    int rc = w != NULL ? audit(st, req, s3, principal, r, w) : ERR_NOMEM;
+    if (rc == 0) {
+        gw_req_set_ops(req, &wait_ops, w); /* wait_done answers */
+        return;
+    }
+    if (w == NULL) {
+        log_error("req %s: audit record (lock %s) not queued: %s", gw_req_id(req),
+                  r->lock != NULL ? r->lock : "", err_str(rc));
+        gw_metrics.audit_failures++;
+    }
+    free(w);
+    if (cut) {
+        gw_resp_abort(req);
+    } else {
+        /* G7: no refusal without its record; the client retries, nothing was forwarded */
+        gw_refuse_reply(req, 503, "SlowDown", slowdown_msg);
+    }
 }
 
 void
 gw_refuse(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const char *principal,
           const struct gw_refusal *r)
 {
-    if (gw_refuse_record(st, req, s3, principal, r) != 0) {
-        /* G7: no refusal without its record; the client retries, nothing was forwarded */
-        gw_refuse_reply(req, 503, "SlowDown",
-                        "This write was refused, but its audit record could not be queued; "
-                        "nothing was forwarded. Please reduce your request rate.");
-        return;
-    }
-    reply(req, r);
+    carry_out(st, req, s3, principal, r, false);
+}
+
+void
+gw_refuse_cut(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
+              const char *principal, const struct gw_refusal *r)
+{
+    carry_out(st, req, s3, principal, r, true);
 }
 
 void

@@ -5,10 +5,11 @@
  * The code that decides a refusal describes it (struct gw_refusal,
  * gateway/s3/refusal.h); gw_refuse carries it out, the same way for every
  * refusal: the counter it names, one log line (for counted or audited
- * refusals), the audit record queued in the store, and the S3 error document
- * (with <Lock>, <Token> and <CurrentToken> for the fence's refusals).  A
- * refusal whose audit record cannot be queued is answered 503 SlowDown
- * instead: no refusal is given without its record (G7).
+ * refusals), the audit record in the store, and, once that record has
+ * committed, the S3 error document (with <Lock>, <Token> and <CurrentToken>
+ * for the fence's refusals).  A refusal whose audit record cannot be stored
+ * is answered 503 SlowDown instead: no refusal is given without its durable
+ * record (G7).
  *
  * Event-loop thread only.
  */
@@ -24,27 +25,28 @@ struct store;
 
 /*
  * gw_refuse - answer req with the refusal r.  Ends the response (req must
- * not be used afterwards).
+ * not be used afterwards): at once when nothing is recorded; when r is
+ * audited, only once its record has committed (G7: a crash can lose the
+ * answer, never the record), with 503 SlowDown instead if the record cannot
+ * be queued or committed.  Meanwhile the refusal holds req (its ops are
+ * replaced; a client that leaves only loses the answer).
  * [in] st         the store for r->audit's record (borrowed; NULL: not recorded)
  * [in] s3         the parsed request (bucket, key, operation for the log and the
  *                 record); may be NULL only when r is neither counted nor audited
  * [in] principal  recorded (borrowed; NULL: anonymous)
- * [in] r          the refusal (borrowed for the call)
+ * [in] r          the refusal (copied)
  */
 void gw_refuse(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
                const char *principal, const struct gw_refusal *r);
 
 /*
- * gw_refuse_record - what gw_refuse does before answering: the counter, the
- * log line and the audit record; for a refusal that can no longer be
- * answered (the response head is out: the caller cuts the connection).
- * Returns 0 (recorded, or nothing to record), or the store's error when the
- * record could not be queued (ERR_AGAIN: audit.queue_max, ERR_NOMEM,
- * ERR_CLOSED; logged and counted in audit_failures here, so a caller that
- * can no longer answer may ignore it).
+ * gw_refuse_cut - gw_refuse for a refusal that can no longer be answered (the
+ * response head is out): the counter, the log line and the record, then the
+ * connection is cut (gw_resp_abort) once the record has committed, or at
+ * once when it cannot be queued (logged and counted in audit_failures).
  */
-int gw_refuse_record(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
-                     const char *principal, const struct gw_refusal *r);
+void gw_refuse_cut(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
+                   const char *principal, const struct gw_refusal *r);
 
 /*
  * gw_refuse_reply - answer req with an S3 error document (Content-Type

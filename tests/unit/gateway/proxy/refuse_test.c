@@ -1,8 +1,10 @@
 /*
  * tests/unit/gateway/proxy/refuse_test.c: the one refusal path.  A refusal
  * gives its counter, its audit record in a real LMDB store (in a temporary
- * directory) and its exact S3 error document and status; a refusal whose
- * record cannot be queued gives 503 SlowDown instead.  refuse.c is included
+ * directory) and its exact S3 error document and status, and the document
+ * goes out only once the record has committed (G7: the stubs below check the
+ * store's commit count at the moment of the answer); a refusal whose record
+ * cannot be queued gives 503 SlowDown instead.  refuse.c is included
  * (STYLE R12) and the gateway/http/http.h functions it calls are stubbed
  * here, so the test links without the server.
  */
@@ -29,7 +31,38 @@ struct gw_req {
     char body[GW_S3ERR_MAX_BODY + 1];
     size_t len;
     int calls;
+    int aborts;                   /* gw_resp_abort */
+    uint64_t committed_at_end;    /* the store's committed records when it was answered or cut */
+    const struct gw_req_ops *ops; /* gw_req_set_ops */
+    void *ops_arg;
 };
+
+static struct store *g_store; /* the store under test, for the stubs' commit count */
+
+static uint64_t
+committed(void)
+{
+    struct store_stats st;
+    if (g_store == NULL) {
+        return 0;
+    }
+    store_stats_get(g_store, &st);
+    return st.audit_appended;
+}
+
+void
+gw_req_set_ops(struct gw_req *req, const struct gw_req_ops *ops, void *arg)
+{
+    req->ops = ops;
+    req->ops_arg = arg;
+}
+
+void
+gw_resp_abort(struct gw_req *req)
+{
+    req->aborts++;
+    req->committed_at_end = committed();
+}
 
 const char *
 gw_req_path(const struct gw_req *req)
@@ -69,6 +102,7 @@ gw_resp_simple(struct gw_req *req, int status, const char *content_type, const v
                size_t len)
 {
     req->calls++;
+    req->committed_at_end = committed();
     req->status = status;
     (void)snprintf(req->ctype, sizeof(req->ctype), "%s", content_type);
     assert_true(len <= GW_S3ERR_MAX_BODY);
@@ -107,6 +141,7 @@ setup(void **state)
     (void)snprintf(e->dir, sizeof(e->dir), "/tmp/refuse-test-XXXXXX");
     assert_non_null(mkdtemp(e->dir));
     e->st = open_store(e->dir, false);
+    g_store = e->st;
     e->s3.name = "PutObject";
     (void)snprintf(e->s3.bucket, sizeof(e->s3.bucket), "data");
     (void)snprintf(e->s3.key, sizeof(e->s3.key), "a&b");
@@ -120,6 +155,7 @@ teardown(void **state)
 {
     struct env *e = *state;
     store_close(e->st);
+    g_store = NULL;
     char cmd[128];
     (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", e->dir);
     assert_int_equal(system(cmd), 0);
@@ -168,6 +204,28 @@ records(struct env *e, bool read_only_after, struct seen *s)
     }
 }
 
+/* Runs the store's callbacks until req is answered or cut (bounded). */
+static void
+settle(struct env *e, const struct gw_req *req)
+{
+    for (int i = 0; i < 20000 && req->calls + req->aborts == 0; i++) {
+        if (store_dispatch_completions(e->st) == 0) {
+            (void)usleep(500);
+        }
+    }
+}
+
+/* Runs the store's callbacks until its queue is empty (the record committed). */
+static void
+settle_all(struct env *e)
+{
+    for (int i = 0; i < 200; i++) {
+        if (store_dispatch_completions(e->st) == 0) {
+            (void)usleep(500);
+        }
+    }
+}
+
 /* ---- tests ---- */
 
 /* A fence refusal: counted once, recorded with every field, the exact 409 document. */
@@ -188,7 +246,13 @@ test_fence_refusal(void **state)
         .current = 7,
     };
     gw_refuse(e->st, &req, &e->s3, "alice", &r);
+    /* G7: held (its ops replaced) until the record commits, then answered */
+    assert_int_equal(req.calls, 0);
+    assert_non_null(req.ops);
+    settle(e, &req);
     assert_int_equal(req.calls, 1);
+    assert_int_equal(req.aborts, 0);
+    assert_int_equal(req.committed_at_end, 1);
     assert_int_equal(req.status, 409);
     assert_string_equal(req.ctype, "application/xml");
     assert_string_equal(req.body, XML_DECL "<Error><Code>StaleFencingToken</Code>"
@@ -231,6 +295,8 @@ test_classify_refusal(void **state)
         .count = GW_REFUSAL_CLASSIFY,
     };
     gw_refuse(e->st, &req, &e->s3, "", &r);
+    settle(e, &req);
+    assert_int_equal(req.committed_at_end, 1);
     assert_int_equal(req.status, 400);
     assert_string_equal(req.body, XML_DECL "<Error><Code>InvalidRequest</Code>"
                                            "<Message>not classified</Message><Resource>/data/k"
@@ -263,24 +329,88 @@ test_audit_failure_is_503(void **state)
         .lock = "jobs",
         .token = 9,
     };
+    g_store = NULL;
     gw_refuse(e->st, &req, &e->s3, "alice", &r);
-    assert_int_equal(req.calls, 1);
+    assert_int_equal(req.calls, 1); /* at once: there is nothing to wait for */
     assert_int_equal(req.status, 503);
     assert_string_equal(req.body,
                         XML_DECL "<Error><Code>SlowDown</Code><Message>This write was refused, "
-                                 "but its audit record could not be queued; nothing was "
+                                 "but its audit record could not be stored; nothing was "
                                  "forwarded. Please reduce your request rate.</Message>"
                                  "<Resource>/data/a</Resource><RequestId>req-3</RequestId>"
                                  "</Error>");
     assert_int_equal(gw_metrics.audit_failures, 1);
     assert_int_equal(gw_metrics.fence_rejections, 1);
-    /* recorded only: the failure is returned, nothing is sent */
+    /* too late to answer: cut at once, the failure counted */
     struct gw_req late = {.path = "/data/a", .id = "req-4"};
-    assert_int_not_equal(gw_refuse_record(e->st, &late, &e->s3, "alice", &r), 0);
+    gw_refuse_cut(e->st, &late, &e->s3, "alice", &r);
     assert_int_equal(late.calls, 0);
+    assert_int_equal(late.aborts, 1);
     assert_int_equal(gw_metrics.audit_failures, 2);
     store_close(e->st);
     e->st = open_store(e->dir, false);
+    g_store = e->st;
+}
+
+/* A refusal too late to answer: the connection is cut once the record has committed. */
+static void
+test_cut_after_commit(void **state)
+{
+    struct env *e = *state;
+    struct gw_req req = {.path = "/data/a", .id = "req-5"};
+    const struct gw_refusal r = {
+        .status = 409,
+        .code = "StaleFencingToken",
+        .message = "cut",
+        .audit = STORE_AUDIT_CUT,
+        .tokens = true,
+        .lock = "jobs",
+        .token = 3,
+        .current = 4,
+    };
+    gw_refuse_cut(e->st, &req, &e->s3, "alice", &r);
+    assert_int_equal(req.aborts, 0);
+    settle(e, &req);
+    assert_int_equal(req.calls, 0);
+    assert_int_equal(req.aborts, 1);
+    assert_int_equal(req.committed_at_end, 1);
+    struct seen s;
+    records(e, false, &s);
+    g_store = e->st;
+    assert_int_equal(s.n, 1);
+    assert_int_equal(s.rec.kind, STORE_AUDIT_CUT);
+}
+
+/* The client leaves while its refusal waits: the record still commits, nothing is sent. */
+static void
+test_client_gone_while_waiting(void **state)
+{
+    struct env *e = *state;
+    struct gw_req req = {.path = "/data/a", .id = "req-6"};
+    char lock[8] = "jobs"; /* the caller's copy dies with the caller */
+    const struct gw_refusal r = {
+        .status = 409,
+        .code = "StaleFencingToken",
+        .message = "stale",
+        .audit = STORE_AUDIT_STALE,
+        .count = GW_REFUSAL_FENCE,
+        .tokens = true,
+        .lock = lock,
+        .token = 1,
+        .current = 2,
+    };
+    gw_refuse(e->st, &req, &e->s3, "alice", &r);
+    memset(lock, 'x', sizeof(lock) - 1);
+    assert_non_null(req.ops);
+    req.ops->on_abort(&req, ERR_CLOSED, req.ops_arg); /* the server frees req after this */
+    req.path = NULL;                                  /* a use after the abort would crash */
+    settle_all(e);
+    assert_int_equal(req.calls + req.aborts, 0);
+    struct seen s;
+    records(e, false, &s);
+    g_store = e->st;
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.lock, "jobs");
 }
 
 /* Neither counted nor audited (an authentication failure): the document only. */
@@ -353,6 +483,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_fence_refusal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_classify_refusal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_audit_failure_is_503, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_after_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_gone_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_refusal, setup, teardown),
         cmocka_unit_test(test_reply_and_err),
         cmocka_unit_test(test_reply_fallback),
