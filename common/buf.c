@@ -98,6 +98,56 @@ buf_append_str(struct buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
+int
+buf_append_strs(struct buf *b, ...)
+{
+    va_list ap;
+    size_t total = 0;
+    va_start(ap, b);
+    for (const char *s = va_arg(ap, const char *); s != NULL; s = va_arg(ap, const char *)) {
+        total += strlen(s);
+    }
+    va_end(ap);
+    int rc = reserve(b, total);
+    if (rc != 0) {
+        return rc;
+    }
+    va_start(ap, b);
+    for (const char *s = va_arg(ap, const char *); s != NULL; s = va_arg(ap, const char *)) {
+        size_t n = strlen(s);
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+    }
+    va_end(ap);
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int
+str_concat(char *out, size_t outlen, ...)
+{
+    if (outlen == 0) {
+        return ERR_TOOBIG;
+    }
+    va_list ap;
+    size_t used = 0;
+    int rc = 0;
+    va_start(ap, outlen);
+    for (const char *s = va_arg(ap, const char *); s != NULL; s = va_arg(ap, const char *)) {
+        size_t n = strlen(s);
+        if (n >= outlen - used) {
+            rc = ERR_TOOBIG;
+            used = 0;
+            break;
+        }
+        memcpy(out + used, s, n);
+        used += n;
+    }
+    va_end(ap);
+    out[used] = '\0';
+    return rc;
+}
+
 /*
  * Formats straight into the spare room first: one vsnprintf when the text fits
  * (the common case on the request path), a second one after growing when not.

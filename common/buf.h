@@ -42,6 +42,22 @@ MUST_USE int buf_append(struct buf *b, const void *p, size_t len);
 /* buf_append_str - add the NUL-terminated s.  Returns as buf_append. */
 MUST_USE int buf_append_str(struct buf *b, const char *s);
 
+/*
+ * buf_append_strs - add the NUL-terminated strings that follow b, up to a NULL
+ * (`(const char *)NULL`), in one step: buf_printf("%s%s...") without the
+ * format interpreter, for the request path.  Returns as buf_append; on failure
+ * b is unchanged.
+ */
+MUST_USE int buf_append_strs(struct buf *b, ...) __attribute__((sentinel));
+
+/*
+ * str_concat - the NUL-terminated strings that follow outlen, up to a NULL,
+ * joined into out[0..outlen) and NUL-terminated: snprintf("%s%s...") for a
+ * fixed array.  Returns 0, or ERR_TOOBIG if they do not fit (out is then ""
+ * when outlen > 0; never truncated text).
+ */
+MUST_USE int str_concat(char *out, size_t outlen, ...) __attribute__((sentinel));
+
 /* buf_printf - add formatted text.  Returns as buf_append. */
 MUST_USE int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

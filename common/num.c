@@ -87,3 +87,12 @@ fmt_hex_u64(uint64_t v, char out[16])
     }
     return n;
 }
+
+void
+fmt_u64_zpad(uint64_t v, size_t width, char *out)
+{
+    for (size_t i = width; i > 0; i--) {
+        out[i - 1] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}

@@ -34,4 +34,12 @@ MUST_USE int parse_hex_u64n(const char *s, size_t len, uint64_t *out);
 size_t fmt_u64(uint64_t v, char out[20]);
 size_t fmt_hex_u64(uint64_t v, char out[16]);
 
+/*
+ * fmt_u64_zpad - v in decimal, zero-padded to exactly width characters, into
+ * out[0..width) (no NUL): snprintf("%0*llu")'s text for v < 10^width (the
+ * caller's bound; the higher digits of a larger v are dropped).  The signing
+ * path's dates ("%04d%02u...").
+ */
+void fmt_u64_zpad(uint64_t v, size_t width, char *out);
+
 #endif

@@ -14,6 +14,7 @@
 #include "election/elect.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
+#include "gateway/cli/check_config.h"
 #include "gateway/fence/fence.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/proxy.h"
@@ -56,17 +57,6 @@ struct serve {
     struct event *sig_hup;            /* SIGHUP */
     int stopping;                     /* how many stop signals were received */
 };
-
-static const char *
-config_path_arg(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
-            return argv[i + 1];
-        }
-    }
-    return NULL;
-}
 
 static void
 on_drained(void *arg)
@@ -430,7 +420,7 @@ gw_cmd_serve(int argc, char **argv)
 {
     struct serve s = {0};
     char errbuf[512];
-    const char *path = config_path_arg(argc, argv);
+    const char *path = gw_cli_config_path(argc, argv);
     int status = 1;
 
     if (path == NULL) {
@@ -535,23 +525,4 @@ gw_cmd_serve(int argc, char **argv)
 out:
     serve_cleanup(&s);
     return status;
-}
-
-int
-gw_cmd_check_config(int argc, char **argv)
-{
-    char errbuf[512];
-    struct gw_config *cfg = NULL;
-    const char *path = config_path_arg(argc, argv);
-    if (path == NULL) {
-        (void)fprintf(stderr, "usage: fencegate check-config -c FILE\n");
-        return 2;
-    }
-    if (gw_config_load(path, &cfg, errbuf, sizeof(errbuf)) != 0) {
-        (void)fprintf(stderr, "%s: %s\n", path, errbuf);
-        return 1;
-    }
-    gw_config_free(cfg);
-    (void)printf("configuration OK\n");
-    return 0;
 }

@@ -12,8 +12,4 @@
 /* gw_cmd_serve - run the daemon; argv[0] is "serve".  Returns the process exit status. */
 int gw_cmd_serve(int argc, char **argv);
 
-/* gw_cmd_check_config - validate a config file; argv[0] is "check-config".  Returns the exit
- * status. */
-int gw_cmd_check_config(int argc, char **argv);
-
 #endif

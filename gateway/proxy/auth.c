@@ -85,32 +85,38 @@ bucket_allowed(const struct gw_principal *p, const struct gw_s3req *s3)
     return false;
 }
 
-static int
-fail_from_verify(enum gw_sigv4_fail why, struct gw_refusal *fail)
-{
-    switch (why) {
-    case GW_SIGV4_FAIL_MALFORMED:
-        return refuse(fail, 400, "AuthorizationHeaderMalformed",
-                      "The authorization header is malformed.");
-    case GW_SIGV4_FAIL_QUERY:
-        return refuse(fail, 400, "AuthorizationQueryParametersError",
-                      "The presigned URL's X-Amz-* parameters are malformed.");
-    case GW_SIGV4_FAIL_SKEW:
-        return refuse(fail, 403, "RequestTimeTooSkewed",
-                      "The difference between the request time and the current time is too "
-                      "large.");
-    case GW_SIGV4_FAIL_EXPIRED:
-        return refuse(fail, 403, "AccessDenied", "Request has expired.");
-    case GW_SIGV4_FAIL_MISMATCH:
-        return refuse(fail, 403, "SignatureDoesNotMatch",
-                      "The request signature we calculated does not match the signature you "
-                      "provided. Check your key and signing method.");
-    case GW_SIGV4_FAIL_NONE:
-    case GW_SIGV4_FAIL_INTERNAL:
-    default:
-        return refuse(fail, 500, "InternalError", "The signature could not be checked.");
-    }
-}
+/* A verifier's reason for a refusal and the S3 error it is answered with. */
+struct fail_row {
+    int why;             /* enum gw_sigv4_fail or enum gw_sigv2_fail */
+    int status;          /* HTTP status */
+    const char *code;    /* S3 <Code> */
+    const char *message; /* S3 <Message> */
+};
+
+static const struct fail_row sigv4_fails[] = {
+    {GW_SIGV4_FAIL_MALFORMED, 400, "AuthorizationHeaderMalformed",
+     "The authorization header is malformed."},
+    {GW_SIGV4_FAIL_QUERY, 400, "AuthorizationQueryParametersError",
+     "The presigned URL's X-Amz-* parameters are malformed."},
+    {GW_SIGV4_FAIL_SKEW, 403, "RequestTimeTooSkewed",
+     "The difference between the request time and the current time is too large."},
+    {GW_SIGV4_FAIL_EXPIRED, 403, "AccessDenied", "Request has expired."},
+    {GW_SIGV4_FAIL_MISMATCH, 403, "SignatureDoesNotMatch",
+     "The request signature we calculated does not match the signature you provided. Check "
+     "your key and signing method."},
+};
+
+static const struct fail_row sigv2_fails[] = {
+    {GW_SIGV2_FAIL_NODATE, 403, "AccessDenied",
+     "AWS authentication requires a valid Date or x-amz-date header"},
+    {GW_SIGV2_FAIL_SKEW, 403, "RequestTimeTooSkewed",
+     "The difference between the request time and the current time is too large."},
+    {GW_SIGV2_FAIL_EXPIRED, 403, "AccessDenied", "Request has expired"},
+    {GW_SIGV2_FAIL_MISMATCH, 403, "SignatureDoesNotMatch",
+     "The request signature we calculated does not match the signature you provided. Check "
+     "your key and signing method."},
+    {GW_SIGV2_FAIL_INTERNAL, 400, "InvalidRequest", "The request is too large to authenticate."},
+};
 
 /* The request's headers as signer input (owned array, borrowed strings), or NULL (OOM). */
 static struct gw_sigv4_header *
@@ -126,44 +132,144 @@ headers_view(struct gw_req *req)
     return hs;
 }
 
+struct cred;
+
+/* One verification: the request, the principal's secret and where the outcome goes. */
+struct verify_call {
+    struct gw_req *req;               /* the request, head complete */
+    const struct gw_s3req *s3;        /* its bucket and addressing style */
+    struct gw_sigv4_keycache *kc;     /* SigV4 signing-key cache (borrowed) */
+    const struct cred *cred;          /* the parsed credential */
+    const char *secret;               /* the principal's secret key (borrowed) */
+    const struct gw_sigv4_header *hs; /* the request's headers, hs[0..nheaders) */
+    size_t nheaders;                  /* entries in hs */
+    struct gw_auth *out;              /* SigV4: receives the verified signing state */
+};
+
+/*
+ * A signature scheme's part in gw_auth_check: everything else (principal
+ * lookup, payload mode, bucket list, logging and refusals) is one path.
+ */
+struct scheme {
+    /* Checks the signature.  0; ERR_NOMEM; another error with *why set (a fails row's why). */
+    int (*verify)(const struct verify_call *vc, int *why);
+    /* The refusal reason as logged ("SignatureDoesNotMatch", ...) for why. */
+    const char *(*log_reason)(int why);
+    const struct fail_row *fails; /* why -> S3 error; a why not listed: 500 InternalError */
+    size_t nfails;                /* entries in fails */
+    bool chunk_signatures;        /* its seed signature can check signed aws-chunked bodies */
+};
+
+/* A parsed credential of either scheme (gw_auth_check's local; never copied). */
+struct cred {
+    const struct scheme *sc; /* how to verify it */
+    const char *access_key;  /* borrowed from a */
+    bool hash_header;        /* x-amz-content-sha256 is required (SigV4 header form) */
+    union {
+        struct gw_sigv2_authz v2; /* sc == &sigv2 */
+        struct gw_sigv4_authz v4; /* sc == &sigv4 */
+    } a;
+};
+
+/* struct scheme.verify for SigV4 (gateway/s3/sigv4.h); fills out->v on success. */
 static int
-fail_from_sigv2(enum gw_sigv2_fail why, struct gw_refusal *fail)
+verify_sigv4(const struct verify_call *vc, int *why)
 {
-    switch (why) {
-    case GW_SIGV2_FAIL_NODATE:
-        return refuse(fail, 403, "AccessDenied",
-                      "AWS authentication requires a valid Date or x-amz-date header");
-    case GW_SIGV2_FAIL_SKEW:
-        return refuse(fail, 403, "RequestTimeTooSkewed",
-                      "The difference between the request time and the current time is too "
-                      "large.");
-    case GW_SIGV2_FAIL_EXPIRED:
-        return refuse(fail, 403, "AccessDenied", "Request has expired");
-    case GW_SIGV2_FAIL_MISMATCH:
-        return refuse(fail, 403, "SignatureDoesNotMatch",
-                      "The request signature we calculated does not match the signature you "
-                      "provided. Check your key and signing method.");
-    case GW_SIGV2_FAIL_INTERNAL:
-        return refuse(fail, 400, "InvalidRequest", "The request is too large to authenticate.");
-    case GW_SIGV2_FAIL_NONE:
-    default:
-        return refuse(fail, 500, "InternalError", "The signature could not be checked.");
+    const struct gw_sigv4_authz *a = &vc->cred->a.v4;
+    struct gw_sigv4_input in = {
+        .method = gw_req_method(vc->req),
+        .path = gw_req_path(vc->req),
+        .query = gw_req_query(vc->req),
+        .headers = vc->hs,
+        .nheaders = vc->nheaders,
+        .payload_hash = a->presigned ? NULL : gw_req_header(vc->req, "x-amz-content-sha256"),
+    };
+    struct gw_sigv4_verify_opts opts = {
+        .region = NULL, /* any region: the scope is signed, and a gateway has no one region */
+        .service = "s3",
+        .now_ms = clock_wall_ms(),
+        .skew_s = 0,
+    };
+    enum gw_sigv4_fail w = GW_SIGV4_FAIL_NONE;
+    int rc = gw_sigv4_verify(vc->kc, vc->secret, a, &in, &opts, &vc->out->v, &w);
+    *why = (int)w;
+    vc->out->verified = rc == 0;
+    return rc;
+}
+
+/* struct scheme.log_reason for SigV4 */
+static const char *
+log_sigv4(int why)
+{
+    return gw_sigv4_fail_s3code((enum gw_sigv4_fail)why);
+}
+
+/* struct scheme.verify for SigV2 (gateway/s3/sigv2.h) */
+static int
+verify_sigv2(const struct verify_call *vc, int *why)
+{
+    const struct gw_s3req *s3 = vc->s3;
+    struct gw_sigv2_input in = {
+        .method = gw_req_method(vc->req),
+        .path = gw_req_path(vc->req),
+        .query = gw_req_query(vc->req),
+        .headers = vc->hs,
+        .nheaders = vc->nheaders,
+        .vhost_bucket = s3->style == GW_S3_STYLE_VIRTUAL ? s3->bucket : NULL,
+    };
+    enum gw_sigv2_fail w = GW_SIGV2_FAIL_NONE;
+    int rc = gw_sigv2_verify(vc->secret, &vc->cred->a.v2, &in, clock_wall_ms(), &w);
+    *why = (int)w;
+    return rc;
+}
+
+/* struct scheme.log_reason for SigV2 */
+static const char *
+log_sigv2(int why)
+{
+    return why == GW_SIGV2_FAIL_MISMATCH ? "SigV2 SignatureDoesNotMatch" : "SigV2 refused";
+}
+
+static const struct scheme sigv4 = {
+    .verify = verify_sigv4,
+    .log_reason = log_sigv4,
+    .fails = sigv4_fails,
+    .nfails = sizeof(sigv4_fails) / sizeof(sigv4_fails[0]),
+    .chunk_signatures = true,
+};
+
+static const struct scheme sigv2 = {
+    .verify = verify_sigv2,
+    .log_reason = log_sigv2,
+    .fails = sigv2_fails,
+    .nfails = sizeof(sigv2_fails) / sizeof(sigv2_fails[0]),
+    .chunk_signatures = false,
+};
+
+static int
+refuse_verify(const struct scheme *sc, int why, struct gw_refusal *fail)
+{
+    for (size_t i = 0; i < sc->nfails; i++) {
+        if (sc->fails[i].why == why) {
+            return refuse(fail, sc->fails[i].status, sc->fails[i].code, sc->fails[i].message);
+        }
     }
+    return refuse(fail, 500, "InternalError", "The signature could not be checked.");
 }
 
 /*
- * SigV2 (gateway/s3/sigv2.h): the Authorization header "AWS AK:sig" (presigned
- * false) or AWSAccessKeyId/Signature/Expires in the query.  A query without
- * them is anonymous.  The body is passed through as sent (SigV2 signs no
- * payload hash; Content-MD5, if sent, is signed and checked upstream).
+ * SigV2: the Authorization header "AWS AK:sig" (presigned false) or
+ * AWSAccessKeyId/Signature/Expires in the query.  A query without them is
+ * anonymous.  The body is passed through as sent (SigV2 signs no payload
+ * hash; Content-MD5, if sent, is signed and checked upstream).
+ * Returns 0 (c filled) or ERR_AUTH.
  */
 static int
-check_sigv2(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
-            bool presigned, struct gw_auth *out, struct gw_refusal *fail)
+parse_sigv2(struct gw_req *req, const struct gw_config *cfg, bool presigned, struct cred *c,
+            struct gw_refusal *fail)
 {
-    struct gw_sigv2_authz a;
-    int rc = presigned ? gw_sigv2_presigned_parse(gw_req_query(req), &a)
-                       : gw_sigv2_authz_parse(gw_req_header(req, "authorization"), &a);
+    int rc = presigned ? gw_sigv2_presigned_parse(gw_req_query(req), &c->a.v2)
+                       : gw_sigv2_authz_parse(gw_req_header(req, "authorization"), &c->a.v2);
     if (rc == ERR_NOTFOUND) {
         return refuse(fail, 403, "AccessDenied", "Anonymous access is not allowed.");
     }
@@ -179,81 +285,22 @@ check_sigv2(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3r
                                   "Authorization header is invalid -- one and only one ' ' "
                                   "(space) required");
     }
-    const struct gw_principal *p = gw_config_principal_by_key(cfg, a.access_key);
-    if (p == NULL) {
-        return refuse(fail, 403, "InvalidAccessKeyId",
-                      "The AWS Access Key Id you provided does not exist in our records.");
-    }
-    rc = payload_mode(req, false, out, fail);
-    if (rc != 0) {
-        return rc;
-    }
-    if (out->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
-        out->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL) {
-        return refuse(fail, 400, "InvalidRequest",
-                      "Signed aws-chunked uploads need SigV4 (AWS4-HMAC-SHA256).");
-    }
-    size_t n = gw_req_header_count(req);
-    struct gw_sigv4_header *hs = headers_view(req);
-    if (hs == NULL) {
-        return ERR_NOMEM;
-    }
-    struct gw_sigv2_input in = {
-        .method = gw_req_method(req),
-        .path = gw_req_path(req),
-        .query = gw_req_query(req),
-        .headers = hs,
-        .nheaders = n,
-        .vhost_bucket = s3->style == GW_S3_STYLE_VIRTUAL ? s3->bucket : NULL,
-    };
-    enum gw_sigv2_fail why = GW_SIGV2_FAIL_NONE;
-    rc = gw_sigv2_verify(p->secret_key, &a, &in, clock_wall_ms(), &why);
-    free(hs);
-    if (rc == ERR_NOMEM) {
-        return ERR_NOMEM;
-    }
-    if (rc != 0) {
-        log_info("req %s: SigV2 %s for access key %s (principal %s)", gw_req_id(req),
-                 why == GW_SIGV2_FAIL_MISMATCH ? "SignatureDoesNotMatch" : "refused", a.access_key,
-                 p->name);
-        return fail_from_sigv2(why, fail);
-    }
-    out->principal = p;
-    if (!bucket_allowed(p, s3)) {
-        return refuse(fail, 403, "AccessDenied", "Access Denied.");
-    }
+    c->sc = &sigv2;
+    c->access_key = c->a.v2.access_key;
+    c->hash_header = false;
     return 0;
 }
 
-int
-gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
-              struct gw_sigv4_keycache *kc, struct gw_auth *out, struct gw_refusal *fail)
+/*
+ * SigV4: the Authorization header authz, or (authz NULL) the presigned query.
+ * Returns 0 (c filled), ERR_AUTH, or ERR_NOTFOUND: no authz and no X-Amz-*
+ * credentials in the query.
+ */
+static int
+parse_sigv4(struct gw_req *req, const char *authz, struct cred *c, struct gw_refusal *fail)
 {
-    struct gw_sigv4_authz a;
-    struct gw_sigv4_header *hs = NULL;
-    int rc;
-
-    memset(out, 0, sizeof(*out));
-    const char *authz = gw_req_header(req, "authorization");
-
-    if (cfg->nprincipals == 0) {
-        /* Anonymous mode: nothing to verify against, but the body framing still
-         * has to be understood.  Signed chunks cannot be checked without a key. */
-        rc = payload_mode(req, false, out, fail);
-        if (rc == 0 && (out->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
-                        out->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL)) {
-            rc = refuse(fail, 400, "InvalidRequest",
-                        "Signed aws-chunked uploads need principals in the gateway's "
-                        "configuration; use UNSIGNED-PAYLOAD or a body hash.");
-        }
-        return rc;
-    }
-
-    if (authz != NULL && strncmp(authz, "AWS ", 4) == 0) {
-        return check_sigv2(req, cfg, s3, false, out, fail);
-    }
     if (authz != NULL) {
-        rc = gw_sigv4_authz_parse(authz, &a);
+        int rc = gw_sigv4_authz_parse(authz, &c->a.v4);
         if (rc == ERR_UNSUPPORTED) {
             return refuse(fail, 400, "InvalidRequest",
                           "The authorization mechanism you have provided is not supported. "
@@ -264,9 +311,9 @@ gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s
                           "The authorization header is malformed.");
         }
     } else {
-        rc = gw_sigv4_presigned_parse(gw_req_query(req), &a);
+        int rc = gw_sigv4_presigned_parse(gw_req_query(req), &c->a.v4);
         if (rc == ERR_NOTFOUND) {
-            return check_sigv2(req, cfg, s3, true, out, fail);
+            return ERR_NOTFOUND;
         }
         if (rc == ERR_UNSUPPORTED) {
             return refuse(fail, 400, "AuthorizationQueryParametersError",
@@ -277,55 +324,96 @@ gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s
                           "The presigned URL's X-Amz-* parameters are malformed.");
         }
     }
+    c->sc = &sigv4;
+    c->access_key = c->a.v4.access_key;
+    c->hash_header = !c->a.v4.presigned;
+    return 0;
+}
 
-    const struct gw_principal *p = gw_config_principal_by_key(cfg, a.access_key);
+/* The one path after parsing, for either scheme: principal, payload mode, signature, bucket. */
+static int
+check_signed(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
+             struct gw_sigv4_keycache *kc, const struct cred *c, struct gw_auth *out,
+             struct gw_refusal *fail)
+{
+    const struct gw_principal *p = gw_config_principal_by_key(cfg, c->access_key);
     if (p == NULL) {
         return refuse(fail, 403, "InvalidAccessKeyId",
                       "The AWS Access Key Id you provided does not exist in our records.");
     }
-    rc = payload_mode(req, !a.presigned, out, fail);
+    int rc = payload_mode(req, c->hash_header, out, fail);
     if (rc != 0) {
         return rc;
     }
-
-    size_t n = gw_req_header_count(req);
-    hs = headers_view(req);
+    if (!c->sc->chunk_signatures && (out->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+                                     out->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL)) {
+        return refuse(fail, 400, "InvalidRequest",
+                      "Signed aws-chunked uploads need SigV4 (AWS4-HMAC-SHA256).");
+    }
+    struct gw_sigv4_header *hs = headers_view(req);
     if (hs == NULL) {
         return ERR_NOMEM;
     }
-    struct gw_sigv4_input in = {
-        .method = gw_req_method(req),
-        .path = gw_req_path(req),
-        .query = gw_req_query(req),
-        .headers = hs,
-        .nheaders = n,
-        .payload_hash = a.presigned ? NULL : gw_req_header(req, "x-amz-content-sha256"),
-    };
-    struct gw_sigv4_verify_opts opts = {
-        .region = NULL, /* any region: the scope is signed, and a gateway has no one region */
-        .service = "s3",
-        .now_ms = clock_wall_ms(),
-        .skew_s = 0,
-    };
-    enum gw_sigv4_fail why = GW_SIGV4_FAIL_NONE;
-    rc = gw_sigv4_verify(kc, p->secret_key, &a, &in, &opts, &out->v, &why);
+    struct verify_call vc = {.req = req,
+                             .s3 = s3,
+                             .kc = kc,
+                             .cred = c,
+                             .secret = p->secret_key,
+                             .hs = hs,
+                             .nheaders = gw_req_header_count(req),
+                             .out = out};
+    int why = 0;
+    rc = c->sc->verify(&vc, &why);
     free(hs);
     if (rc == ERR_NOMEM) {
         return ERR_NOMEM;
     }
     if (rc != 0) {
         log_info("req %s: %s for access key %s (principal %s)", gw_req_id(req),
-                 gw_sigv4_fail_s3code(why), a.access_key, p->name);
+                 c->sc->log_reason(why), c->access_key, p->name);
         gw_auth_cleanup(out);
-        return fail_from_verify(why, fail);
+        return refuse_verify(c->sc, why, fail);
     }
-    out->verified = true;
     out->principal = p;
     if (!bucket_allowed(p, s3)) {
         gw_auth_cleanup(out);
         return refuse(fail, 403, "AccessDenied", "Access Denied.");
     }
     return 0;
+}
+
+int
+gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
+              struct gw_sigv4_keycache *kc, struct gw_auth *out, struct gw_refusal *fail)
+{
+    memset(out, 0, sizeof(*out));
+    if (cfg->nprincipals == 0) {
+        /* Anonymous mode: nothing to verify against, but the body framing still
+         * has to be understood.  Signed chunks cannot be checked without a key. */
+        int rc = payload_mode(req, false, out, fail);
+        if (rc == 0 && (out->payload == GW_PAYLOAD_CHUNKED_SIGNED ||
+                        out->payload == GW_PAYLOAD_CHUNKED_SIGNED_TRL)) {
+            rc = refuse(fail, 400, "InvalidRequest",
+                        "Signed aws-chunked uploads need principals in the gateway's "
+                        "configuration; use UNSIGNED-PAYLOAD or a body hash.");
+        }
+        return rc;
+    }
+    const char *authz = gw_req_header(req, "authorization");
+    struct cred c;
+    int rc;
+    if (authz != NULL && strncmp(authz, "AWS ", 4) == 0) {
+        rc = parse_sigv2(req, cfg, false, &c, fail);
+    } else {
+        rc = parse_sigv4(req, authz, &c, fail);
+        if (rc == ERR_NOTFOUND) {
+            rc = parse_sigv2(req, cfg, true, &c, fail);
+        }
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    return check_signed(req, cfg, s3, kc, &c, out, fail);
 }
 
 void

@@ -19,6 +19,7 @@
 
 #include "common/codec.h"
 #include "common/date.h"
+#include "common/num.h"
 #include "gateway/s3/digest.h"
 
 #define KEYCACHE_SLOTS   8    /* distinct (secret, day, region, service) kept */
@@ -131,9 +132,17 @@ gw_sigv4_amz_date_format(int64_t t, char out[GW_SIGV4_AMZ_DATE_LEN + 1])
     unsigned m;
     unsigned d;
     date_civil_from_days(t / 86400, &y, &m, &d);
-    int n = snprintf(out, GW_SIGV4_AMZ_DATE_LEN + 1, "%04d%02u%02uT%02d%02d%02dZ", (int)y, m, d,
-                     (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
-    return n == GW_SIGV4_AMZ_DATE_LEN ? 0 : ERR_INVAL;
+    /* "YYYYMMDDTHHMMSSZ" (SigV4 "Handling dates"); 0 <= t < year 10000: four year digits */
+    fmt_u64_zpad((uint64_t)y, 4, out);
+    fmt_u64_zpad(m, 2, out + 4);
+    fmt_u64_zpad(d, 2, out + 6);
+    out[8] = 'T';
+    fmt_u64_zpad((uint64_t)(secs / 3600), 2, out + 9);
+    fmt_u64_zpad((uint64_t)(secs / 60 % 60), 2, out + 11);
+    fmt_u64_zpad((uint64_t)(secs % 60), 2, out + 13);
+    out[15] = 'Z';
+    out[GW_SIGV4_AMZ_DATE_LEN] = '\0';
+    return 0;
 }
 
 /* A scope part (region, service): printable ASCII, none of "/ ,;=". */
@@ -169,11 +178,8 @@ gw_sigv4_scope(const char *date, const char *region, const char *service, char *
         !scope_part_ok(service, GW_SIGV4_MAX_SERVICE)) {
         return ERR_INVAL;
     }
-    int n = snprintf(out, outlen, "%s/%s/%s/aws4_request", date, region, service);
-    if (n < 0 || (size_t)n >= outlen) {
-        return ERR_TOOBIG;
-    }
-    return 0;
+    return str_concat(out, outlen, date, "/", region, "/", service, "/aws4_request",
+                      (const char *)NULL);
 }
 
 /* ---- signing keys ---- */
@@ -745,7 +751,7 @@ gw_sigv4_canonical_request(const struct gw_sigv4_input *in, const char *signed_h
         err = gw_sigv4_canonical_headers(in->headers, in->nheaders, signed_headers, token, out);
     }
     if (err == 0) {
-        err = buf_printf(out, "\n%s\n%s", signed_headers, ph);
+        err = buf_append_strs(out, "\n", signed_headers, "\n", ph, (const char *)NULL);
     }
     return err;
 }
@@ -770,7 +776,8 @@ gw_sigv4_string_to_sign(const char *amz_date, const char *scope, const void *cre
     if (err != 0) {
         return err;
     }
-    return buf_printf(out, "%s\n%s\n%s\n%s", GW_SIGV4_ALGORITHM, amz_date, scope, hex);
+    return buf_append_strs(out, GW_SIGV4_ALGORITHM, "\n", amz_date, "\n", scope, "\n", hex,
+                           (const char *)NULL);
 }
 
 /* ---- signing ---- */
@@ -864,15 +871,11 @@ gw_sigv4_sign(struct gw_sigv4_keycache *kc, const struct gw_sigv4_creds *c, cons
         return err;
     }
     /* Validated by gw_sigv4_signature: amz_date's first 8 characters are the scope date. */
-    int n =
-        snprintf(authz_out, authz_len,
-                 "%s Credential=%s/%.8s/%s/%s/aws4_request, SignedHeaders=%s, Signature=%s",
-                 GW_SIGV4_ALGORITHM, c->access_key, amz_date, region, service, signed_headers, sig);
-    if (n < 0 || (size_t)n >= authz_len) {
-        if (authz_len > 0) {
-            authz_out[0] = '\0';
-        }
-        return ERR_TOOBIG;
-    }
-    return 0;
+    char date8[9];
+    memcpy(date8, amz_date, 8);
+    date8[8] = '\0';
+    return str_concat(authz_out, authz_len, GW_SIGV4_ALGORITHM, " Credential=", c->access_key, "/",
+                      date8, "/", region, "/", service,
+                      "/aws4_request, SignedHeaders=", signed_headers, ", Signature=", sig,
+                      (const char *)NULL);
 }

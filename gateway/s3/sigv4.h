@@ -212,7 +212,7 @@ MUST_USE int gw_sigv4_canonical_request(const struct gw_sigv4_input *in, const c
 
 /*
  * gw_sigv4_scope - "date/region/service/aws4_request" into out[outlen].
- * Returns 0, ERR_INVAL (bad part), ERR_TOOBIG (outlen too small).
+ * Returns 0, ERR_INVAL (bad part), ERR_TOOBIG (outlen too small; out is then "").
  */
 MUST_USE int gw_sigv4_scope(const char *date, const char *region, const char *service, char *out,
                             size_t outlen);

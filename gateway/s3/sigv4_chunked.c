@@ -43,7 +43,8 @@ chain_signature(const unsigned char key[GW_SIGV4_KEY_LEN], const char *alg, cons
         return ERR_INVAL;
     }
     buf_init(&sts, 1024);
-    int err = buf_printf(&sts, "%s\n%s\n%s\n%s\n%s", alg, amz_date, scope, prev_sig, tail);
+    int err = buf_append_strs(&sts, alg, "\n", amz_date, "\n", scope, "\n", prev_sig, "\n", tail,
+                              (const char *)NULL);
     if (err == 0) {
         err = gw_sigv4_hmac_hex(key, GW_SIGV4_KEY_LEN, sts.data, sts.len, sig);
     }

@@ -362,7 +362,7 @@ add_header(struct gw_s3client_msg *m, size_t *n, const char *name, const char *v
     }
     size_t line = m->data.len;
     if (rc == 0) {
-        rc = buf_printf(&m->data, "%s: %s", name, value);
+        rc = buf_append_strs(&m->data, name, ": ", value, (const char *)NULL);
     }
     if (rc == 0) {
         rc = buf_append(&m->data, "", 1);
@@ -414,11 +414,15 @@ signed_list(const struct gw_s3client_msg *m, size_t n, size_t nown, enum gw_s3cl
         if (i > 0 && strcmp(names[i], names[i - 1]) == 0) {
             continue; /* a repeated header is one canonical line */
         }
-        int w = snprintf(out + used, outlen - used, "%s%s", used > 0 ? ";" : "", names[i]);
-        if (w < 0 || (size_t)w >= outlen - used) {
+        size_t sep = used > 0 ? 1 : 0;
+        size_t len = strlen(names[i]);
+        if (sep + len >= outlen - used) {
+            out[0] = '\0';
             return ERR_TOOBIG;
         }
-        used += (size_t)w;
+        out[used] = ';';
+        memcpy(out + used + sep, names[i], len + 1);
+        used += sep + len;
     }
     return 0;
 }
@@ -475,20 +479,23 @@ gw_s3client_sign(struct gw_s3client *c, const struct gw_s3client_sign_req *rq,
      * path exactly as given (no normalisation: DESIGN.md "One key, one meaning"). */
     const char *query = rq->query != NULL ? rq->query : "";
     if (!virt && bucket[0] != '\0') {
-        rc = buf_printf(&path, "/%s", bucket);
+        rc = buf_append_strs(&path, "/", bucket, (const char *)NULL);
     }
     if (rc == 0 && rq->key != NULL) {
-        rc = buf_printf(&path, "/%s", rq->key);
+        rc = buf_append_strs(&path, "/", rq->key, (const char *)NULL);
     }
     if (rc == 0 && path.len == 0) {
         rc = buf_append_str(&path, "/");
     }
     char hostv[GW_S3CLIENT_MAX_HOST + GW_S3CLIENT_MAX_BUCKET + 2];
-    (void)snprintf(hostv, sizeof(hostv), "%s%s%s", virt ? bucket : "", virt ? "." : "", c->host);
+    if (rc == 0) {
+        rc = str_concat(hostv, sizeof(hostv), virt ? bucket : "", virt ? "." : "", c->host,
+                        (const char *)NULL);
+    }
     /* data: url \0, then "lname\0Name: value\0" per header */
     if (rc == 0) {
-        rc = buf_printf(&m->data, "%s://%s%s%s%s", c->scheme, hostv, buf_cstr(&path),
-                        query[0] != '\0' ? "?" : "", query);
+        rc = buf_append_strs(&m->data, c->scheme, "://", hostv, buf_cstr(&path),
+                             query[0] != '\0' ? "?" : "", query, (const char *)NULL);
     }
     if (rc == 0) {
         rc = buf_append(&m->data, "", 1);

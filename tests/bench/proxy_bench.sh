@@ -103,26 +103,9 @@ done
 T=$(mktemp -d /tmp/fg-proxy-bench.XXXXXX)
 GW_PID="" NGX_PID="" RGW_STARTED=0
 
-# True if PID is alive and its command line mentions our temp dir, so a
-# recycled PID is never signalled.
-ours() {
-    [ -n "$1" ] && { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -- "$T"
-}
-
-# stop_pid PID: TERM, up to 5 s, then KILL; reaps it if it is our child.
-stop_pid() {
-    local pid=$1 i
-    ours "$pid" || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for ((i = 0; i < 50; i++)); do
-        ours "$pid" || break
-        # a zombie child still shows a cmdline-less /proc entry: reap it
-        [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
-        sleep 0.1
-    done
-    ours "$pid" && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
-}
+BENCH=proxy_bench.sh
+# shellcheck source=tests/bench/lib.sh
+. "$ROOT/tests/bench/lib.sh"
 
 cleanup() {
     local rc=$?
@@ -133,7 +116,7 @@ cleanup() {
         bash "$RGW_SH" stop "$T/rgw" >/dev/null 2>&1 || note "rgw.sh stop failed"
     fi
     if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$PERF" = 1 ] || [ "$rc" -ne 0 ]; then
-        note "kept $T (logs: gw.log nginx/error.log rgw/)"
+        note "kept $T (logs: gw.log nginx-peer/error.log rgw/)"
     else
         rm -rf "$T"
     fi
@@ -143,34 +126,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# ---- helpers over /proc ----
+# ---- helpers over /proc (and lib.sh's cpu_ticks, status_kb, nginx_pids) ----
 
-# cpu_ticks PID...: utime+stime summed over PIDs (field 14 and 15; the comm
-# field may hold spaces, so cut after its closing parenthesis).
-cpu_ticks() {
-    local p s=0 v
-    for p in "$@"; do
-        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || v=0
-        s=$((s + ${v:-0}))
-    done
-    echo "$s"
-}
-# status_kb FIELD PID...: a /proc/PID/status kB field summed over PIDs
-status_kb() {
-    local f=$1 p s=0 v
-    shift
-    for p in "$@"; do
-        v=$(awk -v f="$f:" '$1 == f {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
-        s=$((s + ${v:-0}))
-    done
-    echo "$s"
-}
-# shellcheck disable=SC2046 # one PID a word
-nginx_pids() { echo "$NGX_PID" $(cat /proc/"$NGX_PID"/task/*/children 2>/dev/null); }
 proxy_pids() { # TARGET: the PIDs whose CPU counts as the proxy's
     case $1 in
     gateway) echo "$GW_PID" ;;
-    nginx*) nginx_pids ;;
+    nginx*) nginx_pids "$NGX_PID" ;;
     *) echo "" ;;
     esac
 }
@@ -182,14 +143,6 @@ alive_check() {
     kill -0 "$NGX_PID" 2>/dev/null || die "nginx died during $1"
 }
 median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-wait_http() { # URL: until any HTTP answer, 15 s
-    local i
-    for ((i = 0; i < 150; i++)); do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$1" || true)" != 000 ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 # restart_rgw_nodelay: rgw.sh's beast frontend runs without TCP_NODELAY, so on
 # a keep-alive connection every response whose headers and body go out in two
@@ -242,45 +195,10 @@ head -c "$LARGE_BYTES" /dev/urandom >"$T/large.bin"
 "$PY" "$HELPER" setup "$RGW_ENDPOINT" "$RGW_ACCESS_KEY" "$RGW_SECRET_KEY" "$BUCKET" \
     "$T/small.bin" "$T/large.bin" || die "bucket setup failed"
 
-# ---- nginx ----
-mkdir -p "$T/nginx/tmp"
-cat >"$T/nginx/nginx.conf" <<EOF
-# proxy_bench.sh: plain streaming reverse proxy to RGW (its own prefix $T/nginx)
-daemon off;
-worker_processes $NGINX_WORKERS;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $T/nginx/tmp/body;
-    proxy_temp_path $T/nginx/tmp/proxy;
-    fastcgi_temp_path $T/nginx/tmp/fastcgi;
-    uwsgi_temp_path $T/nginx/tmp/uwsgi;
-    scgi_temp_path $T/nginx/tmp/scgi;
-    upstream rgw {
-        server ${RGW_ENDPOINT#http://};
-        keepalive 64;
-    }
-    server {
-        listen 127.0.0.1:$NGX_PORT;
-        client_max_body_size 0;
-        keepalive_requests 100000;
-        location / {
-            proxy_pass http://rgw;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host \$http_host;
-            proxy_request_buffering off;
-            proxy_buffering off;
-            proxy_read_timeout 300s;
-            proxy_send_timeout 300s;
-        }
-    }
-}
-EOF
-"$NGINX" -p "$T/nginx/" -c "$T/nginx/nginx.conf" -e "$T/nginx/error.log" </dev/null \
-    >"$T/nginx/stdout.log" 2>&1 &
+# ---- nginx: a plain streaming reverse proxy to RGW ----
+nginx_conf peer "$NGX_PORT" "$NGINX_WORKERS" "$(nginx_proxy_location rgw)" \
+    "upstream rgw { server ${RGW_ENDPOINT#http://}; keepalive 64; }"
+start_nginx peer
 NGX_PID=$!
 
 # ---- gateway ----
@@ -307,7 +225,7 @@ declare -A URL
 URL[direct]=$RGW_ENDPOINT
 URL[nginx]=http://127.0.0.1:$NGX_PORT
 URL[gateway]=http://127.0.0.1:$GW_PORT
-wait_http "${URL[nginx]}/" || die "nginx does not answer: $(tail -5 "$T/nginx/error.log")"
+wait_code "${URL[nginx]}/" any || die "nginx does not answer: $(tail -5 "$T/nginx-peer/error.log")"
 for ((i = 0; i < 150; i++)); do
     [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "${URL[gateway]}/healthz" || true)" = 200 ] && break
     kill -0 "$GW_PID" 2>/dev/null || die "the gateway exited at start: $(tail -20 "$T/gw.log")"
@@ -442,7 +360,7 @@ done
 GW_HWM=$(status_kb VmHWM "$GW_PID")
 GW_RSS_END=$(status_kb VmRSS "$GW_PID")
 # shellcheck disable=SC2046
-NGX_HWM=$(status_kb VmHWM $(nginx_pids))
+NGX_HWM=$(status_kb VmHWM $(nginx_pids "$NGX_PID"))
 # shellcheck disable=SC2046
 NGX_WORKER_HWM=$(status_kb VmHWM $(cat /proc/"$NGX_PID"/task/*/children 2>/dev/null))
 GW_LOGLINES=$(grep -c . "$T/gw.log" || true)

@@ -93,23 +93,9 @@ done
 T=$(mktemp -d /dev/shm/fg-bench.XXXXXX)
 ORG_PID="" NGX_PID="" GW_PID="" GWA_PID="" PERF_PID="" STRACE_PID=""
 
-# True if PID is alive and its command line mentions our temp dir, so a
-# recycled PID is never signalled.
-ours() {
-    [ -n "$1" ] && { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -- "$T"
-}
-stop_pid() { # PID: TERM, up to 5 s, then KILL; reaps our child
-    local pid=$1 i
-    ours "$pid" || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for ((i = 0; i < 50; i++)); do
-        ours "$pid" || break
-        [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
-        sleep 0.1
-    done
-    ours "$pid" && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
-}
+BENCH=proxy_bench_dav.sh
+# shellcheck source=tests/bench/lib.sh
+. "$ROOT/tests/bench/lib.sh"
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
@@ -136,26 +122,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# cpu_ticks PID...: utime+stime summed (fields 14, 15; cut after the comm's
-# closing parenthesis, which may hold spaces)
-cpu_ticks() {
-    local p s=0 v
-    for p in "$@"; do
-        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || v=0
-        s=$((s + ${v:-0}))
-    done
-    echo "$s"
-}
-hwm_kb() { # PID...: VmHWM summed
-    local p s=0 v
-    for p in "$@"; do
-        v=$(awk '$1 == "VmHWM:" {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
-        s=$((s + ${v:-0}))
-    done
-    echo "$s"
-}
-# shellcheck disable=SC2046 # one PID a word
-nginx_pids() { echo "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); }
+# lib.sh: cpu_ticks, status_kb, nginx_pids, wait_code
 proxy_pids() { # TARGET
     case $1 in
     nginx) nginx_pids "$NGX_PID" ;;
@@ -189,69 +156,18 @@ size_label() { # BYTES: 1 KiB, 64 KiB, 1 MiB
         echo "$(($1 / 1024)) KiB"
     else echo "$1 B"; fi
 }
-wait_code() { # URL WANT: until that HTTP status, 15 s
-    local i
-    for ((i = 0; i < 150; i++)); do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$1" || true)" = "$2" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 read -r ORG_PORT NGX_PORT GW_PORT GWA_PORT <<<"$("$PY" "$HELPER" ports 4)"
 mkdir -p "$T/origin/bench" "$T/gw-data" "$T/gwa-data/election"
 
-# ---- origin and peer: two nginx instances, each with its own prefix ----
-# as root, nginx's workers would drop to nobody, who cannot enter the 0700
-# temp dir: keep them as the user who runs the bench
-NGINX_USER=""
-[ "$(id -u)" = 0 ] && NGINX_USER="user root root;"
-nginx_conf() { # NAME SERVER-BLOCK-BODY [HTTP-EXTRA]
-    mkdir -p "$T/nginx-$1/tmp"
-    cat >"$T/nginx-$1/nginx.conf" <<EOF
-# proxy_bench_dav.sh: $1 (prefix $T/nginx-$1)
-daemon off;
-$NGINX_USER
-worker_processes 1;
-pid $T/nginx-$1/nginx.pid;
-error_log $T/nginx-$1/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $T/nginx-$1/tmp/body;
-    proxy_temp_path $T/nginx-$1/tmp/proxy;
-    fastcgi_temp_path $T/nginx-$1/tmp/fastcgi;
-    uwsgi_temp_path $T/nginx-$1/tmp/uwsgi;
-    scgi_temp_path $T/nginx-$1/tmp/scgi;
-    ${3:-}
-    server {
-        listen 127.0.0.1:$4;
-        client_max_body_size 0;
-        keepalive_requests 10000000;
-        $2
-    }
-}
-EOF
-}
-nginx_conf origin "root $T/origin;
-        location / { dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw; }" "" "$ORG_PORT"
-nginx_conf peer "location / {
-            proxy_pass http://origin;
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-            proxy_set_header Host \$http_host;
-            proxy_request_buffering off;
-            proxy_buffering off;
-            proxy_read_timeout 300s;
-            proxy_send_timeout 300s;
-        }" "upstream origin { server 127.0.0.1:$ORG_PORT; keepalive 128; keepalive_requests 10000000; }" "$NGX_PORT"
-start_nginx() { # NAME
-    taskset -c "$SERVER_CPU" "$NGINX" -p "$T/nginx-$1/" -c "$T/nginx-$1/nginx.conf" -e "$T/nginx-$1/error.log" \
-        </dev/null >"$T/nginx-$1/stdout.log" 2>&1 &
-}
-start_nginx origin
+# ---- origin and peer: two nginx instances, each with its own prefix (lib.sh) ----
+nginx_conf origin "$ORG_PORT" 1 "root $T/origin;
+        location / { dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw; }"
+nginx_conf peer "$NGX_PORT" 1 "$(nginx_proxy_location origin)" \
+    "upstream origin { server 127.0.0.1:$ORG_PORT; keepalive 128; keepalive_requests 10000000; }"
+start_nginx origin "$SERVER_CPU"
 ORG_PID=$!
-start_nginx peer
+start_nginx peer "$SERVER_CPU"
 NGX_PID=$!
 
 # ---- the two gateways ----
@@ -354,7 +270,7 @@ for c in $CASES; do
     if [ "$small_done" = 0 ] && [ "$b" -gt 65536 ]; then
         for tg in "${TARGETS[@]}"; do
             # shellcheck disable=SC2046
-            printf 'hwm\t%s\t%s\n' "$tg" "$(hwm_kb $(proxy_pids "$tg"))" >>"$RES"
+            printf 'hwm\t%s\t%s\n' "$tg" "$(status_kb VmHWM $(proxy_pids "$tg"))" >>"$RES"
         done
         small_done=1
     fi
@@ -382,7 +298,7 @@ done
 if [ "$small_done" = 0 ]; then
     for tg in "${TARGETS[@]}"; do
         # shellcheck disable=SC2046
-        printf 'hwm\t%s\t%s\n' "$tg" "$(hwm_kb $(proxy_pids "$tg"))" >>"$RES"
+        printf 'hwm\t%s\t%s\n' "$tg" "$(status_kb VmHWM $(proxy_pids "$tg"))" >>"$RES"
     done
 fi
 
@@ -402,7 +318,7 @@ if [ "$BIG_MIB" -gt 0 ]; then
         read -r code speed <<<"$(taskset -c "$LOAD_CPU" curl -s -o "$T/big.out" -w '%{http_code} %{speed_upload}' \
             --max-time 240 -T "$T/body-big" "${tok[@]}" "$u" || true)"
         # shellcheck disable=SC2086
-        c1=$(cpu_ticks $ppids) hwm=$(hwm_kb $ppids)
+        c1=$(cpu_ticks $ppids) hwm=$(status_kb VmHWM $ppids)
         size=$(stat -c %s "$T/origin/bench/big" 2>/dev/null || echo 0)
         [ "$size" = $((BIG_MIB * 1048576)) ] || die "PUT $BIG_MIB MiB via $tg: HTTP $code, origin holds $size bytes"
         rm -f "$T/origin/bench/big"

@@ -144,6 +144,21 @@ def test_expired_and_wrong_secret_refused(v2gw, rgw, bucket):
     assert rgw_keys(rgw, bucket, "v2/bad") == []
 
 
+def test_sigv2_signed_chunks_refused(v2gw, rgw, bucket):
+    """SigV2 has no seed signature to check signed aws-chunked bodies with: refused
+    before the signature is checked, and nothing reaches the upstream."""
+    gw = v2gw
+    for mode in ("STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+                 "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"):
+        hdrs = {"x-amz-content-sha256": mode, "x-amz-decoded-content-length": "1"}
+        url = query_signed("PUT", f"{gw.url}/{bucket}/v2/chunks", 300, headers=hdrs)
+        r = requests.put(url, data=b"1;chunk-signature=00\r\nx\r\n0;chunk-signature=00\r\n\r\n",
+                         headers=hdrs, timeout=10)
+        assert r.status_code == 400 and error_code(r) == "InvalidRequest", r.text
+        assert "need SigV4" in r.text, r.text
+    assert rgw_keys(rgw, bucket, "v2/chunks") == []
+
+
 def test_sigv2_disabled(gateway, tmp_path, rgw, bucket):
     gw = worker_gateway(gateway, tmp_path, bucket, sigv2=False)
     with pytest.raises(ClientError) as e:

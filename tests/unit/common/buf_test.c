@@ -135,6 +135,78 @@ test_parse_hex(void **state)
     assert_int_equal(parse_hex_u64n("g", 1, &v), ERR_INVAL);
 }
 
+/* buf_append_strs appends what buf_printf("%s%s...") would, all or nothing */
+static void
+test_buf_append_strs(void **state)
+{
+    (void)state;
+    static const char *const parts[] = {
+        "",     "a", "bc", "\n", "AWS4-HMAC-SHA256", "/", "20150830/us-east-1/s3/aws4_request",
+        "x y;z"};
+    const size_t np = sizeof(parts) / sizeof(parts[0]);
+    struct buf got;
+    struct buf want;
+    buf_init(&got, 1 << 16);
+    buf_init(&want, 1 << 16);
+    for (size_t i = 0; i < np; i++) {
+        for (size_t j = 0; j < np; j++) {
+            for (size_t k = 0; k < np; k++) {
+                assert_int_equal(
+                    buf_append_strs(&got, parts[i], parts[j], parts[k], "|", (const char *)NULL),
+                    0);
+                assert_int_equal(buf_printf(&want, "%s%s%s|", parts[i], parts[j], parts[k]), 0);
+            }
+        }
+    }
+    assert_int_equal(got.len, want.len);
+    assert_string_equal(buf_cstr(&got), buf_cstr(&want));
+    buf_cleanup(&got);
+    buf_cleanup(&want);
+
+    /* the cap: exactly full fits; one past it fails and changes nothing */
+    buf_init(&got, 8);
+    assert_int_equal(buf_append_strs(&got, (const char *)NULL), 0);
+    assert_string_equal(buf_cstr(&got), "");
+    assert_int_equal(buf_append_strs(&got, "abc", "de", (const char *)NULL), 0);
+    assert_int_equal(buf_append_strs(&got, "fgh", "i", (const char *)NULL), ERR_TOOBIG);
+    assert_int_equal(got.len, 5);
+    assert_string_equal(buf_cstr(&got), "abcde");
+    assert_int_equal(buf_append_strs(&got, "f", "gh", (const char *)NULL), 0);
+    assert_string_equal(buf_cstr(&got), "abcdefgh");
+    buf_cleanup(&got);
+}
+
+/* str_concat writes what snprintf("%s%s%s") would when it fits, and "" (never a prefix) when not */
+static void
+test_str_concat(void **state)
+{
+    (void)state;
+    static const char *const parts[] = {"", "k", "AKIDEXAMPLE", "/20150830/", "us-east-1"};
+    const size_t np = sizeof(parts) / sizeof(parts[0]);
+    for (size_t i = 0; i < np; i++) {
+        for (size_t j = 0; j < np; j++) {
+            for (size_t k = 0; k < np; k++) {
+                char want[64];
+                int wn = snprintf(want, sizeof(want), "%s%s%s", parts[i], parts[j], parts[k]);
+                for (size_t outlen = 0; outlen <= (size_t)wn + 2; outlen++) {
+                    char got[64];
+                    memset(got, '#', sizeof(got));
+                    int rc =
+                        str_concat(got, outlen, parts[i], parts[j], parts[k], (const char *)NULL);
+                    if (outlen > (size_t)wn) {
+                        assert_int_equal(rc, 0);
+                        assert_string_equal(got, want);
+                    } else {
+                        assert_int_equal(rc, ERR_TOOBIG);
+                        assert_true(outlen == 0 ? got[0] == '#' : got[0] == '\0');
+                    }
+                    assert_int_equal(got[outlen], '#'); /* nothing past outlen */
+                }
+            }
+        }
+    }
+}
+
 static void
 test_err_str_and_clock(void **state)
 {
@@ -160,6 +232,8 @@ main(void)
         cmocka_unit_test(test_buf_append_and_cap),
         cmocka_unit_test(test_buf_printf_room_and_growth),
         cmocka_unit_test(test_buf_binary_and_growth),
+        cmocka_unit_test(test_buf_append_strs),
+        cmocka_unit_test(test_str_concat),
         cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_parse_hex),
         cmocka_unit_test(test_err_str_and_clock),

@@ -488,19 +488,38 @@ expect_serving(void)
 
 /* ---- fixtures ---- */
 
+/*
+ * The tests' configuration in c: one listener on 127.0.0.1 (an ephemeral
+ * port), small head limits and 8 KiB connection buffers; everything else zero
+ * (the defaults).  upstream_endpoint NULL: no upstream section; otherwise the
+ * upstream's endpoint, region and keys (all borrowed: they must outlive c).
+ */
+static inline void
+th_config_init(struct gw_config *c, char *upstream_endpoint, char *region, char *access_key,
+               char *secret_key)
+{
+    memset(c, 0, sizeof(*c));
+    c->nlisten = 1;
+    c->listen[0].host = host;
+    c->limits.max_header_bytes = 4096;
+    c->limits.max_headers = 20;
+    c->limits.max_url_bytes = 256;
+    c->limits.buffer_bytes = 8192;
+    c->upstream.endpoint = upstream_endpoint;
+    if (upstream_endpoint != NULL) {
+        c->upstream.region = region;
+        c->upstream.access_key = access_key;
+        c->upstream.secret_key = secret_key;
+    }
+}
+
 static inline int
 setup(void **state)
 {
     (void)state;
     memset(&th, 0, sizeof(th));
     buf_init(&th.body, 64 << 20);
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.nlisten = 1;
-    cfg.listen[0].host = host;
-    cfg.limits.max_header_bytes = 4096;
-    cfg.limits.max_headers = 20;
-    cfg.limits.max_url_bytes = 256;
-    cfg.limits.buffer_bytes = 8192;
+    th_config_init(&cfg, NULL, NULL, NULL, NULL);
     cfg.limits.discard_body_bytes = 1u << 20;
     base = event_base_new();
     assert_non_null(base);

@@ -41,17 +41,7 @@ px_setup(void **state)
     (void)state;
     memset(&th, 0, sizeof(th));
     buf_init(&th.body, 1024);
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.nlisten = 1;
-    cfg.listen[0].host = host;
-    cfg.limits.max_header_bytes = 4096;
-    cfg.limits.max_headers = 20;
-    cfg.limits.max_url_bytes = 256;
-    cfg.limits.buffer_bytes = 8192;
-    cfg.upstream.endpoint = endpoint;
-    cfg.upstream.region = region;
-    cfg.upstream.access_key = akey;
-    cfg.upstream.secret_key = skey;
+    th_config_init(&cfg, endpoint, region, akey, skey);
     base = event_base_new();
     assert_non_null(base);
     char err[256];

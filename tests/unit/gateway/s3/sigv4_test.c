@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -760,6 +761,74 @@ test_amz_date(void **state)
     assert_int_equal(gw_sigv4_amz_date_format(-1, out), ERR_INVAL);
 }
 
+/* gw_sigv4_amz_date_format is strftime("%Y%m%dT%H%M%SZ") of gmtime over its whole range */
+static void
+test_amz_date_matches_strftime(void **state)
+{
+    (void)state;
+    const int64_t last = 253402300799LL; /* 9999-12-31T23:59:59Z */
+    const int64_t edges[] = {0,
+                             59,
+                             60,
+                             3599,
+                             3600,
+                             86399,
+                             86400,
+                             951782400 /* 2000-02-29 */,
+                             1440938160,
+                             4107542400LL /* 2100-03-01 */,
+                             last - 86400,
+                             last};
+    const size_t nedges = sizeof(edges) / sizeof(edges[0]);
+    uint64_t x = 88172645463325252ULL;
+    for (size_t i = 0; i < 200000 + nedges; i++) {
+        int64_t t;
+        if (i < nedges) {
+            t = edges[i];
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            /* every other one near now, where the signer runs */
+            t = (i % 2 != 0) ? (int64_t)(x % (uint64_t)(last + 1))
+                             : 1700000000 + (int64_t)(x % 1000000000);
+        }
+        char got[GW_SIGV4_AMZ_DATE_LEN + 1];
+        memset(got, '#', sizeof(got));
+        assert_int_equal(gw_sigv4_amz_date_format(t, got), 0);
+        time_t tt = (time_t)t;
+        struct tm tm;
+        assert_non_null(gmtime_r(&tt, &tm));
+        char want[64];
+        assert_int_equal(strftime(want, sizeof(want), "%Y%m%dT%H%M%SZ", &tm),
+                         GW_SIGV4_AMZ_DATE_LEN);
+        assert_string_equal(got, want);
+    }
+    char out[GW_SIGV4_AMZ_DATE_LEN + 1];
+    assert_int_equal(gw_sigv4_amz_date_format(last + 1, out), ERR_INVAL);
+}
+
+/* The scope is "date/region/service/aws4_request"; ERR_TOOBIG and "" (never a prefix) if too long
+ */
+static void
+test_scope_format(void **state)
+{
+    (void)state;
+    const char *want = "20150830/us-east-1/s3/aws4_request";
+    char scope[64];
+    for (size_t len = 1; len <= strlen(want) + 1; len++) {
+        memset(scope, '#', sizeof(scope));
+        int rc = gw_sigv4_scope("20150830", "us-east-1", "s3", scope, len);
+        if (len == strlen(want) + 1) {
+            assert_int_equal(rc, 0);
+            assert_string_equal(scope, want);
+        } else {
+            assert_int_equal(rc, ERR_TOOBIG);
+            assert_string_equal(scope, "");
+        }
+    }
+}
+
 static void
 test_primitives(void **state)
 {
@@ -797,6 +866,8 @@ main(void)
         cmocka_unit_test(test_sign_errors),
         cmocka_unit_test(test_keycache),
         cmocka_unit_test(test_amz_date),
+        cmocka_unit_test(test_amz_date_matches_strftime),
+        cmocka_unit_test(test_scope_format),
         cmocka_unit_test(test_primitives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

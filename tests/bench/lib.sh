@@ -1,0 +1,133 @@
+# shellcheck shell=bash
+# tests/bench/lib.sh: what the proxy benches share (sourced by proxy_bench.sh
+# and proxy_bench_dav.sh): stopping only our own processes, /proc readings,
+# waiting for an HTTP answer, and booting nginx in a prefix of its own.
+#
+# The sourcing script sets, before calling anything here:
+#   T        its temp dir (every process we start names it on its command line)
+#   NGINX    the nginx binary
+#   BENCH    its name, for nginx.conf's first line
+# Nothing here is ever killed by name: stop_pid signals a PID only while its
+# command line still names $T, so a recycled PID is left alone.
+
+# ours PID: true if PID is alive and its command line mentions $T.
+ours() {
+    [ -n "$1" ] && { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -- "$T"
+}
+
+# stop_pid PID: TERM, up to 5 s, then KILL; reaps it if it is our child.
+stop_pid() {
+    local pid=$1 i
+    ours "$pid" || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 50; i++)); do
+        ours "$pid" || break
+        # a zombie child still shows a cmdline-less /proc entry: reap it
+        [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
+        sleep 0.1
+    done
+    ours "$pid" && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+}
+
+# cpu_ticks PID...: utime+stime summed over PIDs (fields 14 and 15; the comm
+# field may hold spaces, so cut after its closing parenthesis).
+cpu_ticks() {
+    local p s=0 v
+    for p in "$@"; do
+        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || v=0
+        s=$((s + ${v:-0}))
+    done
+    echo "$s"
+}
+
+# status_kb FIELD PID...: a /proc/PID/status kB field (VmHWM, VmRSS) summed over PIDs
+status_kb() {
+    local f=$1 p s=0 v
+    shift
+    for p in "$@"; do
+        v=$(awk -v f="$f:" '$1 == f {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
+        s=$((s + ${v:-0}))
+    done
+    echo "$s"
+}
+
+# nginx_pids PID: an nginx master and its workers
+# shellcheck disable=SC2046 # one PID a word
+nginx_pids() { echo "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); }
+
+# wait_code URL WANT: until URL answers with HTTP status WANT (any: any answer), 15 s
+wait_code() {
+    local i c
+    for ((i = 0; i < 150; i++)); do
+        c=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$1" || true)
+        if [ "$c" = "$2" ] || { [ "$2" = any ] && [ "$c" != 000 ]; }; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# nginx_conf NAME PORT WORKERS SERVER-BODY [HTTP-EXTRA]: $T/nginx-NAME/nginx.conf,
+# an nginx on 127.0.0.1:PORT with its own prefix (pid, logs, temp paths under
+# $T/nginx-NAME), WORKERS worker processes, SERVER-BODY inside its one server
+# block and HTTP-EXTRA (an upstream block) in http.
+nginx_conf() {
+    local user=""
+    # as root, nginx's workers would drop to nobody, who cannot enter the 0700
+    # temp dir: keep them as the user who runs the bench
+    [ "$(id -u)" = 0 ] && user="user root root;"
+    mkdir -p "$T/nginx-$1/tmp"
+    cat >"$T/nginx-$1/nginx.conf" <<EOF
+# $BENCH: $1 (prefix $T/nginx-$1)
+daemon off;
+$user
+worker_processes $3;
+pid $T/nginx-$1/nginx.pid;
+error_log $T/nginx-$1/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $T/nginx-$1/tmp/body;
+    proxy_temp_path $T/nginx-$1/tmp/proxy;
+    fastcgi_temp_path $T/nginx-$1/tmp/fastcgi;
+    uwsgi_temp_path $T/nginx-$1/tmp/uwsgi;
+    scgi_temp_path $T/nginx-$1/tmp/scgi;
+    ${5:-}
+    server {
+        listen 127.0.0.1:$2;
+        client_max_body_size 0;
+        keepalive_requests 10000000;
+        $4
+    }
+}
+EOF
+}
+
+# nginx_proxy_location UPSTREAM: a plain streaming reverse proxy's location
+# block (HTTP/1.1 keep-alive to the upstream block UPSTREAM, Host passed
+# through, no request or response buffering), for nginx_conf's SERVER-BODY.
+nginx_proxy_location() {
+    cat <<EOF
+location / {
+            proxy_pass http://$1;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$http_host;
+            proxy_request_buffering off;
+            proxy_buffering off;
+            proxy_read_timeout 300s;
+            proxy_send_timeout 300s;
+        }
+EOF
+}
+
+# start_nginx NAME [CPU]: starts nginx-NAME in the background (on CPU with
+# taskset when given); the caller takes its PID from $!.
+start_nginx() {
+    local pin=()
+    [ -n "${2:-}" ] && pin=(taskset -c "$2")
+    "${pin[@]}" "$NGINX" -p "$T/nginx-$1/" -c "$T/nginx-$1/nginx.conf" -e "$T/nginx-$1/error.log" \
+        </dev/null >"$T/nginx-$1/stdout.log" 2>&1 &
+}
