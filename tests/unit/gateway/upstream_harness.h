@@ -43,6 +43,9 @@
 
 #define MIB (1024u * 1024u)
 
+/* The engine the tests run against; run_both_engines runs a group with each. */
+static enum gw_upstream_engine harness_engine = GW_UPSTREAM_CURL;
+
 static inline unsigned char
 pat(uint64_t i)
 {
@@ -600,6 +603,7 @@ static inline struct gw_upstream *
 new_upstream(struct event_base *base, uint32_t timeout_ms)
 {
     struct gw_upstream_opts o = {
+        .engine = harness_engine,
         .connect_timeout_ms = 2000,
         .timeout_ms = timeout_ms,
         .max_connections = 8,
@@ -651,6 +655,24 @@ use_timeout(struct fx *f, uint32_t ms)
     gw_upstream_free(f->up);
     f->up = new_upstream(f->base, ms);
     f->c.up = f->up;
+}
+
+/* Run the group once per engine ("name/curl", "name/lean"); the number of failures. */
+static inline int
+run_both_engines(const char *name, const struct CMUnitTest *tests, size_t n)
+{
+    static const struct {
+        enum gw_upstream_engine engine;
+        const char *suffix;
+    } engines[] = {{GW_UPSTREAM_CURL, "curl"}, {GW_UPSTREAM_LEAN, "lean"}};
+    int fails = 0;
+    for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+        char full[96];
+        (void)snprintf(full, sizeof(full), "%s/%s", name, engines[i].suffix);
+        harness_engine = engines[i].engine;
+        fails += _cmocka_run_group_tests(full, tests, n, NULL, NULL);
+    }
+    return fails;
 }
 
 #endif /* TESTS_UNIT_GATEWAY_UPSTREAM_HARNESS_H */

@@ -120,6 +120,7 @@ test_connect_timeout(void **state)
     struct fx *f = *state;
     gw_upstream_free(f->up);
     struct gw_upstream_opts o = {
+        .engine = harness_engine,
         .connect_timeout_ms = 300, .timeout_ms = 10000, .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
@@ -187,6 +188,7 @@ test_queued_timeouts_leave_pool_healthy(void **state)
     struct fx *f = *state;
     gw_upstream_free(f->up);
     struct gw_upstream_opts o = {
+        .engine = harness_engine,
         .connect_timeout_ms = 2000, .timeout_ms = 200, .max_connections = 1, .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
@@ -281,7 +283,10 @@ test_short_body_aborts(void **state)
     assert_true(run_until(f->base, &f->c.dones, 1, 3000));
     assert_int_equal(f->c.err, ERR_INVAL);
     assert_int_equal(f->c.sent_at_done, 70000);
-    assert_true(run_until(f->base, &f->srv.eofs_early, 1, 3000));
+    /* the connection closes (libcurl has sent part of the body by then; the lean engine
+     * drops it unsent, all of it still queued) and the request never completes */
+    assert_true(run_until(f->base, &f->srv.closed, 1, 3000));
+    run_for(f->base, 50);
     assert_int_equal(f->srv.requests, 0);
 }
 
@@ -357,5 +362,5 @@ main(void)
         cmocka_unit_test_setup_teardown(test_start_rejects_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_with_transfers_in_flight, setup, teardown),
     };
-    return cmocka_run_group_tests_name("upstream_faults", tests, NULL, NULL);
+    return run_both_engines("upstream_faults", tests, sizeof(tests) / sizeof(tests[0]));
 }

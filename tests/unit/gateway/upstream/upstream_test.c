@@ -153,6 +153,7 @@ test_connection_cap(void **state)
     struct fx *f = *state;
     gw_upstream_free(f->up);
     struct gw_upstream_opts o = {
+        .engine = harness_engine,
         .connect_timeout_ms = 2000, .timeout_ms = 5000, .max_connections = 1, .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
@@ -273,5 +274,5 @@ main(void)
         cmocka_unit_test_setup_teardown(test_interim_responses_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_from_callbacks, setup, teardown),
     };
-    return cmocka_run_group_tests_name("upstream", tests, NULL, NULL);
+    return run_both_engines("upstream", tests, sizeof(tests) / sizeof(tests[0]));
 }
