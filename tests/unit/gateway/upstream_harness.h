@@ -39,6 +39,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "gateway/http/tls.h"
 #include "gateway/upstream/upstream.h"
 
 #define MIB (1024u * 1024u)
@@ -73,6 +74,7 @@ enum srv_mode {
     M_CONTINUE, /* 100 Continue and 103 Early Hints right after the head, then as M_OK */
     M_BIGHEAD,  /* a 200 whose head is about 70 KiB */
     M_GARBAGE,  /* answer the first bytes of anything with a plain-text 400 */
+    M_CLOSE_DELIM, /* 200 without Content-Length: resp_len pattern bytes, then close */
 };
 
 enum conn_state { S_HEAD, S_BODY, S_DEAD };
@@ -89,7 +91,9 @@ struct sconn {
     bool pattern_ok; /* every body byte matched pat() */
     bool chunked;    /* response is chunked */
     uint64_t resp_left, resp_off;
-    uint64_t fed; /* response bytes queued to the bufferevent */
+    uint64_t fed;    /* response bytes queued to the bufferevent */
+    int served;      /* requests answered on this connection */
+    bool close_done; /* M_CLOSE_DELIM: close once the output is flushed */
 };
 
 struct srv {
@@ -109,6 +113,10 @@ struct srv {
     uint64_t live_got; /* body bytes of the current request so far */
     bool body_ok;      /* the last complete body matched pat() */
     uint64_t pushed;   /* response bytes the kernel took (fed minus still queued) */
+    int drop_after;    /* > 0: a connection that served this many closes at the next head */
+    int dropped;       /* connections closed so */
+    int heads;         /* request heads received */
+    struct gw_tls *tls; /* set: connections are TLS (gateway/http/tls.h) */
 };
 
 static inline void
@@ -145,6 +153,10 @@ srv_feed(struct sconn *c)
         if (c->resp_left == 0 && c->chunked) {
             evbuffer_add(out, "0\r\n\r\n", 5);
         }
+        if (c->resp_left == 0 && c->srv->mode == M_CLOSE_DELIM) {
+            c->close_done = true;
+            bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        }
     }
     c->srv->pushed = c->fed - evbuffer_get_length(out);
 }
@@ -169,6 +181,10 @@ srv_respond(struct sconn *c, bool head_req)
         }
         evbuffer_add_printf(out, "Content-Length: 0\r\n\r\n");
         return;
+    case M_CLOSE_DELIM:
+        evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nX-Reply: yes\r\n\r\n");
+        c->chunked = false;
+        break;
     case M_CHUNKED:
         evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
         c->chunked = true;
@@ -238,6 +254,12 @@ srv_read(struct bufferevent *bev, void *arg)
             assert_true(hl < sizeof(s->head));
             evbuffer_remove(in, s->head, hl);
             s->head[hl] = '\0';
+            s->heads++;
+            if (s->drop_after > 0 && c->served >= s->drop_after) {
+                s->dropped++; /* as if it closed while the request was on its way */
+                sconn_free(c);
+                return;
+            }
             s->cl = head_cl(s->head);
             c->cl = s->cl == UINT64_MAX ? 0 : s->cl;
             c->got = 0;
@@ -270,6 +292,7 @@ srv_read(struct bufferevent *bev, void *arg)
             return;
         }
         s->requests++;
+        c->served++;
         s->body_ok = c->pattern_ok;
         c->state = S_HEAD;
         srv_respond(c, strncmp(s->head, "HEAD ", 5) == 0);
@@ -280,8 +303,10 @@ static inline void
 srv_write(struct bufferevent *bev, void *arg)
 {
     struct sconn *c = arg;
-    (void)bev;
     srv_feed(c);
+    if (c->close_done && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        sconn_free(c); /* the end of a close-delimited body */
+    }
 }
 
 static inline void
@@ -310,7 +335,8 @@ srv_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, 
     struct sconn *c = calloc(1, sizeof(*c));
     assert_non_null(c);
     c->srv = s;
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->bev = s->tls != NULL ? gw_tls_bev_new(s->tls, s->base, fd)
+                            : bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     assert_non_null(c->bev);
     bufferevent_setcb(c->bev, srv_read, srv_write, srv_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, 64 * 1024, 0);

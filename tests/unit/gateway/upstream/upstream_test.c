@@ -256,6 +256,29 @@ test_start_from_callbacks(void **state)
     assert_int_equal(f->srv.requests, 3);
 }
 
+/* A body ended by the origin's close; the connection is not reused after it. */
+static void
+test_close_delimited(void **state)
+{
+    struct fx *f = *state;
+    f->srv.mode = M_CLOSE_DELIM;
+    f->srv.resp_len = 1 * MIB + 5;
+    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+    assert_int_equal(f->c.err, 0);
+    assert_string_equal(f->c.reply, "yes");
+    assert_int_equal(f->c.body_got, 1 * MIB + 5);
+    assert_false(f->c.body_bad);
+    f->srv.mode = M_OK;
+    f->srv.resp_len = 10;
+    cli_init(&f->c, f);
+    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    assert_int_equal(f->c.err, 0);
+    assert_int_equal(f->c.body_got, 10);
+    assert_int_equal(f->srv.accepts, 2);
+}
+
 int
 main(void)
 {
@@ -273,6 +296,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_exact_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interim_responses_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_from_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_delimited, setup, teardown),
     };
     return run_both_engines("upstream", tests, sizeof(tests) / sizeof(tests[0]));
 }
