@@ -58,6 +58,9 @@ on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct lean_conn *c = p->data;
     struct gw_lean_xfer *x = c->x;
+    if (!x->head_done) {
+        return -1; /* cannot happen: head_line stops where llhttp's head ends */
+    }
     lean_xfer_touch(x);
     int rc = x->cbs.on_body != NULL ? x->cbs.on_body(x->arg, at, len) : 0;
     if (x->cancelled) {
@@ -152,13 +155,13 @@ head_line(struct gw_lean_xfer *x, struct evbuffer *in)
         parse_failed(x, e);
         return false;
     }
-    if (rc != 1) {
-        return true;
-    }
-    if (!c->final_head) {
-        origin_warn(x, "response head framing disagrees with llhttp", ERR_UPSTREAM);
+    if ((rc == 1) != c->final_head) {
+        origin_warn(x, "response head ends elsewhere for llhttp", ERR_UPSTREAM);
         lean_xfer_end(x, ERR_UPSTREAM, false);
         return false;
+    }
+    if (rc != 1) {
+        return true;
     }
     x->head_done = true;
     x->up->connect_fails = 0; /* the upstream answered */
