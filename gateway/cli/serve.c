@@ -456,8 +456,8 @@ gw_cmd_serve(int argc, char **argv)
     }
     /* the proxy's data path on upstream.client; the internal S3 client on libcurl */
     struct gw_upstream_opts uo = {
-        .engine = s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? GW_UPSTREAM_CURL
-                                                                    : GW_UPSTREAM_LEAN,
+        .engine =
+            s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? GW_UPSTREAM_CURL : GW_UPSTREAM_LEAN,
         .connect_timeout_ms = s.cfg->upstream.connect_timeout_ms,
         .timeout_ms = s.cfg->upstream.timeout_ms,
         .max_connections = s.cfg->upstream.max_connections,
@@ -470,7 +470,8 @@ gw_cmd_serve(int argc, char **argv)
         goto out;
     }
     uo.engine = GW_UPSTREAM_CURL;
-    s.up_s3 = s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? s.up : gw_upstream_new(s.base, &uo);
+    s.up_s3 =
+        s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? s.up : gw_upstream_new(s.base, &uo);
     if (s.up_s3 == NULL) {
         log_error("cannot create the upstream client");
         goto out;

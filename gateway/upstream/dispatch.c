@@ -8,10 +8,10 @@
 #include <stddef.h>
 
 /* The engine's struct starts with the public tag ("pub"), so these casts are exact. */
-#define CURL_UP(up)  ((struct gw_curl *)(void *)(up))
-#define LEAN_UP(up)  ((struct gw_lean *)(void *)(up))
-#define CURL_X(x)    ((struct gw_curl_xfer *)(void *)(x))
-#define LEAN_X(x)    ((struct gw_lean_xfer *)(void *)(x))
+#define CURL_UP(up) ((struct gw_curl *)(void *)(up))
+#define LEAN_UP(up) ((struct gw_lean *)(void *)(up))
+#define CURL_X(x)   ((struct gw_curl_xfer *)(void *)(x))
+#define LEAN_X(x)   ((struct gw_lean_xfer *)(void *)(x))
 
 struct gw_upstream *
 gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)

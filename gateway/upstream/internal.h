@@ -30,34 +30,34 @@
 struct sock; /* one socket libcurl asked us to watch (gateway/upstream/upstream.c) */
 
 struct gw_curl_xfer {
-    struct gw_xfer pub;                /* first: the engine tag (gateway/upstream/engine.h) */
-    struct gw_curl *up;            /* owner */
-    CURL *easy;                        /* kept across uses if reusable; CURLOPT_PRIVATE here */
-    struct event *idle_ev;             /* inactivity timer (opts.timeout_ms) */
+    struct gw_xfer pub;                     /* first: the engine tag (gateway/upstream/engine.h) */
+    struct gw_curl *up;                     /* owner */
+    CURL *easy;                             /* kept across uses if reusable; CURLOPT_PRIVATE here */
+    struct event *idle_ev;                  /* inactivity timer (opts.timeout_ms) */
     TAILQ_ENTRY(gw_curl_xfer) link;         /* in up->active or up->idle */
     TAILQ_ENTRY(gw_curl_xfer) pending_link; /* in up->pending while deferred work waits */
-    struct gw_xfer_cbs cbs;            /* copied at start */
-    void *arg;                         /* the caller's argument for cbs */
-    int64_t body_length;               /* request body bytes, -1 for none */
-    uint64_t body_sent;                /* bytes read_body handed to libcurl */
-    uint64_t last_progress_ms;         /* clock_mono_ms() when a byte last moved */
-    int cb_err;                        /* error from a callback (or our parser) ending it */
-    int fail_err;                      /* deferred failure to report through on_done */
-    bool in_multi;                     /* added to up->multi */
-    bool send_paused;                  /* we paused sending (read_body said ERR_AGAIN) */
-    bool recv_paused;                  /* we paused receiving (on_body said ERR_AGAIN) */
-    bool pause_dirty;                  /* pause state changed inside libcurl: apply later */
-    bool add_pending;                  /* started inside libcurl: add to the multi later */
-    bool cancelled;                    /* gw_upstream_xfer_cancel ran; no callback may follow */
-    bool pending;                      /* on up->pending */
-    bool head_done;                    /* on_head was called */
-    bool finishing;                    /* on_done is running */
-    bool reusable;                     /* libcurl completed it (CURLE_OK): easy may be parked */
-    struct gw_upmsg_head head;         /* the response head being collected */
-    struct buf rqbuf;                  /* request header strings, NUL-separated */
-    struct curl_slist *slist;          /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */
-    size_t slist_cap;                  /* nodes allocated */
-    char errbuf[CURL_ERROR_SIZE];      /* CURLOPT_ERRORBUFFER */
+    struct gw_xfer_cbs cbs;                 /* copied at start */
+    void *arg;                              /* the caller's argument for cbs */
+    int64_t body_length;                    /* request body bytes, -1 for none */
+    uint64_t body_sent;                     /* bytes read_body handed to libcurl */
+    uint64_t last_progress_ms;              /* clock_mono_ms() when a byte last moved */
+    int cb_err;                             /* error from a callback (or our parser) ending it */
+    int fail_err;                           /* deferred failure to report through on_done */
+    bool in_multi;                          /* added to up->multi */
+    bool send_paused;                       /* we paused sending (read_body said ERR_AGAIN) */
+    bool recv_paused;                       /* we paused receiving (on_body said ERR_AGAIN) */
+    bool pause_dirty;                       /* pause state changed inside libcurl: apply later */
+    bool add_pending;                       /* started inside libcurl: add to the multi later */
+    bool cancelled;               /* gw_upstream_xfer_cancel ran; no callback may follow */
+    bool pending;                 /* on up->pending */
+    bool head_done;               /* on_head was called */
+    bool finishing;               /* on_done is running */
+    bool reusable;                /* libcurl completed it (CURLE_OK): easy may be parked */
+    struct gw_upmsg_head head;    /* the response head being collected */
+    struct buf rqbuf;             /* request header strings, NUL-separated */
+    struct curl_slist *slist;     /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */
+    size_t slist_cap;             /* nodes allocated */
+    char errbuf[CURL_ERROR_SIZE]; /* CURLOPT_ERRORBUFFER */
 };
 
 TAILQ_HEAD(xfer_list, gw_curl_xfer);

@@ -250,8 +250,7 @@ static struct lean_conn *
 pool_take(struct gw_lean *up, const struct lean_target *t)
 {
     struct lean_conn *c;
-    TAILQ_FOREACH(c, &up->idle, link)
-    {
+    TAILQ_FOREACH (c, &up->idle, link) {
         if (target_eq(&c->t, t)) {
             TAILQ_REMOVE(&up->idle, c, link);
             c->idle = false;
@@ -265,8 +264,8 @@ pool_take(struct gw_lean *up, const struct lean_target *t)
 static void
 pool_put(struct gw_lean *up, struct lean_conn *c)
 {
-    size_t max = up->opts.max_connections > LEAN_IDLE_MIN ? up->opts.max_connections
-                                                          : LEAN_IDLE_MIN;
+    size_t max =
+        up->opts.max_connections > LEAN_IDLE_MIN ? up->opts.max_connections : LEAN_IDLE_MIN;
     if (up->nidle >= max) {
         lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list));
     }
@@ -330,8 +329,8 @@ may_retry(const struct gw_lean_xfer *x)
 static void
 retry(struct gw_lean_xfer *x)
 {
-    log_info("%s:%u: pooled connection closed under a request; sending it on a new one",
-             x->t.host, x->t.port);
+    log_info("%s:%u: pooled connection closed under a request; sending it on a new one", x->t.host,
+             x->t.port);
     lean_conn_close(x->c);
     x->retried = true;
     x->ended = false;
@@ -415,8 +414,8 @@ on_timer(evutil_socket_t fd, short what, void *arg)
     x->busy++;
     bool connecting = x->c != NULL && !x->c->connected;
     if (connecting) {
-        (void)snprintf(x->up->connect_err, sizeof(x->up->connect_err),
-                       "%s:%u: connect timed out", x->t.host, x->t.port);
+        (void)snprintf(x->up->connect_err, sizeof(x->up->connect_err), "%s:%u: connect timed out",
+                       x->t.host, x->t.port);
     }
     log_warn("%s:%u: no progress for %llu ms%s -> %s", x->t.host, x->t.port,
              (unsigned long long)idle, x->c == NULL ? " (waiting for a connection)" : "",

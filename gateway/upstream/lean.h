@@ -44,76 +44,76 @@ struct lean_target {
 
 /* One connection to an origin. */
 struct lean_conn {
-    struct gw_lean *up;                /* owner */
-    struct bufferevent *bev;           /* the socket (a TLS filter over it for https) */
-    struct event *ctimer;              /* connect_timeout_ms, until connected */
-    struct lean_target t;              /* its origin */
-    llhttp_t parser;                   /* the response being read (data = this conn) */
-    struct gw_lean_xfer *x;            /* the transfer on it; NULL while idle */
-    TAILQ_ENTRY(lean_conn) link;       /* in up->idle while idle */
-    int err_what;                      /* BEV_EVENT_* flags of a failure seen, 0 if none */
-    bool connected;                    /* TCP (and TLS) are up */
-    bool reused;                       /* a transfer completed on it before */
-    bool idle;                         /* on up->idle */
-    bool eof;                          /* the peer closed (or failed); input may still hold bytes */
-    bool keep_alive;                   /* the last response allows another on this connection */
-    bool final_head;                   /* llhttp completed a final (>= 200) head */
+    struct gw_lean *up;          /* owner */
+    struct bufferevent *bev;     /* the socket (a TLS filter over it for https) */
+    struct event *ctimer;        /* connect_timeout_ms, until connected */
+    struct lean_target t;        /* its origin */
+    llhttp_t parser;             /* the response being read (data = this conn) */
+    struct gw_lean_xfer *x;      /* the transfer on it; NULL while idle */
+    TAILQ_ENTRY(lean_conn) link; /* in up->idle while idle */
+    int err_what;                /* BEV_EVENT_* flags of a failure seen, 0 if none */
+    bool connected;              /* TCP (and TLS) are up */
+    bool reused;                 /* a transfer completed on it before */
+    bool idle;                   /* on up->idle */
+    bool eof;                    /* the peer closed (or failed); input may still hold bytes */
+    bool keep_alive;             /* the last response allows another on this connection */
+    bool final_head;             /* llhttp completed a final (>= 200) head */
 };
 
 /* One transfer (the caller's struct gw_xfer). */
 struct gw_lean_xfer {
-    struct gw_xfer pub;                 /* first: the engine tag */
-    struct gw_lean *up;                 /* owner */
-    struct lean_conn *c;                /* its connection; NULL while it waits for one */
-    TAILQ_ENTRY(gw_lean_xfer) link;     /* in up->active */
+    struct gw_xfer pub;                  /* first: the engine tag */
+    struct gw_lean *up;                  /* owner */
+    struct lean_conn *c;                 /* its connection; NULL while it waits for one */
+    TAILQ_ENTRY(gw_lean_xfer) link;      /* in up->active */
     TAILQ_ENTRY(gw_lean_xfer) wait_link; /* in up->waiting while waiting */
-    struct gw_xfer_cbs cbs;             /* copied at start */
-    void *arg;                          /* the caller's argument for cbs */
-    struct lean_target t;               /* where it goes */
-    struct buf req;                     /* the request head, ready to send */
-    struct gw_upmsg_head head;          /* the response head being collected */
-    struct event *timer;                /* inactivity (opts.timeout_ms) */
-    struct event *kick;                 /* deferred work: send, buffered input, settle */
-    int64_t body_length;                /* request body bytes, -1 for none */
-    uint64_t body_sent;                 /* bytes read_body handed over */
-    uint64_t last_progress_ms;          /* clock_mono_ms() when a byte last moved */
-    int busy;                           /* inside one of our entry points */
-    int end_err;                        /* how it ended (valid when ended) */
-    bool ended;                         /* lean_xfer_end ran: report at settle */
-    bool connect_failed;                /* it ended because its connection never came up */
-    bool waiting;                       /* on up->waiting */
-    bool head_sent;                     /* the request head is on the connection */
-    bool body_done;                     /* every body byte is on the connection */
-    bool send_paused;                   /* read_body said ERR_AGAIN */
-    bool recv_paused;                   /* on_body said ERR_AGAIN */
-    bool head_done;                     /* on_head was called */
-    bool complete;                      /* the whole response was read */
-    bool got_bytes;                     /* a response byte arrived on this connection */
-    bool retried;                       /* already moved to a new connection once */
-    bool is_head;                       /* a HEAD request: the response has no body */
-    bool no_reuse;                      /* close the connection afterwards */
-    bool cancelled;                     /* gw_upstream_xfer_cancel ran: no callback may follow */
-    bool finishing;                     /* on_done is running */
+    struct gw_xfer_cbs cbs;              /* copied at start */
+    void *arg;                           /* the caller's argument for cbs */
+    struct lean_target t;                /* where it goes */
+    struct buf req;                      /* the request head, ready to send */
+    struct gw_upmsg_head head;           /* the response head being collected */
+    struct event *timer;                 /* inactivity (opts.timeout_ms) */
+    struct event *kick;                  /* deferred work: send, buffered input, settle */
+    int64_t body_length;                 /* request body bytes, -1 for none */
+    uint64_t body_sent;                  /* bytes read_body handed over */
+    uint64_t last_progress_ms;           /* clock_mono_ms() when a byte last moved */
+    int busy;                            /* inside one of our entry points */
+    int end_err;                         /* how it ended (valid when ended) */
+    bool ended;                          /* lean_xfer_end ran: report at settle */
+    bool connect_failed;                 /* it ended because its connection never came up */
+    bool waiting;                        /* on up->waiting */
+    bool head_sent;                      /* the request head is on the connection */
+    bool body_done;                      /* every body byte is on the connection */
+    bool send_paused;                    /* read_body said ERR_AGAIN */
+    bool recv_paused;                    /* on_body said ERR_AGAIN */
+    bool head_done;                      /* on_head was called */
+    bool complete;                       /* the whole response was read */
+    bool got_bytes;                      /* a response byte arrived on this connection */
+    bool retried;                        /* already moved to a new connection once */
+    bool is_head;                        /* a HEAD request: the response has no body */
+    bool no_reuse;                       /* close the connection afterwards */
+    bool cancelled;                      /* gw_upstream_xfer_cancel ran: no callback may follow */
+    bool finishing;                      /* on_done is running */
 };
 
 TAILQ_HEAD(lean_xfer_list, gw_lean_xfer);
 TAILQ_HEAD(lean_conn_list, lean_conn);
 
 struct gw_lean {
-    struct gw_upstream pub;           /* first: the engine tag */
-    struct event_base *base;          /* borrowed */
-    struct evdns_base *dns;           /* for host names; made on first use */
-    void *ssl_ctx;                    /* SSL_CTX * (lean_tls.c) */
-    struct gw_upstream_opts opts;     /* copied; opts.ca_file points at ca_file */
-    char *ca_file;                    /* owned copy */
-    struct lean_xfer_list active;     /* started, not yet reported or cancelled */
-    struct lean_xfer_list waiting;    /* waiting for a connection (max_connections) */
-    struct lean_conn_list idle;       /* open, no transfer; newest first */
-    size_t nconns;                    /* open connections, idle ones included */
-    size_t nidle;                     /* entries in idle */
-    uint32_t connect_fails;           /* transfers in a row that could not connect */
-    uint64_t connect_fail_ms;         /* when the last of them ended (mono ms) */
-    char connect_err[160];            /* the text for it */
+    struct gw_upstream pub;        /* first: the engine tag */
+    struct event_base *base;       /* borrowed */
+    struct evdns_base *dns;        /* for host names; made on first use */
+    void *ssl_ctx;                 /* SSL_CTX * (lean_tls.c) */
+    struct gw_upstream_opts opts;  /* copied; opts.ca_file points at ca_file */
+    char *ca_file;                 /* owned copy */
+    struct lean_xfer_list active;  /* started, not yet reported or cancelled */
+    struct lean_xfer_list waiting; /* waiting for a connection (max_connections) */
+    struct lean_conn_list idle;    /* open, no transfer; newest first */
+    size_t nconns;                 /* open connections, idle ones included */
+    size_t nidle;                  /* entries in idle */
+    uint32_t connect_fails;        /* transfers in a row that could not connect */
+    uint64_t connect_fail_ms;      /* when the last of them ended (mono ms) */
+    char connect_err[160];         /* the text for it */
 };
 
 /* ---- lean.c ---- */

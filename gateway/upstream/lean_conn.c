@@ -368,8 +368,8 @@ connect_error(struct lean_conn *c, int sock_err)
                        sock_err != 0 ? strerror(sock_err) : "closed");
         why = tmp;
     }
-    if (snprintf(c->up->connect_err, sizeof(c->up->connect_err), "%s:%u: %s", c->t.host,
-                 c->t.port, why) < 0) {
+    if (snprintf(c->up->connect_err, sizeof(c->up->connect_err), "%s:%u: %s", c->t.host, c->t.port,
+                 why) < 0) {
         c->up->connect_err[0] = '\0';
     } /* else truncated at worst: the text is for people */
 }
@@ -491,7 +491,8 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     bufferevent_setwatermark(c->bev, EV_WRITE, LEAN_SEND_LOW, 0);
     if (up->opts.connect_timeout_ms != 0) {
         uint32_t ms = up->opts.connect_timeout_ms;
-        struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+        struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                             .tv_usec = (suseconds_t)(ms % 1000) * 1000};
         (void)evtimer_add(c->ctimer, &tv);
     }
     if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) != 0 || conn_connect(c) != 0) {

@@ -630,8 +630,8 @@ gw_curl_free(struct gw_curl *up)
 }
 
 int
-gw_curl_xfer_start(struct gw_curl *up, const struct gw_xfer_req *rq,
-                       const struct gw_xfer_cbs *cbs, void *arg, struct gw_curl_xfer **out)
+gw_curl_xfer_start(struct gw_curl *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
+                   void *arg, struct gw_curl_xfer **out)
 {
     if (up == NULL || rq == NULL || cbs == NULL || out == NULL || cbs->on_done == NULL ||
         rq->method == NULL || rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {

@@ -52,12 +52,12 @@ enum gw_upstream_engine {
 
 struct gw_upstream_opts {
     enum gw_upstream_engine engine; /* which client (0 = libcurl) */
-    uint32_t connect_timeout_ms; /* TCP + TLS connect; ERR_TIMEOUT past it */
-    uint32_t timeout_ms;         /* no progress either way for this long: ERR_TIMEOUT (0 = none) */
-    uint32_t max_connections;    /* cap on open connections (0 = no cap); transfers over it
-                                    wait for one, bounded by timeout_ms */
-    const char *ca_file;         /* borrowed during gw_upstream_new; NULL = system CAs */
-    bool tls_verify;             /* verify peer certificate and host name */
+    uint32_t connect_timeout_ms;    /* TCP + TLS connect; ERR_TIMEOUT past it */
+    uint32_t timeout_ms;      /* no progress either way for this long: ERR_TIMEOUT (0 = none) */
+    uint32_t max_connections; /* cap on open connections (0 = no cap); transfers over it
+                                 wait for one, bounded by timeout_ms */
+    const char *ca_file;      /* borrowed during gw_upstream_new; NULL = system CAs */
+    bool tls_verify;          /* verify peer certificate and host name */
 };
 
 /* What to send.  Every pointer is borrowed only until gw_upstream_xfer_start returns. */

@@ -169,7 +169,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (r.dones == 0) {
         (void)event_base_loop(base, EVLOOP_ONCE);
     }
-    if (getenv("FUZZ_DEBUG") != NULL) { fprintf(stderr, "dones %d heads %d early %d\n", r.dones, r.heads, r.body_before_head); }
+    if (getenv("FUZZ_DEBUG") != NULL) {
+        fprintf(stderr, "dones %d heads %d early %d\n", r.dones, r.heads, r.body_before_head);
+    }
     if (r.dones != 1 || r.heads > 1 || r.body_before_head) {
         abort();
     }

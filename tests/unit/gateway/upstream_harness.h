@@ -68,12 +68,12 @@ has_ci(const char *hay, const char *needle)
 /* ---- the test server ---- */
 
 enum srv_mode {
-    M_OK,       /* 200 with a Content-Length body of resp_len pattern bytes (none for HEAD) */
-    M_CHUNKED,  /* 200 with a chunked body of resp_len pattern bytes, odd chunk sizes */
-    M_SILENT,   /* read the request, never answer */
-    M_CONTINUE, /* 100 Continue and 103 Early Hints right after the head, then as M_OK */
-    M_BIGHEAD,  /* a 200 whose head is about 70 KiB */
-    M_GARBAGE,  /* answer the first bytes of anything with a plain-text 400 */
+    M_OK,          /* 200 with a Content-Length body of resp_len pattern bytes (none for HEAD) */
+    M_CHUNKED,     /* 200 with a chunked body of resp_len pattern bytes, odd chunk sizes */
+    M_SILENT,      /* read the request, never answer */
+    M_CONTINUE,    /* 100 Continue and 103 Early Hints right after the head, then as M_OK */
+    M_BIGHEAD,     /* a 200 whose head is about 70 KiB */
+    M_GARBAGE,     /* answer the first bytes of anything with a plain-text 400 */
     M_CLOSE_DELIM, /* 200 without Content-Length: resp_len pattern bytes, then close */
 };
 
@@ -103,19 +103,19 @@ struct srv {
     LIST_HEAD(sconn_list, sconn) conns;
     enum srv_mode mode;
     uint64_t resp_len;
-    const char *xml;   /* M_OK: if set, the body is this text instead (an S3 answer) */
-    int accepts;       /* TCP connections accepted */
-    int requests;      /* complete requests (head and whole body) */
-    int closed;        /* connections the client closed */
-    int eofs_early;    /* connections closed before their declared body ended */
-    char head[16384];  /* the last request head, NUL-terminated */
-    uint64_t cl;       /* its Content-Length (UINT64_MAX: none) */
-    uint64_t live_got; /* body bytes of the current request so far */
-    bool body_ok;      /* the last complete body matched pat() */
-    uint64_t pushed;   /* response bytes the kernel took (fed minus still queued) */
-    int drop_after;    /* > 0: a connection that served this many closes at the next head */
-    int dropped;       /* connections closed so */
-    int heads;         /* request heads received */
+    const char *xml;    /* M_OK: if set, the body is this text instead (an S3 answer) */
+    int accepts;        /* TCP connections accepted */
+    int requests;       /* complete requests (head and whole body) */
+    int closed;         /* connections the client closed */
+    int eofs_early;     /* connections closed before their declared body ended */
+    char head[16384];   /* the last request head, NUL-terminated */
+    uint64_t cl;        /* its Content-Length (UINT64_MAX: none) */
+    uint64_t live_got;  /* body bytes of the current request so far */
+    bool body_ok;       /* the last complete body matched pat() */
+    uint64_t pushed;    /* response bytes the kernel took (fed minus still queued) */
+    int drop_after;     /* > 0: a connection that served this many closes at the next head */
+    int dropped;        /* connections closed so */
+    int heads;          /* request heads received */
     struct gw_tls *tls; /* set: connections are TLS (gateway/http/tls.h) */
 };
 

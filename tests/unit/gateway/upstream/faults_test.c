@@ -120,9 +120,10 @@ test_connect_timeout(void **state)
 {
     struct fx *f = *state;
     gw_upstream_free(f->up);
-    struct gw_upstream_opts o = {
-        .engine = harness_engine,
-        .connect_timeout_ms = 300, .timeout_ms = 10000, .tls_verify = true};
+    struct gw_upstream_opts o = {.engine = harness_engine,
+                                 .connect_timeout_ms = 300,
+                                 .timeout_ms = 10000,
+                                 .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
     f->srv.mode = M_SILENT; /* waits for a blank line a ClientHello never has */
@@ -188,9 +189,11 @@ test_queued_timeouts_leave_pool_healthy(void **state)
 {
     struct fx *f = *state;
     gw_upstream_free(f->up);
-    struct gw_upstream_opts o = {
-        .engine = harness_engine,
-        .connect_timeout_ms = 2000, .timeout_ms = 200, .max_connections = 1, .tls_verify = true};
+    struct gw_upstream_opts o = {.engine = harness_engine,
+                                 .connect_timeout_ms = 2000,
+                                 .timeout_ms = 200,
+                                 .max_connections = 1,
+                                 .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
     /* the one connection: an upload paused after its first byte (a paused transfer's clock

@@ -26,8 +26,8 @@
 
 #include "tests/unit/gateway/upstream_harness.h"
 
-static char dir[64];        /* the temp dir with the PEM files */
-static bool have_certs;     /* the openssl command made them */
+static char dir[64];    /* the temp dir with the PEM files */
+static bool have_certs; /* the openssl command made them */
 
 static void
 path_of(char *out, size_t len, const char *name)

@@ -152,9 +152,11 @@ test_connection_cap(void **state)
 {
     struct fx *f = *state;
     gw_upstream_free(f->up);
-    struct gw_upstream_opts o = {
-        .engine = harness_engine,
-        .connect_timeout_ms = 2000, .timeout_ms = 5000, .max_connections = 1, .tls_verify = true};
+    struct gw_upstream_opts o = {.engine = harness_engine,
+                                 .connect_timeout_ms = 2000,
+                                 .timeout_ms = 5000,
+                                 .max_connections = 1,
+                                 .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
     f->srv.resp_len = 300000;
