@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
@@ -437,6 +438,19 @@ conn_connect_timeout(evutil_socket_t fd, short what, void *arg)
 
 /* ---- open, attach, park, close ---- */
 
+/*
+ * "localhost" and every name under ".localhost" (RFC 6761 section 6.3; RGW
+ * answers virtual-hosted requests for bucket.localhost): the loopback
+ * address, without asking DNS, as libcurl does.
+ */
+static bool
+is_localhost(const char *host)
+{
+    size_t n = strlen(host);
+    return strcasecmp(host, "localhost") == 0 ||
+           (n > 10 && strcasecmp(host + n - 10, ".localhost") == 0);
+}
+
 /* Start the TCP connect of c: IP literals directly, names through evdns. */
 static int
 conn_connect(struct lean_conn *c)
@@ -446,6 +460,12 @@ conn_connect(struct lean_conn *c)
     memset(&ss, 0, sizeof(ss));
     struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (is_localhost(c->t.host)) {
+        (void)inet_pton(AF_INET, "127.0.0.1", &s4->sin_addr);
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(c->t.port);
+        return bufferevent_socket_connect(c->bev, (struct sockaddr *)s4, sizeof(*s4));
+    }
     if (inet_pton(AF_INET, c->t.host, &s4->sin_addr) == 1) {
         s4->sin_family = AF_INET;
         s4->sin_port = htons(c->t.port);
