@@ -351,7 +351,7 @@ release_conn(struct gw_lean_xfer *x)
         return;
     }
     bool reusable = x->end_err == 0 && x->complete && x->body_done && c->keep_alive &&
-                    !x->no_reuse && !c->eof &&
+                    !x->no_reuse && !c->eof && !c->write_failed &&
                     evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
                     evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
     if (!reusable) {

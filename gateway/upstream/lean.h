@@ -56,6 +56,7 @@ struct lean_conn {
     bool reused;                 /* a transfer completed on it before */
     bool idle;                   /* on up->idle */
     bool eof;                    /* the peer closed (or failed); input may still hold bytes */
+    bool write_failed;           /* sending failed; the answer may still be read */
     bool keep_alive;             /* the last response allows another on this connection */
     bool final_head;             /* llhttp completed a final (>= 200) head */
 };

@@ -267,6 +267,9 @@ lean_conn_pump(struct gw_lean_xfer *x)
     if (c == NULL || x->ended || x->cancelled) {
         return;
     }
+    if (c->write_failed) {
+        return; /* nothing more can be sent; the answer (or the close) decides */
+    }
     struct evbuffer *out = bufferevent_get_output(c->bev);
     if (!x->head_sent) {
         if (evbuffer_add(out, x->req.data, x->req.len) != 0) {
@@ -403,9 +406,18 @@ conn_event(struct bufferevent *bev, short what, void *arg)
         lean_conn_close(c); /* an idle connection the peer closed */
         return;
     }
+    x->busy++;
+    if (c->connected && (what & BEV_EVENT_WRITING) != 0 && (what & BEV_EVENT_EOF) == 0) {
+        /* the peer stopped reading the request (an early answer, then a close): read on,
+         * the answer may be there; the body is never completed, so the request is not */
+        c->write_failed = true;
+        lean_conn_input(x);
+        x->busy--;
+        lean_xfer_settle(x);
+        return;
+    }
     c->eof = true;
     c->err_what = what;
-    x->busy++;
     if (!c->connected) {
         connect_error(c, sock_err);
         log_warn("%s -> %s", c->up->connect_err, err_str(ERR_UPSTREAM));

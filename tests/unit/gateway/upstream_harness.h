@@ -75,6 +75,8 @@ enum srv_mode {
     M_BIGHEAD,     /* a 200 whose head is about 70 KiB */
     M_GARBAGE,     /* answer the first bytes of anything with a plain-text 400 */
     M_CLOSE_DELIM, /* 200 without Content-Length: resp_len pattern bytes, then close */
+    M_EARLY,       /* at the head: 403 and Connection: close, then half-close; the body
+                      is read and dropped (a lingering close, as servers do) */
 };
 
 enum conn_state { S_HEAD, S_BODY, S_DEAD };
@@ -94,6 +96,7 @@ struct sconn {
     uint64_t fed;    /* response bytes queued to the bufferevent */
     int served;      /* requests answered on this connection */
     bool close_done; /* M_CLOSE_DELIM: close once the output is flushed */
+    bool half_close; /* M_EARLY: shut the write side once the output is flushed */
 };
 
 struct srv {
@@ -255,6 +258,15 @@ srv_read(struct bufferevent *bev, void *arg)
             evbuffer_remove(in, s->head, hl);
             s->head[hl] = '\0';
             s->heads++;
+            if (s->mode == M_EARLY) {
+                evbuffer_add_printf(bufferevent_get_output(bev),
+                                    "HTTP/1.1 403 Forbidden\r\nContent-Length: 6\r\n"
+                                    "Connection: close\r\n\r\ndenied");
+                c->state = S_DEAD;
+                c->half_close = true;
+                bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+                continue;
+            }
             if (s->drop_after > 0 && c->served >= s->drop_after) {
                 s->dropped++; /* as if it closed while the request was on its way */
                 sconn_free(c);
@@ -304,6 +316,10 @@ srv_write(struct bufferevent *bev, void *arg)
 {
     struct sconn *c = arg;
     srv_feed(c);
+    if (c->half_close && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        (void)shutdown(bufferevent_getfd(bev), SHUT_WR);
+        c->half_close = false;
+    }
     if (c->close_done && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         sconn_free(c); /* the end of a close-delimited body */
     }

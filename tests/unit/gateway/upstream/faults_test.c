@@ -449,6 +449,25 @@ test_refused_streak_unreachable(void **state)
     assert_false(gw_upstream_unreachable(f->up, &why));
 }
 
+/*
+ * The origin answers a PUT at its head (403, Connection: close) and stops
+ * listening to the body: the caller gets that answer, and the body is never
+ * completed at the origin.
+ */
+static void
+test_early_answer_to_upload(void **state)
+{
+    struct fx *f = *state;
+    f->srv.mode = M_EARLY;
+    assert_int_equal(start(&f->c, "PUT", "/b/k", 50 * MIB), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+    assert_int_equal(f->c.heads, 1);
+    assert_int_equal(f->c.status, 403);
+    assert_int_equal(f->c.err, 0);
+    assert_true(f->c.sent_at_done < 50 * MIB);
+    assert_int_equal(f->srv.requests, 0);
+}
+
 int
 main(void)
 {
@@ -470,6 +489,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_stale_pooled_put_not_resent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_one_byte_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_streak_unreachable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_early_answer_to_upload, setup, teardown),
     };
     return run_both_engines("upstream_faults", tests, sizeof(tests) / sizeof(tests[0]));
 }
