@@ -34,6 +34,7 @@ struct evdns_base;
 #define LEAN_SEND_LOW    ((size_t)64 * 1024)  /* pull more request body below this */
 #define LEAN_READ_HIGH   ((size_t)256 * 1024) /* response bytes read ahead, at most */
 #define LEAN_PULL_MAX    ((size_t)64 * 1024)  /* bytes asked of read_body per call */
+#define LEAN_IO_MAX      ((size_t)128 * 1024) /* bytes per read or write system call, at most */
 
 /* Where a transfer goes: the pool's key (scheme, host, port). */
 struct lean_target {

@@ -520,6 +520,10 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     up->nconns++; /* from here lean_conn_close undoes it */
     bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, LEAN_READ_HIGH);
+    /* libevent moves at most 16 KiB per write call by default (and its evbuffer_read,
+     * 2.1, at most 4 KiB per read whatever this says) */
+    (void)bufferevent_set_max_single_read(c->bev, LEAN_IO_MAX);
+    (void)bufferevent_set_max_single_write(c->bev, LEAN_IO_MAX);
     bufferevent_setwatermark(c->bev, EV_WRITE, LEAN_SEND_LOW, 0);
     if (up->opts.connect_timeout_ms != 0) {
         uint32_t ms = up->opts.connect_timeout_ms;
