@@ -575,7 +575,7 @@ gw_lean_resume_recv(struct gw_lean_xfer *x)
     }
     x->recv_paused = false;
     if (x->c != NULL) {
-        (void)bufferevent_enable(x->c->bev, EV_READ);
+        lean_conn_reading(x->c, true);
     }
     lean_xfer_touch(x);
     arm_timer(x, x->up->opts.timeout_ms);

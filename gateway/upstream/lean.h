@@ -48,6 +48,7 @@ struct lean_conn {
     struct gw_lean *up;          /* owner */
     struct bufferevent *bev;     /* the socket (a TLS filter over it for https) */
     struct event *ctimer;        /* connect_timeout_ms, until connected */
+    struct event *rev;           /* plain TCP, once connected: our reads (see lean_conn.c) */
     struct lean_target t;        /* its origin */
     llhttp_t parser;             /* the response being read (data = this conn) */
     struct gw_lean_xfer *x;      /* the transfer on it; NULL while idle */
@@ -60,6 +61,7 @@ struct lean_conn {
     bool write_failed;           /* sending failed; the answer may still be read */
     bool keep_alive;             /* the last response allows another on this connection */
     bool final_head;             /* llhttp completed a final (>= 200) head */
+    bool parse_owed;             /* on_body paused llhttp: run it once more, even on no input */
 };
 
 /* One transfer (the caller's struct gw_xfer). */
@@ -156,6 +158,9 @@ void lean_conn_close(struct lean_conn *c);
 
 /* lean_conn_attach - put x on c (idle or new) and reset c's parser for x's response. */
 void lean_conn_attach(struct lean_conn *c, struct gw_lean_xfer *x);
+
+/* lean_conn_reading - read c's socket (on) or stop (off: the caller paused receiving). */
+void lean_conn_reading(struct lean_conn *c, bool on);
 
 /* lean_conn_park - c's transfer is done and c may serve another: watch it while idle. */
 void lean_conn_park(struct lean_conn *c);

@@ -281,6 +281,29 @@ test_close_delimited(void **state)
     assert_int_equal(f->srv.accepts, 2);
 }
 
+/*
+ * on_body pauses at every call, so also at the one with the last body byte
+ * (Content-Length framing: nothing follows it on the wire): the response
+ * still completes after the resume, again and again on the reused connection.
+ */
+static void
+test_pause_at_last_body_byte(void **state)
+{
+    struct fx *f = *state;
+    f->srv.resp_len = 1 * MIB + 3;
+    for (int i = 0; i < 3; i++) {
+        cli_init(&f->c, f);
+        f->c.recv_pause_every = 1;
+        f->c.recv_pause_ms = 0;
+        assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+        assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+        assert_int_equal(f->c.err, 0);
+        assert_int_equal(f->c.body_got, 1 * MIB + 3);
+        assert_false(f->c.body_bad);
+    }
+    assert_int_equal(f->srv.accepts, 1);
+}
+
 int
 main(void)
 {
@@ -299,6 +322,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_interim_responses_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_from_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_delimited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_at_last_body_byte, setup, teardown),
     };
     return run_both_engines("upstream", tests, sizeof(tests) / sizeof(tests[0]));
 }
