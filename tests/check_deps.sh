@@ -15,7 +15,7 @@ gateway/base       | common | jansson
 gateway/s3         | common gateway/base | openssl expat
 gateway/http       | common gateway/base | event2 openssl llhttp
 gateway/fence      | common store election gateway/base gateway/s3 | event2
-gateway/upstream   | common store election gateway/base gateway/s3 gateway/http | event2 curl
+gateway/upstream   | common store election gateway/base gateway/s3 gateway/http | event2 curl llhttp openssl
 gateway/api        | common store election gateway/base gateway/s3 gateway/http gateway/fence | jansson
 gateway/proxy      | common store election gateway/base gateway/s3 gateway/http gateway/fence gateway/upstream gateway/api | event2
 gateway/cli        | common store election gateway/base gateway/s3 gateway/http gateway/fence gateway/upstream gateway/api gateway/proxy | event2 jansson curl
@@ -24,7 +24,7 @@ gateway/cli        | common store election gateway/base gateway/s3 gateway/http 
 ONLY='
 jansson   election/lockfile.c gateway/base/config.c gateway/base/json_table.c gateway/base/json_table.h gateway/api/ gateway/cli/lock.c
 curl      gateway/upstream/ gateway/cli/apiclient.c
-openssl   gateway/s3/ gateway/http/tls.c
+openssl   gateway/s3/ gateway/http/tls.c gateway/upstream/lean_tls.c
 '
 lib_rx() {
     case $1 in

@@ -161,6 +161,12 @@ static const struct gw_json_table_choice trailer_choices[] = {
     {NULL, 0},
 };
 
+static const struct gw_json_table_choice client_choices[] = {
+    {"lean", GW_UPSTREAM_CLIENT_LEAN},
+    {"curl", GW_UPSTREAM_CLIENT_CURL},
+    {NULL, 0},
+};
+
 #define UP(m) offsetof(struct gw_config, upstream.m)
 #define US(m) offsetof(struct upstream_src, m)
 static const struct gw_json_table_field upstream_fields[] = {
@@ -179,6 +185,7 @@ static const struct gw_json_table_field upstream_fields[] = {
     FU32("timeout_ms", UP(timeout_ms), 100, 86400000, 60000),
     FU32("max_connections", UP(max_connections), 1, 65536, 256),
     FENUM("checksum_trailers", UP(checksum_trailers), 0, GW_TRAILERS_AUTO, trailer_choices),
+    FENUM("client", UP(client), 0, GW_UPSTREAM_CLIENT_LEAN, client_choices),
 };
 #undef US
 #undef UP

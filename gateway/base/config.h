@@ -61,6 +61,12 @@ enum gw_trailers {
     GW_TRAILERS_VERIFY = 2,  /* verified here, not forwarded */
 };
 
+/* The upstream client of the proxy's data path (the internal S3 client is always libcurl). */
+enum gw_upstream_client {
+    GW_UPSTREAM_CLIENT_LEAN = 0, /* bufferevents + llhttp */
+    GW_UPSTREAM_CLIENT_CURL = 1, /* libcurl, the fallback */
+};
+
 struct gw_config {
     char *path; /* owned; the file it was loaded from, or NULL */
 
@@ -88,6 +94,7 @@ struct gw_config {
         uint32_t timeout_ms; /* no progress for this long ends a transfer with 504; default 60000 */
         uint32_t max_connections;           /* cap on open upstream connections; default 256 */
         enum gw_trailers checksum_trailers; /* default auto */
+        enum gw_upstream_client client;     /* default lean; read at start only */
     } upstream;
 
     struct {

@@ -37,7 +37,8 @@ struct serve {
     struct gw_config *cfg;                        /* owned; in force */
     struct gw_config *old[SERVE_MAX_OLD_CONFIGS]; /* owned; replaced, freed at exit */
     size_t nold;
-    struct gw_upstream *up;           /* owned */
+    struct gw_upstream *up;           /* owned; the proxy's (upstream.client) */
+    struct gw_upstream *up_s3;        /* owned; libcurl, the S3 client's; or up if that is curl */
     struct gw_s3client *s3c;          /* owned; the one signer and internal S3 client */
     struct gw_proxy *proxy;           /* owned */
     struct gw_server *srv;            /* owned */
@@ -344,6 +345,9 @@ serve_cleanup(struct serve *s)
     gw_upload_free(s->uploads); /* before the S3 client: cancels its aborts */
     gw_bucket_probe_free(s->probe);
     gw_s3client_free(s->s3c); /* after its users, before the upstream */
+    if (s->up_s3 != s->up) {
+        gw_upstream_free(s->up_s3);
+    }
     gw_upstream_free(s->up);
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
@@ -440,7 +444,10 @@ gw_cmd_serve(int argc, char **argv)
         log_error("cannot create the event loop");
         goto out;
     }
+    /* the proxy's data path on upstream.client; the internal S3 client on libcurl */
     struct gw_upstream_opts uo = {
+        .engine =
+            s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? GW_UPSTREAM_CURL : GW_UPSTREAM_LEAN,
         .connect_timeout_ms = s.cfg->upstream.connect_timeout_ms,
         .timeout_ms = s.cfg->upstream.timeout_ms,
         .max_connections = s.cfg->upstream.max_connections,
@@ -452,7 +459,14 @@ gw_cmd_serve(int argc, char **argv)
         log_error("cannot create the upstream client");
         goto out;
     }
-    s.s3c = gw_s3client_new(s.up, s.cfg, errbuf, sizeof(errbuf));
+    uo.engine = GW_UPSTREAM_CURL;
+    s.up_s3 =
+        s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? s.up : gw_upstream_new(s.base, &uo);
+    if (s.up_s3 == NULL) {
+        log_error("cannot create the upstream client");
+        goto out;
+    }
+    s.s3c = gw_s3client_new(s.up_s3, s.cfg, errbuf, sizeof(errbuf));
     if (s.s3c == NULL) {
         log_error("%s", errbuf);
         goto out;

@@ -10,7 +10,7 @@
  * the top of gateway/upstream/upstream.c; in short, nothing here that touches the multi
  * handle may run while up->depth > 0: such work is queued on up->pending and
  * applied by gw_upstream_after_curl().  Every pointer is borrowed; struct
- * gw_xfer objects are owned by their struct gw_upstream.
+ * gw_xfer objects are owned by their struct gw_curl.
  */
 #ifndef GW_UPSTREAM_INT_H
 #define GW_UPSTREAM_INT_H
@@ -23,44 +23,47 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "gateway/upstream/engine.h"
 #include "gateway/upstream/upmsg.h"
 #include "gateway/upstream/upstream.h"
 
 struct sock; /* one socket libcurl asked us to watch (gateway/upstream/upstream.c) */
 
-struct gw_xfer {
-    struct gw_upstream *up;            /* owner */
-    CURL *easy;                        /* kept across uses if reusable; CURLOPT_PRIVATE here */
-    struct event *idle_ev;             /* inactivity timer (opts.timeout_ms) */
-    TAILQ_ENTRY(gw_xfer) link;         /* in up->active or up->idle */
-    TAILQ_ENTRY(gw_xfer) pending_link; /* in up->pending while deferred work waits */
-    struct gw_xfer_cbs cbs;            /* copied at start */
-    void *arg;                         /* the caller's argument for cbs */
-    int64_t body_length;               /* request body bytes, -1 for none */
-    uint64_t body_sent;                /* bytes read_body handed to libcurl */
-    uint64_t last_progress_ms;         /* clock_mono_ms() when a byte last moved */
-    int cb_err;                        /* error from a callback (or our parser) ending it */
-    int fail_err;                      /* deferred failure to report through on_done */
-    bool in_multi;                     /* added to up->multi */
-    bool send_paused;                  /* we paused sending (read_body said ERR_AGAIN) */
-    bool recv_paused;                  /* we paused receiving (on_body said ERR_AGAIN) */
-    bool pause_dirty;                  /* pause state changed inside libcurl: apply later */
-    bool add_pending;                  /* started inside libcurl: add to the multi later */
-    bool cancelled;                    /* gw_upstream_xfer_cancel ran; no callback may follow */
-    bool pending;                      /* on up->pending */
-    bool head_done;                    /* on_head was called */
-    bool finishing;                    /* on_done is running */
-    bool reusable;                     /* libcurl completed it (CURLE_OK): easy may be parked */
-    struct gw_upmsg_head head;         /* the response head being collected */
-    struct buf rqbuf;                  /* request header strings, NUL-separated */
-    struct curl_slist *slist;          /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */
-    size_t slist_cap;                  /* nodes allocated */
-    char errbuf[CURL_ERROR_SIZE];      /* CURLOPT_ERRORBUFFER */
+struct gw_curl_xfer {
+    struct gw_xfer pub;                     /* first: the engine tag (gateway/upstream/engine.h) */
+    struct gw_curl *up;                     /* owner */
+    CURL *easy;                             /* kept across uses if reusable; CURLOPT_PRIVATE here */
+    struct event *idle_ev;                  /* inactivity timer (opts.timeout_ms) */
+    TAILQ_ENTRY(gw_curl_xfer) link;         /* in up->active or up->idle */
+    TAILQ_ENTRY(gw_curl_xfer) pending_link; /* in up->pending while deferred work waits */
+    struct gw_xfer_cbs cbs;                 /* copied at start */
+    void *arg;                              /* the caller's argument for cbs */
+    int64_t body_length;                    /* request body bytes, -1 for none */
+    uint64_t body_sent;                     /* bytes read_body handed to libcurl */
+    uint64_t last_progress_ms;              /* clock_mono_ms() when a byte last moved */
+    int cb_err;                             /* error from a callback (or our parser) ending it */
+    int fail_err;                           /* deferred failure to report through on_done */
+    bool in_multi;                          /* added to up->multi */
+    bool send_paused;                       /* we paused sending (read_body said ERR_AGAIN) */
+    bool recv_paused;                       /* we paused receiving (on_body said ERR_AGAIN) */
+    bool pause_dirty;                       /* pause state changed inside libcurl: apply later */
+    bool add_pending;                       /* started inside libcurl: add to the multi later */
+    bool cancelled;               /* gw_upstream_xfer_cancel ran; no callback may follow */
+    bool pending;                 /* on up->pending */
+    bool head_done;               /* on_head was called */
+    bool finishing;               /* on_done is running */
+    bool reusable;                /* libcurl completed it (CURLE_OK): easy may be parked */
+    struct gw_upmsg_head head;    /* the response head being collected */
+    struct buf rqbuf;             /* request header strings, NUL-separated */
+    struct curl_slist *slist;     /* nodes pointing into rqbuf, for CURLOPT_HTTPHEADER */
+    size_t slist_cap;             /* nodes allocated */
+    char errbuf[CURL_ERROR_SIZE]; /* CURLOPT_ERRORBUFFER */
 };
 
-TAILQ_HEAD(xfer_list, gw_xfer);
+TAILQ_HEAD(xfer_list, gw_curl_xfer);
 
-struct gw_upstream {
+struct gw_curl {
+    struct gw_upstream pub;           /* first: the engine tag (gateway/upstream/engine.h) */
     struct event_base *base;          /* borrowed */
     CURLM *multi;                     /* owns the connection cache */
     struct event *timer;              /* CURLMOPT_TIMERFUNCTION's timer */
@@ -82,21 +85,21 @@ struct gw_upstream {
 
 /* x->last_progress_ms = now: a byte moved. */
 static inline void
-gw_xfer_touch(struct gw_xfer *x)
+gw_xfer_touch(struct gw_curl_xfer *x)
 {
     x->last_progress_ms = clock_mono_ms();
 }
 
 /* x's pause state as curl_easy_pause bits. */
 static inline long
-gw_xfer_pause_bits(const struct gw_xfer *x)
+gw_xfer_pause_bits(const struct gw_curl_xfer *x)
 {
     return (x->send_paused ? CURLPAUSE_SEND : 0) | (x->recv_paused ? CURLPAUSE_RECV : 0);
 }
 
 /* Put x on up->pending (once) for gw_upstream_after_curl(). */
 static inline void
-gw_xfer_queue_pending(struct gw_xfer *x)
+gw_xfer_queue_pending(struct gw_curl_xfer *x)
 {
     if (!x->pending) {
         x->pending = true;
@@ -110,19 +113,19 @@ gw_xfer_queue_pending(struct gw_xfer *x)
  * callbacks (on_done) run from here.  A no-op while up->depth > 0 or while it
  * is already running.  (gateway/upstream/upstream.c)
  */
-void gw_upstream_after_curl(struct gw_upstream *up);
+void gw_upstream_after_curl(struct gw_curl *up);
 
 /*
  * gw_upstream_xfer_arm_idle - (re)arm x's inactivity timer to fire in ms (nothing when
  * opts.timeout_ms is 0); logs if it cannot.  (gateway/upstream/upstream.c)
  */
-void gw_upstream_xfer_arm_idle(struct gw_xfer *x, uint64_t ms);
+void gw_upstream_xfer_arm_idle(struct gw_curl_xfer *x, uint64_t ms);
 
 /*
  * gw_upstream_xfer_result - the ERR_* (or 0) for a transfer libcurl finished with rc;
  * logs once if libcurl failed it.  (gateway/upstream/upstream.c)
  */
-int gw_upstream_xfer_result(struct gw_xfer *x, CURLcode rc);
+int gw_upstream_xfer_result(struct gw_curl_xfer *x, CURLcode rc);
 
 /*
  * gw_xfer_setup - build x's request headers from rq and set every option of
@@ -131,13 +134,13 @@ int gw_upstream_xfer_result(struct gw_xfer *x, CURLcode rc);
  * Returns 0, ERR_NOMEM or ERR_INVAL (logged where libcurl refused).
  * (gateway/upstream/xfer.c)
  */
-int gw_xfer_setup(struct gw_xfer *x, const struct gw_xfer_req *rq);
+int gw_xfer_setup(struct gw_curl_xfer *x, const struct gw_xfer_req *rq);
 
 /*
  * gw_xfer_sync_pause - apply x's pause state to libcurl now, or queue it for
  * after the current libcurl call returns; may run x's callbacks and
  * gw_upstream_after_curl().  (gateway/upstream/xfer.c)
  */
-void gw_xfer_sync_pause(struct gw_xfer *x);
+void gw_xfer_sync_pause(struct gw_curl_xfer *x);
 
 #endif

@@ -33,7 +33,7 @@
  * gw_upstream_xfer_cancel (on any transfer, their own included), but not
  * gw_upstream_free.
  *
- * Memory.  struct gw_xfer and its easy handle, timer and buffers are kept on
+ * Memory.  struct gw_curl_xfer and its easy handle, timer and buffers are kept on
  * a small free list (curl_easy_reset between uses); the multi handle keeps the
  * connection cache.  Only a transfer libcurl completed is parked: one that
  * was cancelled, timed out, failed or never started is freed with its easy
@@ -84,7 +84,7 @@ struct sock {
 /* ---- small helpers ---- */
 
 void
-gw_upstream_xfer_arm_idle(struct gw_xfer *x, uint64_t ms)
+gw_upstream_xfer_arm_idle(struct gw_curl_xfer *x, uint64_t ms)
 {
     if (x->up->opts.timeout_ms == 0) {
         return;
@@ -109,7 +109,7 @@ origin_len(const char *url)
 static void on_idle(evutil_socket_t fd, short what, void *arg);
 
 static void
-xfer_free(struct gw_xfer *x)
+xfer_free(struct gw_curl_xfer *x)
 {
     if (x == NULL) {
         return;
@@ -126,10 +126,10 @@ xfer_free(struct gw_xfer *x)
     free(x);
 }
 
-static struct gw_xfer *
-xfer_get(struct gw_upstream *up)
+static struct gw_curl_xfer *
+xfer_get(struct gw_curl *up)
 {
-    struct gw_xfer *x = TAILQ_FIRST(&up->idle);
+    struct gw_curl_xfer *x = TAILQ_FIRST(&up->idle);
     if (x != NULL) {
         TAILQ_REMOVE(&up->idle, x, link);
         up->nidle--;
@@ -139,6 +139,7 @@ xfer_get(struct gw_upstream *up)
     if (x == NULL) {
         goto fail;
     }
+    x->pub.engine = GW_UPSTREAM_CURL;
     x->up = up;
     gw_upmsg_head_init(&x->head);
     buf_init(&x->rqbuf, GW_UPSTREAM_MAX_REQ_HEAD);
@@ -156,9 +157,9 @@ fail:
 
 /* Park x (already detached from the multi and from every list) or free it. */
 static void
-xfer_put(struct gw_xfer *x)
+xfer_put(struct gw_curl_xfer *x)
 {
-    struct gw_upstream *up = x->up;
+    struct gw_curl *up = x->up;
     if (!x->reusable || up->nidle >= up->idle_max) {
         xfer_free(x);
         return;
@@ -190,9 +191,9 @@ xfer_put(struct gw_xfer *x)
 
 /* Detach x from libcurl, its timer and our lists, then park or free it.  Never inside libcurl. */
 static void
-xfer_release(struct gw_xfer *x)
+xfer_release(struct gw_curl_xfer *x)
 {
-    struct gw_upstream *up = x->up;
+    struct gw_curl *up = x->up;
     if (x->in_multi) {
         /*
          * Removing a transfer that is not complete makes libcurl close its
@@ -216,7 +217,7 @@ xfer_release(struct gw_xfer *x)
 
 /* End x: detach, tell the caller (once), free.  Never inside libcurl. */
 static void
-xfer_finish(struct gw_xfer *x, int err)
+xfer_finish(struct gw_curl_xfer *x, int err)
 {
     if (x->in_multi) {
         CURLMcode mc = curl_multi_remove_handle(x->up->multi, x->easy);
@@ -233,7 +234,7 @@ xfer_finish(struct gw_xfer *x, int err)
 
 /* Convert the result of a finished transfer; log once if libcurl failed it. */
 int
-gw_upstream_xfer_result(struct gw_xfer *x, CURLcode rc)
+gw_upstream_xfer_result(struct gw_curl_xfer *x, CURLcode rc)
 {
     if (x->cb_err != 0) {
         return x->cb_err; /* logged (if at all) by whoever returned it */
@@ -273,7 +274,7 @@ gw_upstream_xfer_result(struct gw_xfer *x, CURLcode rc)
 
 /* Keeps the connect-failure streak gw_upstream_unreachable reads. */
 static void
-note_reach(struct gw_upstream *up, struct gw_xfer *x, CURLcode rc)
+note_reach(struct gw_curl *up, struct gw_curl_xfer *x, CURLcode rc)
 {
     if (x->head_done || rc == CURLE_OK) {
         up->connect_fails = 0; /* the upstream answered */
@@ -299,7 +300,7 @@ note_reach(struct gw_upstream *up, struct gw_xfer *x, CURLcode rc)
 }
 
 bool
-gw_upstream_unreachable(const struct gw_upstream *up, const char **why)
+gw_curl_unreachable(const struct gw_curl *up, const char **why)
 {
     if (up->connect_fails < GW_UPSTREAM_DOWN_AFTER ||
         clock_mono_ms() - up->connect_fail_ms >= GW_UPSTREAM_DOWN_HOLD_MS) {
@@ -310,9 +311,9 @@ gw_upstream_unreachable(const struct gw_upstream *up, const char **why)
 }
 
 static void
-run_pending(struct gw_xfer *x)
+run_pending(struct gw_curl_xfer *x)
 {
-    struct gw_upstream *up = x->up;
+    struct gw_curl *up = x->up;
     TAILQ_REMOVE(&up->pending, x, pending_link);
     x->pending = false;
     if (x->cancelled) {
@@ -344,14 +345,14 @@ run_pending(struct gw_xfer *x)
  * and may start, resume or cancel transfers; those take effect at once.
  */
 void
-gw_upstream_after_curl(struct gw_upstream *up)
+gw_upstream_after_curl(struct gw_curl *up)
 {
     if (up->depth > 0 || up->settling) {
         return;
     }
     up->settling = true;
     for (;;) {
-        struct gw_xfer *x = TAILQ_FIRST(&up->pending);
+        struct gw_curl_xfer *x = TAILQ_FIRST(&up->pending);
         if (x != NULL) {
             run_pending(x);
             continue;
@@ -371,7 +372,7 @@ gw_upstream_after_curl(struct gw_upstream *up)
             log_error("finished transfer without its context");
             continue;
         }
-        x = (struct gw_xfer *)(void *)priv;
+        x = (struct gw_curl_xfer *)(void *)priv;
         x->reusable = rc == CURLE_OK;
         note_reach(up, x, rc);
         if (x->cancelled) {
@@ -384,7 +385,7 @@ gw_upstream_after_curl(struct gw_upstream *up)
 }
 
 static void
-drive(struct gw_upstream *up, curl_socket_t fd, int ev_bitmask)
+drive(struct gw_curl *up, curl_socket_t fd, int ev_bitmask)
 {
     int running = 0;
     up->depth++;
@@ -400,7 +401,7 @@ drive(struct gw_upstream *up, curl_socket_t fd, int ev_bitmask)
 static void
 on_sock_ready(evutil_socket_t fd, short what, void *arg)
 {
-    struct gw_upstream *up = arg;
+    struct gw_curl *up = arg;
     int action = ((what & EV_READ) != 0 ? CURL_CSELECT_IN : 0) |
                  ((what & EV_WRITE) != 0 ? CURL_CSELECT_OUT : 0);
     drive(up, fd, action);
@@ -410,7 +411,7 @@ on_sock_ready(evutil_socket_t fd, short what, void *arg)
 static void
 on_multi_timeout(evutil_socket_t fd, short what, void *arg)
 {
-    struct gw_upstream *up = arg;
+    struct gw_curl *up = arg;
     (void)fd;
     (void)what;
     drive(up, CURL_SOCKET_TIMEOUT, 0);
@@ -420,7 +421,7 @@ on_multi_timeout(evutil_socket_t fd, short what, void *arg)
 static int
 on_multi_timer(CURLM *multi, long timeout_ms, void *userp)
 {
-    struct gw_upstream *up = userp;
+    struct gw_curl *up = userp;
     (void)multi;
     if (timeout_ms < 0) {
         (void)evtimer_del(up->timer);
@@ -446,7 +447,7 @@ sock_free(struct sock *s)
 static int
 on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 {
-    struct gw_upstream *up = userp;
+    struct gw_curl *up = userp;
     struct sock *s = socketp;
     (void)easy;
     if (what == CURL_POLL_REMOVE) {
@@ -494,13 +495,13 @@ on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 static void
 on_idle(evutil_socket_t fd, short what, void *arg)
 {
-    struct gw_xfer *x = arg;
+    struct gw_curl_xfer *x = arg;
     (void)fd;
     (void)what;
     if (x->cancelled || x->finishing || x->send_paused || x->recv_paused) {
         return; /* a paused transfer's clock stops; resume re-arms */
     }
-    struct gw_upstream *up = x->up;
+    struct gw_curl *up = x->up;
     uint64_t idle = clock_mono_ms() - x->last_progress_ms;
     if (idle < up->opts.timeout_ms) {
         gw_upstream_xfer_arm_idle(x, up->opts.timeout_ms - idle);
@@ -514,17 +515,18 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the API ---- */
 
-struct gw_upstream *
-gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
+struct gw_curl *
+gw_curl_new(struct event_base *base, const struct gw_upstream_opts *opts)
 {
     if (base == NULL || opts == NULL) {
         return NULL;
     }
-    struct gw_upstream *up = calloc(1, sizeof(*up));
+    struct gw_curl *up = calloc(1, sizeof(*up));
     if (up == NULL) {
         log_error("out of memory");
         return NULL;
     }
+    up->pub.engine = GW_UPSTREAM_CURL;
     up->base = base;
     up->opts = *opts;
     TAILQ_INIT(&up->active);
@@ -580,20 +582,20 @@ gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
     }
     return up;
 fail:
-    gw_upstream_free(up);
+    gw_curl_free(up);
     return NULL;
 }
 
 void
-gw_upstream_free(struct gw_upstream *up)
+gw_curl_free(struct gw_curl *up)
 {
     if (up == NULL) {
         return;
     }
     /* xfer_release touches only its own transfer (and frees it): next stays valid */
-    struct gw_xfer *x = TAILQ_FIRST(&up->active);
+    struct gw_curl_xfer *x = TAILQ_FIRST(&up->active);
     while (x != NULL) {
-        struct gw_xfer *next = TAILQ_NEXT(x, link);
+        struct gw_curl_xfer *next = TAILQ_NEXT(x, link);
         x->cancelled = true;
         xfer_release(x);
         x = next;
@@ -628,8 +630,8 @@ gw_upstream_free(struct gw_upstream *up)
 }
 
 int
-gw_upstream_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
-                       const struct gw_xfer_cbs *cbs, void *arg, struct gw_xfer **out)
+gw_curl_xfer_start(struct gw_curl *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
+                   void *arg, struct gw_curl_xfer **out)
 {
     if (up == NULL || rq == NULL || cbs == NULL || out == NULL || cbs->on_done == NULL ||
         rq->method == NULL || rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {
@@ -640,7 +642,7 @@ gw_upstream_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
         !gw_upmsg_req_method_ok(rq->method) || !gw_upmsg_req_url_ok(rq->url)) {
         return ERR_INVAL;
     }
-    struct gw_xfer *x = xfer_get(up);
+    struct gw_curl_xfer *x = xfer_get(up);
     if (x == NULL) {
         return ERR_NOMEM;
     }
@@ -677,7 +679,7 @@ fail:
 }
 
 void
-gw_upstream_xfer_cancel(struct gw_xfer *x)
+gw_curl_xfer_cancel(struct gw_curl_xfer *x)
 {
     if (x == NULL || x->cancelled || x->finishing) {
         return;

@@ -1,26 +1,34 @@
 /*
- * gateway/upstream/upstream.h: the upstream HTTP(S) client (libcurl multi on libevent).
+ * gateway/upstream/upstream.h: the upstream HTTP(S) client, two engines behind one API.
  *
- * One struct gw_upstream per event loop: a CURLM driven by the loop through
- * CURLMOPT_SOCKETFUNCTION / CURLMOPT_TIMERFUNCTION (curl's hiperfifo pattern,
- * without its exits).  Connections are reused across transfers.  Each
- * transfer (struct gw_xfer) streams its request body from a pull callback and
- * its response body to a push callback, pausing either side on request, so
- * memory per transfer is bounded whatever the object size.
+ * One struct gw_upstream per event loop, made with one engine
+ * (gw_upstream_opts.engine): GW_UPSTREAM_LEAN, HTTP/1.1 on libevent
+ * bufferevents with llhttp parsing the responses and OpenSSL through
+ * bufferevent_openssl (the proxy's data path), or GW_UPSTREAM_CURL, a CURLM
+ * driven by the loop (curl's hiperfifo pattern, without its exits; the
+ * internal S3 client's engine, and the proxy's fallback, upstream.client).
+ * Both keep connections for reuse.  Each transfer (struct gw_xfer) streams
+ * its request body from a pull callback and its response body to a push
+ * callback, pausing either side on request, so memory per transfer is
+ * bounded whatever the object size.  The contract below holds for both.
  *
  * Event-loop thread only.  No callback runs before gw_upstream_xfer_start returns.
  * <curl/curl.h> is included only by gateway/upstream*.c (STYLE R1).
  *
  * Room gateway/upstream/ (the gateway's side of the store; the only room with
  * libcurl, make check-deps):
- *   upstream.c / xfer.c  this client: the multi handle on the loop, transfers
- *   upmsg.h / upmsg.c    upstream response heads, request sanity checks
+ *   dispatch.c / engine.h  the API below, handed to the engine a client was made by
+ *   upstream.c / xfer.c  the curl engine: the multi handle on the loop, transfers
+ *   internal.h           the structs upstream.c and xfer.c share
+ *   lean.c / lean_conn.c the lean engine: transfers, the pool, the wait queue /
+ *                        one connection (request out, response in through llhttp)
+ *   lean_tls.c / lean.h  its TLS set-up (the room's only OpenSSL) / its structs
+ *   upmsg.h / upmsg.c    upstream response heads, request sanity checks (both engines)
  *   s3client.h / .c      the one internal S3 client: the one signer (the proxy
  *                        re-signs with it), one reload, the gateway's own calls
  *   elect_s3.h / .c      the s3 election backend, on the S3 client
  *   bucket_probe.h / .c  does a bucket exist (CreateBucket answered 200)
  *   trailer_probe.h / .c does the store take checksum trailers (start-up)
- *   internal.h           the structs upstream.c and xfer.c share
  */
 #ifndef GW_UPSTREAM_H
 #define GW_UPSTREAM_H
@@ -37,22 +45,30 @@ struct event_base;
 struct gw_upstream;
 struct gw_xfer;
 
+enum gw_upstream_engine {
+    GW_UPSTREAM_CURL = 0, /* libcurl multi */
+    GW_UPSTREAM_LEAN = 1, /* bufferevents + llhttp */
+};
+
 struct gw_upstream_opts {
-    uint32_t connect_timeout_ms; /* TCP + TLS connect; ERR_TIMEOUT past it */
-    uint32_t timeout_ms;         /* no progress either way for this long: ERR_TIMEOUT (0 = none) */
-    uint32_t max_connections;    /* cap on open connections (0 = libcurl's default) */
-    const char *ca_file;         /* borrowed during gw_upstream_new; NULL = system CAs */
-    bool tls_verify;             /* verify peer certificate and host name */
+    enum gw_upstream_engine engine; /* which client (0 = libcurl) */
+    uint32_t connect_timeout_ms;    /* TCP + TLS connect; ERR_TIMEOUT past it */
+    uint32_t timeout_ms;      /* no progress either way for this long: ERR_TIMEOUT (0 = none) */
+    uint32_t max_connections; /* cap on open connections (0 = no cap); transfers over it
+                                 wait for one, bounded by timeout_ms */
+    const char *ca_file;      /* borrowed during gw_upstream_new; NULL = system CAs */
+    bool tls_verify;          /* verify peer certificate and host name */
 };
 
 /* What to send.  Every pointer is borrowed only until gw_upstream_xfer_start returns. */
 struct gw_xfer_req {
     const char *method;         /* sent exactly as given */
     const char *url;            /* scheme://host[:port]/path?query; the path is sent byte for byte
-                                   (CURLOPT_PATH_AS_IS: no dot-segment squashing) */
+                                   (no dot-segment squashing) */
     const char *const *headers; /* "Name: value" strings, NULL-terminated; sent as given, in
                                    order, and nothing else is added (no Accept, no Expect,
-                                   no Content-Type); a Host header here replaces curl's */
+                                   no Content-Type); a Host header here replaces the one
+                                   made from the URL */
     size_t nheaders;            /* number of entries in headers (the NULL not counted) */
     int64_t body_length;        /* -1: no request body; >= 0: a body of exactly this many
                                    bytes, sent with Content-Length */
@@ -95,7 +111,8 @@ struct gw_xfer_cbs {
 
 /*
  * gw_upstream_new - a client on base.
- * Returns the client, or NULL (out of memory or libcurl init failure; logged).
+ * Returns the client, or NULL (out of memory, unknown engine, libcurl init or
+ * TLS set-up failure, e.g. an unreadable ca_file; logged).
  */
 struct gw_upstream *gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts);
 
@@ -110,7 +127,7 @@ struct gw_upstream *gw_upstream_new(struct event_base *base, const struct gw_ups
  * GW_UPSTREAM_DOWN_HOLD_MS.  It clears by itself: at the first transfer that
  * gets a response, or when no failure came for the hold time (the next
  * forwarded request tries again).  For /readyz (DESIGN G10).
- * [out] why  when true: libcurl's text for the last failure, borrowed from
+ * [out] why  when true: the text for the last failure, borrowed from
  *            up, valid until the next transfer ends.
  */
 bool gw_upstream_unreachable(const struct gw_upstream *up, const char **why);

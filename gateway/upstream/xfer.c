@@ -17,9 +17,9 @@
 
 /* Apply x's pause state to libcurl now, or after the current libcurl call returns. */
 void
-gw_xfer_sync_pause(struct gw_xfer *x)
+gw_xfer_sync_pause(struct gw_curl_xfer *x)
 {
-    struct gw_upstream *up = x->up;
+    struct gw_curl *up = x->up;
     if (!x->in_multi && !x->add_pending) {
         return; /* finished or never started: nothing to tell libcurl */
     }
@@ -47,7 +47,7 @@ gw_xfer_sync_pause(struct gw_xfer *x)
 static size_t
 on_read(char *dst, size_t size, size_t nitems, void *arg)
 {
-    struct gw_xfer *x = arg;
+    struct gw_curl_xfer *x = arg;
     if (x->cancelled || x->cb_err != 0) {
         return CURL_READFUNC_ABORT;
     }
@@ -91,7 +91,7 @@ on_read(char *dst, size_t size, size_t nitems, void *arg)
 static size_t
 on_header(char *data, size_t size, size_t nitems, void *arg)
 {
-    struct gw_xfer *x = arg;
+    struct gw_curl_xfer *x = arg;
     size_t len = size * nitems;
     if (x->cancelled || x->cb_err != 0) {
         return 0;
@@ -129,7 +129,7 @@ on_header(char *data, size_t size, size_t nitems, void *arg)
 static size_t
 on_write(char *data, size_t size, size_t nitems, void *arg)
 {
-    struct gw_xfer *x = arg;
+    struct gw_curl_xfer *x = arg;
     size_t len = size * nitems;
     if (x->cancelled || x->cb_err != 0) {
         return 0;
@@ -172,7 +172,7 @@ on_write(char *data, size_t size, size_t nitems, void *arg)
 /* ---- request setup ---- */
 
 static int
-slist_reserve(struct gw_xfer *x, size_t n)
+slist_reserve(struct gw_curl_xfer *x, size_t n)
 {
     if (n <= x->slist_cap) {
         return 0;
@@ -197,7 +197,7 @@ slist_reserve(struct gw_xfer *x, size_t n)
  * "Transfer-Encoding:" are added unless given, so libcurl adds none of its own.
  */
 static int
-build_headers(struct gw_xfer *x, const struct gw_xfer_req *rq)
+build_headers(struct gw_curl_xfer *x, const struct gw_xfer_req *rq)
 {
     static const char *const quiet[] = {"Accept:", "Expect:", "Transfer-Encoding:"};
     bool given[3] = {false, false, false};
@@ -260,7 +260,7 @@ build_headers(struct gw_xfer *x, const struct gw_xfer_req *rq)
     } while (0)
 
 static int
-setup_easy(struct gw_xfer *x, const struct gw_xfer_req *rq)
+setup_easy(struct gw_curl_xfer *x, const struct gw_xfer_req *rq)
 {
     CURL *e = x->easy;
     const struct gw_upstream_opts *o = &x->up->opts;
@@ -306,7 +306,7 @@ setup_easy(struct gw_xfer *x, const struct gw_xfer_req *rq)
 }
 
 int
-gw_xfer_setup(struct gw_xfer *x, const struct gw_xfer_req *rq)
+gw_xfer_setup(struct gw_curl_xfer *x, const struct gw_xfer_req *rq)
 {
     int err = build_headers(x, rq);
     if (err == 0) {
@@ -318,7 +318,7 @@ gw_xfer_setup(struct gw_xfer *x, const struct gw_xfer_req *rq)
 /* ---- the API ---- */
 
 void
-gw_xfer_resume_send(struct gw_xfer *x)
+gw_curl_resume_send(struct gw_curl_xfer *x)
 {
     if (x == NULL || x->cancelled || x->finishing || !x->send_paused) {
         return;
@@ -330,7 +330,7 @@ gw_xfer_resume_send(struct gw_xfer *x)
 }
 
 void
-gw_xfer_resume_recv(struct gw_xfer *x)
+gw_curl_resume_recv(struct gw_curl_xfer *x)
 {
     if (x == NULL || x->cancelled || x->finishing || !x->recv_paused) {
         return;
@@ -342,7 +342,7 @@ gw_xfer_resume_recv(struct gw_xfer *x)
 }
 
 uint64_t
-gw_xfer_body_sent(const struct gw_xfer *x)
+gw_curl_body_sent(const struct gw_curl_xfer *x)
 {
     return x != NULL ? x->body_sent : 0;
 }

@@ -39,9 +39,13 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "gateway/http/tls.h"
 #include "gateway/upstream/upstream.h"
 
 #define MIB (1024u * 1024u)
+
+/* The engine the tests run against; run_both_engines runs a group with each. */
+static enum gw_upstream_engine harness_engine = GW_UPSTREAM_CURL;
 
 static inline unsigned char
 pat(uint64_t i)
@@ -64,12 +68,15 @@ has_ci(const char *hay, const char *needle)
 /* ---- the test server ---- */
 
 enum srv_mode {
-    M_OK,       /* 200 with a Content-Length body of resp_len pattern bytes (none for HEAD) */
-    M_CHUNKED,  /* 200 with a chunked body of resp_len pattern bytes, odd chunk sizes */
-    M_SILENT,   /* read the request, never answer */
-    M_CONTINUE, /* 100 Continue and 103 Early Hints right after the head, then as M_OK */
-    M_BIGHEAD,  /* a 200 whose head is about 70 KiB */
-    M_GARBAGE,  /* answer the first bytes of anything with a plain-text 400 */
+    M_OK,          /* 200 with a Content-Length body of resp_len pattern bytes (none for HEAD) */
+    M_CHUNKED,     /* 200 with a chunked body of resp_len pattern bytes, odd chunk sizes */
+    M_SILENT,      /* read the request, never answer */
+    M_CONTINUE,    /* 100 Continue and 103 Early Hints right after the head, then as M_OK */
+    M_BIGHEAD,     /* a 200 whose head is about 70 KiB */
+    M_GARBAGE,     /* answer the first bytes of anything with a plain-text 400 */
+    M_CLOSE_DELIM, /* 200 without Content-Length: resp_len pattern bytes, then close */
+    M_EARLY,       /* at the head: 403 and Connection: close, then half-close; the body
+                      is read and dropped (a lingering close, as servers do) */
 };
 
 enum conn_state { S_HEAD, S_BODY, S_DEAD };
@@ -86,7 +93,10 @@ struct sconn {
     bool pattern_ok; /* every body byte matched pat() */
     bool chunked;    /* response is chunked */
     uint64_t resp_left, resp_off;
-    uint64_t fed; /* response bytes queued to the bufferevent */
+    uint64_t fed;    /* response bytes queued to the bufferevent */
+    int served;      /* requests answered on this connection */
+    bool close_done; /* M_CLOSE_DELIM: close once the output is flushed */
+    bool half_close; /* M_EARLY: shut the write side once the output is flushed */
 };
 
 struct srv {
@@ -96,16 +106,20 @@ struct srv {
     LIST_HEAD(sconn_list, sconn) conns;
     enum srv_mode mode;
     uint64_t resp_len;
-    const char *xml;   /* M_OK: if set, the body is this text instead (an S3 answer) */
-    int accepts;       /* TCP connections accepted */
-    int requests;      /* complete requests (head and whole body) */
-    int closed;        /* connections the client closed */
-    int eofs_early;    /* connections closed before their declared body ended */
-    char head[16384];  /* the last request head, NUL-terminated */
-    uint64_t cl;       /* its Content-Length (UINT64_MAX: none) */
-    uint64_t live_got; /* body bytes of the current request so far */
-    bool body_ok;      /* the last complete body matched pat() */
-    uint64_t pushed;   /* response bytes the kernel took (fed minus still queued) */
+    const char *xml;    /* M_OK: if set, the body is this text instead (an S3 answer) */
+    int accepts;        /* TCP connections accepted */
+    int requests;       /* complete requests (head and whole body) */
+    int closed;         /* connections the client closed */
+    int eofs_early;     /* connections closed before their declared body ended */
+    char head[16384];   /* the last request head, NUL-terminated */
+    uint64_t cl;        /* its Content-Length (UINT64_MAX: none) */
+    uint64_t live_got;  /* body bytes of the current request so far */
+    bool body_ok;       /* the last complete body matched pat() */
+    uint64_t pushed;    /* response bytes the kernel took (fed minus still queued) */
+    int drop_after;     /* > 0: a connection that served this many closes at the next head */
+    int dropped;        /* connections closed so */
+    int heads;          /* request heads received */
+    struct gw_tls *tls; /* set: connections are TLS (gateway/http/tls.h) */
 };
 
 static inline void
@@ -142,6 +156,10 @@ srv_feed(struct sconn *c)
         if (c->resp_left == 0 && c->chunked) {
             evbuffer_add(out, "0\r\n\r\n", 5);
         }
+        if (c->resp_left == 0 && c->srv->mode == M_CLOSE_DELIM) {
+            c->close_done = true;
+            bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        }
     }
     c->srv->pushed = c->fed - evbuffer_get_length(out);
 }
@@ -166,6 +184,10 @@ srv_respond(struct sconn *c, bool head_req)
         }
         evbuffer_add_printf(out, "Content-Length: 0\r\n\r\n");
         return;
+    case M_CLOSE_DELIM:
+        evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nX-Reply: yes\r\n\r\n");
+        c->chunked = false;
+        break;
     case M_CHUNKED:
         evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
         c->chunked = true;
@@ -235,6 +257,21 @@ srv_read(struct bufferevent *bev, void *arg)
             assert_true(hl < sizeof(s->head));
             evbuffer_remove(in, s->head, hl);
             s->head[hl] = '\0';
+            s->heads++;
+            if (s->mode == M_EARLY) {
+                evbuffer_add_printf(bufferevent_get_output(bev),
+                                    "HTTP/1.1 403 Forbidden\r\nContent-Length: 6\r\n"
+                                    "Connection: close\r\n\r\ndenied");
+                c->state = S_DEAD;
+                c->half_close = true;
+                bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+                continue;
+            }
+            if (s->drop_after > 0 && c->served >= s->drop_after) {
+                s->dropped++; /* as if it closed while the request was on its way */
+                sconn_free(c);
+                return;
+            }
             s->cl = head_cl(s->head);
             c->cl = s->cl == UINT64_MAX ? 0 : s->cl;
             c->got = 0;
@@ -267,6 +304,7 @@ srv_read(struct bufferevent *bev, void *arg)
             return;
         }
         s->requests++;
+        c->served++;
         s->body_ok = c->pattern_ok;
         c->state = S_HEAD;
         srv_respond(c, strncmp(s->head, "HEAD ", 5) == 0);
@@ -277,8 +315,14 @@ static inline void
 srv_write(struct bufferevent *bev, void *arg)
 {
     struct sconn *c = arg;
-    (void)bev;
     srv_feed(c);
+    if (c->half_close && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        (void)shutdown(bufferevent_getfd(bev), SHUT_WR);
+        c->half_close = false;
+    }
+    if (c->close_done && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        sconn_free(c); /* the end of a close-delimited body */
+    }
 }
 
 static inline void
@@ -307,7 +351,8 @@ srv_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa, 
     struct sconn *c = calloc(1, sizeof(*c));
     assert_non_null(c);
     c->srv = s;
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->bev = s->tls != NULL ? gw_tls_bev_new(s->tls, s->base, fd)
+                            : bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     assert_non_null(c->bev);
     bufferevent_setcb(c->bev, srv_read, srv_write, srv_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, 64 * 1024, 0);
@@ -600,6 +645,7 @@ static inline struct gw_upstream *
 new_upstream(struct event_base *base, uint32_t timeout_ms)
 {
     struct gw_upstream_opts o = {
+        .engine = harness_engine,
         .connect_timeout_ms = 2000,
         .timeout_ms = timeout_ms,
         .max_connections = 8,
@@ -651,6 +697,24 @@ use_timeout(struct fx *f, uint32_t ms)
     gw_upstream_free(f->up);
     f->up = new_upstream(f->base, ms);
     f->c.up = f->up;
+}
+
+/* Run the group once per engine ("name/curl", "name/lean"); the number of failures. */
+static inline int
+run_both_engines(const char *name, const struct CMUnitTest *tests, size_t n)
+{
+    static const struct {
+        enum gw_upstream_engine engine;
+        const char *suffix;
+    } engines[] = {{GW_UPSTREAM_CURL, "curl"}, {GW_UPSTREAM_LEAN, "lean"}};
+    int fails = 0;
+    for (size_t i = 0; i < sizeof(engines) / sizeof(engines[0]); i++) {
+        char full[96];
+        (void)snprintf(full, sizeof(full), "%s/%s", name, engines[i].suffix);
+        harness_engine = engines[i].engine;
+        fails += _cmocka_run_group_tests(full, tests, n, NULL, NULL);
+    }
+    return fails;
 }
 
 #endif /* TESTS_UNIT_GATEWAY_UPSTREAM_HARNESS_H */

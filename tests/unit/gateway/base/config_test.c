@@ -112,6 +112,7 @@ test_dev_json(void **state)
     assert_null(cfg->upstream.session_token);
     assert_int_equal(cfg->upstream.addressing, GW_ADDR_PATH);
     assert_int_equal(cfg->upstream.checksum_trailers, GW_TRAILERS_AUTO);
+    assert_int_equal(cfg->upstream.client, GW_UPSTREAM_CLIENT_LEAN);
     assert_int_equal(cfg->election.backend, GW_ELECT_DIR);
     assert_non_null(cfg->election.path);
     assert_int_equal(cfg->nprincipals, 0);
@@ -607,6 +608,23 @@ test_endpoint(void **state)
         assert_int_equal(cfg->upstream.checksum_trailers, i == 0   ? GW_TRAILERS_AUTO
                                                           : i == 1 ? GW_TRAILERS_FORWARD
                                                                    : GW_TRAILERS_VERIFY);
+        gw_config_free(cfg);
+    }
+    expect_err("{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"
+               "\"http://h\",\"client\":\"libcurl\",\"access_key\":\"a\",\"secret_key\":"
+               "\"s\"}}",
+               "upstream.client: must be \"lean\" or \"curl\"");
+    const char *clients[] = {"lean", "curl"};
+    for (int i = 0; i < 2; i++) {
+        char json[256];
+        (void)snprintf(json, sizeof(json),
+                       "{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{"
+                       "\"endpoint\":\"http://h\",\"client\":\"%s\",\"access_key\":"
+                       "\"a\",\"secret_key\":\"s\"}}",
+                       clients[i]);
+        struct gw_config *cfg = load_ok(json);
+        assert_int_equal(cfg->upstream.client,
+                         i == 0 ? GW_UPSTREAM_CLIENT_LEAN : GW_UPSTREAM_CLIENT_CURL);
         gw_config_free(cfg);
     }
 }

@@ -152,8 +152,11 @@ test_connection_cap(void **state)
 {
     struct fx *f = *state;
     gw_upstream_free(f->up);
-    struct gw_upstream_opts o = {
-        .connect_timeout_ms = 2000, .timeout_ms = 5000, .max_connections = 1, .tls_verify = true};
+    struct gw_upstream_opts o = {.engine = harness_engine,
+                                 .connect_timeout_ms = 2000,
+                                 .timeout_ms = 5000,
+                                 .max_connections = 1,
+                                 .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
     f->srv.resp_len = 300000;
@@ -255,6 +258,52 @@ test_start_from_callbacks(void **state)
     assert_int_equal(f->srv.requests, 3);
 }
 
+/* A body ended by the origin's close; the connection is not reused after it. */
+static void
+test_close_delimited(void **state)
+{
+    struct fx *f = *state;
+    f->srv.mode = M_CLOSE_DELIM;
+    f->srv.resp_len = 1 * MIB + 5;
+    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+    assert_int_equal(f->c.err, 0);
+    assert_string_equal(f->c.reply, "yes");
+    assert_int_equal(f->c.body_got, 1 * MIB + 5);
+    assert_false(f->c.body_bad);
+    f->srv.mode = M_OK;
+    f->srv.resp_len = 10;
+    cli_init(&f->c, f);
+    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    assert_int_equal(f->c.err, 0);
+    assert_int_equal(f->c.body_got, 10);
+    assert_int_equal(f->srv.accepts, 2);
+}
+
+/*
+ * on_body pauses at every call, so also at the one with the last body byte
+ * (Content-Length framing: nothing follows it on the wire): the response
+ * still completes after the resume, again and again on the reused connection.
+ */
+static void
+test_pause_at_last_body_byte(void **state)
+{
+    struct fx *f = *state;
+    f->srv.resp_len = 1 * MIB + 3;
+    for (int i = 0; i < 3; i++) {
+        cli_init(&f->c, f);
+        f->c.recv_pause_every = 1;
+        f->c.recv_pause_ms = 0;
+        assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+        assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+        assert_int_equal(f->c.err, 0);
+        assert_int_equal(f->c.body_got, 1 * MIB + 3);
+        assert_false(f->c.body_bad);
+    }
+    assert_int_equal(f->srv.accepts, 1);
+}
+
 int
 main(void)
 {
@@ -272,6 +321,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_exact_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interim_responses_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_from_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_delimited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_at_last_body_byte, setup, teardown),
     };
-    return cmocka_run_group_tests_name("upstream", tests, NULL, NULL);
+    return run_both_engines("upstream", tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -1,0 +1,599 @@
+/*
+ * gateway/upstream/lean.c: the lean engine: HTTP/1.1 on libevent
+ * bufferevents, responses parsed by llhttp (gateway/upstream/lean_conn.c),
+ * TLS by bufferevent_openssl (gateway/upstream/lean_tls.c).  This file keeps
+ * the transfers (start, cancel, resume, end, report), the connection pool,
+ * the wait queue under max_connections, the timers and the unreachable
+ * streak.  The contract is gateway/upstream/upstream.h's; the re-entrancy
+ * rule is in gateway/upstream/lean.h.
+ *
+ * Pool.  Idle connections are kept per origin (scheme, host, port), newest
+ * first, at most max(max_connections, LEAN_IDLE_MIN) of them; an idle one
+ * keeps reading, so a peer's close (or a stray byte) drops it at once.  A
+ * connection goes back to the pool only when its response was complete, the
+ * whole request body was sent, nothing followed the response, the response
+ * allows keep-alive and the caller did not ask for no_reuse.
+ *
+ * Retry.  A request on a reused connection can still meet the peer's close
+ * of that connection (it closed while we were sending).  Such a request is
+ * sent once more on a new connection, but only if it failed before any
+ * response byte and before read_body handed over any body byte: a body
+ * cannot be replayed (it is streamed from the client and gone), and a
+ * request the origin may have processed must not be sent twice.  Anything
+ * else ends in ERR_UPSTREAM.
+ *
+ * Timeouts.  connect_timeout_ms bounds each connect (TCP, DNS and TLS), in
+ * lean_conn.c.  opts.timeout_ms is an inactivity timeout: every byte moved
+ * stamps x->last_progress_ms and x->timer checks the stamp lazily.  The
+ * clock stops while we have paused either direction (the upstream is waiting
+ * for our client then, not the other way round) and restarts from zero on
+ * resume.  It runs from gw_upstream_xfer_start, so it also bounds the wait
+ * for a connection when max_connections are all busy.
+ */
+#define LOG_MODULE "upstream"
+#include "gateway/upstream/lean.h"
+
+#include <event2/buffer.h>
+#include <event2/dns.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#define LEAN_MAX_REQ_HEAD ((size_t)256 * 1024) /* request head bytes */
+#define LEAN_IDLE_MIN     32                   /* idle connections kept, at least */
+
+/* ---- targets and request heads ---- */
+
+/* Parse "scheme://host[:port]" of url into t; *path = the rest ("" for none). */
+static int
+parse_target(const char *url, struct lean_target *t, const char **path)
+{
+    t->tls = strncasecmp(url, "https://", 8) == 0;
+    const char *a = url + (t->tls ? 8 : 7);
+    size_t alen = strcspn(a, "/?");
+    *path = a + alen;
+    const char *h = a;
+    size_t hlen;
+    const char *port = NULL;
+    if (memchr(a, '@', alen) != NULL) {
+        return ERR_INVAL; /* no user info: credentials go in headers */
+    }
+    if (*a == '[') {
+        const char *close = memchr(a, ']', alen);
+        if (close == NULL) {
+            return ERR_INVAL;
+        }
+        h = a + 1;
+        hlen = (size_t)(close - h);
+        if (close + 1 < a + alen) {
+            if (close[1] != ':') {
+                return ERR_INVAL;
+            }
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(a, ':', alen);
+        hlen = colon != NULL ? (size_t)(colon - a) : alen;
+        port = colon != NULL ? colon + 1 : NULL;
+    }
+    t->port = t->tls ? 443 : 80;
+    if (port != NULL) {
+        unsigned long v = 0;
+        const char *p = port;
+        for (; p < a + alen && *p >= '0' && *p <= '9' && v <= 65535; p++) {
+            v = v * 10 + (unsigned long)(*p - '0');
+        }
+        if (p == port || p != a + alen || v == 0 || v > 65535) {
+            return ERR_INVAL;
+        }
+        t->port = (uint16_t)v;
+    }
+    if (hlen == 0) {
+        return ERR_INVAL;
+    }
+    t->host = strndup(h, hlen);
+    return t->host != NULL ? 0 : ERR_NOMEM;
+}
+
+static bool
+target_eq(const struct lean_target *a, const struct lean_target *b)
+{
+    return a->tls == b->tls && a->port == b->port && strcasecmp(a->host, b->host) == 0;
+}
+
+/* Append s to x->req; false when it does not fit (or on no memory). */
+static bool
+req_add(struct gw_lean_xfer *x, const char *s, size_t n)
+{
+    return buf_append(&x->req, s, n) == 0;
+}
+
+/*
+ * The request head: the request line with the path byte for byte, the
+ * caller's headers as given and in order, then only what framing needs:
+ * Host (first) when the caller gave none, Content-Length when there is a
+ * body and the caller did not give it.
+ */
+static int
+build_head(struct gw_lean_xfer *x, const struct gw_xfer_req *rq, const char *path)
+{
+    bool has_host = false, has_cl = false;
+    for (size_t i = 0; i < rq->nheaders; i++) {
+        const char *h = rq->headers[i];
+        bool empty = false;
+        enum gw_upmsg_req_hdr kind = GW_UPMSG_REQ_HDR_OTHER;
+        if (h == NULL || gw_upmsg_req_header_check(h, rq->body_length, &kind, &empty) != 0) {
+            return ERR_INVAL;
+        }
+        has_cl = has_cl || kind == GW_UPMSG_REQ_HDR_CL;
+        has_host = has_host || strncasecmp(h, "Host:", 5) == 0;
+    }
+    const char *slash = *path == '/' ? "" : "/"; /* "" or "?q": the origin form needs a '/' */
+    bool ok = req_add(x, rq->method, strlen(rq->method)) && req_add(x, " ", 1) &&
+              req_add(x, slash, strlen(slash)) && req_add(x, path, strlen(path)) &&
+              req_add(x, " HTTP/1.1\r\n", 11);
+    if (ok && !has_host) {
+        bool v6 = strchr(x->t.host, ':') != NULL;
+        bool dflt = x->t.port == (x->t.tls ? 443 : 80);
+        char port[8] = "";
+        if (!dflt) {
+            (void)snprintf(port, sizeof(port), ":%u", x->t.port);
+        }
+        ok = buf_printf(&x->req, "Host: %s%s%s%s\r\n", v6 ? "[" : "", x->t.host, v6 ? "]" : "",
+                        port) == 0;
+    }
+    for (size_t i = 0; ok && i < rq->nheaders; i++) {
+        ok = req_add(x, rq->headers[i], strlen(rq->headers[i])) && req_add(x, "\r\n", 2);
+    }
+    if (ok && rq->body_length >= 0 && !has_cl) {
+        ok = buf_printf(&x->req, "Content-Length: %" PRId64 "\r\n", rq->body_length) == 0;
+    }
+    ok = ok && req_add(x, "\r\n", 2);
+    return ok ? 0 : ERR_INVAL;
+}
+
+/* ---- transfer objects ---- */
+
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+static void on_kick(evutil_socket_t fd, short what, void *arg);
+
+void
+lean_xfer_touch(struct gw_lean_xfer *x)
+{
+    x->last_progress_ms = clock_mono_ms();
+}
+
+static void
+arm_timer(struct gw_lean_xfer *x, uint64_t ms)
+{
+    if (x->up->opts.timeout_ms == 0) {
+        return;
+    }
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    if (evtimer_add(x->timer, &tv) != 0) {
+        log_error("evtimer_add failed; transfer has no inactivity timeout");
+    }
+}
+
+void
+lean_kick(struct gw_lean_xfer *x)
+{
+    event_active(x->kick, EV_TIMEOUT, 1);
+}
+
+static void
+xfer_free(struct gw_lean_xfer *x)
+{
+    if (x == NULL) {
+        return;
+    }
+    if (x->timer != NULL) {
+        event_free(x->timer);
+    }
+    if (x->kick != NULL) {
+        event_free(x->kick);
+    }
+    gw_upmsg_head_cleanup(&x->head);
+    buf_cleanup(&x->req);
+    free(x->t.host);
+    free(x);
+}
+
+/* Off every list and timer; the connection (if any) closed. */
+static void
+xfer_detach(struct gw_lean_xfer *x)
+{
+    struct gw_lean *up = x->up;
+    if (x->c != NULL) {
+        lean_conn_close(x->c); /* unsent bytes are dropped: an unfinished body never completes */
+    }
+    if (x->waiting) {
+        TAILQ_REMOVE(&up->waiting, x, wait_link);
+        x->waiting = false;
+    }
+    (void)event_del(x->timer);
+    (void)event_del(x->kick);
+    TAILQ_REMOVE(&up->active, x, link);
+}
+
+void
+lean_xfer_end(struct gw_lean_xfer *x, int err, bool connect_failed)
+{
+    if (x->ended) {
+        return;
+    }
+    x->ended = true;
+    x->end_err = err;
+    x->connect_failed = connect_failed;
+}
+
+/* ---- the pool ---- */
+
+void
+lean_conn_gone(struct lean_conn *c)
+{
+    struct gw_lean *up = c->up;
+    if (c->idle) {
+        TAILQ_REMOVE(&up->idle, c, link);
+        c->idle = false;
+        up->nidle--;
+    }
+    up->nconns--;
+}
+
+static struct lean_conn *
+pool_take(struct gw_lean *up, const struct lean_target *t)
+{
+    struct lean_conn *c;
+    TAILQ_FOREACH (c, &up->idle, link) {
+        if (target_eq(&c->t, t)) {
+            TAILQ_REMOVE(&up->idle, c, link);
+            c->idle = false;
+            up->nidle--;
+            return c;
+        }
+    }
+    return NULL;
+}
+
+static void
+pool_put(struct gw_lean *up, struct lean_conn *c)
+{
+    size_t max =
+        up->opts.max_connections > LEAN_IDLE_MIN ? up->opts.max_connections : LEAN_IDLE_MIN;
+    if (up->nidle >= max) {
+        lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list));
+    }
+    lean_conn_park(c);
+    TAILQ_INSERT_HEAD(&up->idle, c, link);
+    c->idle = true;
+    up->nidle++;
+}
+
+/* Give x a connection: a pooled one (unless fresh), a new one, or a place in the queue. */
+static void
+acquire(struct gw_lean_xfer *x, bool fresh)
+{
+    struct gw_lean *up = x->up;
+    struct lean_conn *c = fresh ? NULL : pool_take(up, &x->t);
+    if (c == NULL && up->opts.max_connections != 0 && up->nconns >= up->opts.max_connections) {
+        if (TAILQ_EMPTY(&up->idle)) {
+            x->waiting = true;
+            TAILQ_INSERT_TAIL(&up->waiting, x, wait_link);
+            return;
+        }
+        lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list)); /* another origin's, or stale */
+    }
+    if (c == NULL) {
+        c = lean_conn_open(up, &x->t);
+    }
+    if (c == NULL) {
+        lean_xfer_end(x, ERR_UPSTREAM, true);
+        lean_kick(x); /* reported from the loop: no callback inside the caller's call */
+        return;
+    }
+    lean_conn_attach(c, x);
+}
+
+/* Hand free connection slots to waiting transfers. */
+static void
+dispatch(struct gw_lean *up)
+{
+    struct gw_lean_xfer *x;
+    while ((x = TAILQ_FIRST(&up->waiting)) != NULL) {
+        if (up->opts.max_connections != 0 && up->nconns >= up->opts.max_connections &&
+            TAILQ_EMPTY(&up->idle)) {
+            return;
+        }
+        TAILQ_REMOVE(&up->waiting, x, wait_link);
+        x->waiting = false;
+        acquire(x, false);
+    }
+}
+
+/* ---- ending transfers ---- */
+
+static bool
+may_retry(const struct gw_lean_xfer *x)
+{
+    return x->end_err == ERR_UPSTREAM && x->c != NULL && x->c->reused && !x->connect_failed &&
+           !x->got_bytes && x->body_sent == 0 && !x->retried && !x->head_done;
+}
+
+/* Send x again on a new connection (see "Retry" at the top). */
+static void
+retry(struct gw_lean_xfer *x)
+{
+    log_info("%s:%u: pooled connection closed under a request; sending it on a new one", x->t.host,
+             x->t.port);
+    lean_conn_close(x->c);
+    x->retried = true;
+    x->ended = false;
+    x->end_err = 0;
+    x->head_sent = false;
+    x->body_done = false;
+    x->got_bytes = false;
+    gw_upmsg_head_reset(&x->head, 0);
+    acquire(x, true);
+}
+
+/* The connection of a finished x: back to the pool if it can serve another request. */
+static void
+release_conn(struct gw_lean_xfer *x)
+{
+    struct lean_conn *c = x->c;
+    if (c == NULL) {
+        return;
+    }
+    bool reusable = x->end_err == 0 && x->complete && x->body_done && c->keep_alive &&
+                    !x->no_reuse && !c->eof && !c->write_failed &&
+                    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+                    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0;
+    if (!reusable) {
+        lean_conn_close(c);
+        return;
+    }
+    x->c = NULL;
+    pool_put(x->up, c);
+}
+
+void
+lean_xfer_settle(struct gw_lean_xfer *x)
+{
+    struct gw_lean *up = x->up;
+    if (x->busy > 0 || x->finishing) {
+        return;
+    }
+    if (x->cancelled) {
+        xfer_detach(x);
+        xfer_free(x);
+        dispatch(up);
+        return;
+    }
+    if (!x->ended) {
+        return;
+    }
+    if (may_retry(x)) {
+        retry(x);
+        return;
+    }
+    if (x->connect_failed) {
+        up->connect_fails++;
+        up->connect_fail_ms = clock_mono_ms();
+    }
+    release_conn(x);
+    xfer_detach(x);
+    x->finishing = true;
+    x->cbs.on_done(x->arg, x->end_err);
+    xfer_free(x);
+    dispatch(up);
+}
+
+/* ---- timers (entry points) ---- */
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_lean_xfer *x = arg;
+    (void)fd;
+    (void)what;
+    if ((x->send_paused && !x->body_done) || x->recv_paused) {
+        return; /* the clock stands still while we hold either side; resume re-arms it */
+    }
+    uint64_t idle = clock_mono_ms() - x->last_progress_ms;
+    uint64_t limit = x->up->opts.timeout_ms;
+    if (idle < limit) {
+        arm_timer(x, limit - idle);
+        return;
+    }
+    x->busy++;
+    bool connecting = x->c != NULL && !x->c->connected;
+    if (connecting) {
+        (void)snprintf(x->up->connect_err, sizeof(x->up->connect_err), "%s:%u: connect timed out",
+                       x->t.host, x->t.port);
+    }
+    log_warn("%s:%u: no progress for %llu ms%s -> %s", x->t.host, x->t.port,
+             (unsigned long long)idle, x->c == NULL ? " (waiting for a connection)" : "",
+             err_str(ERR_TIMEOUT));
+    lean_xfer_end(x, ERR_TIMEOUT, connecting);
+    x->busy--;
+    lean_xfer_settle(x);
+}
+
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_lean_xfer *x = arg;
+    (void)fd;
+    (void)what;
+    x->busy++;
+    if (x->c != NULL) {
+        lean_conn_pump(x);
+        lean_conn_input(x);
+    }
+    x->busy--;
+    lean_xfer_settle(x);
+}
+
+/* ---- the API ---- */
+
+struct gw_lean *
+gw_lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
+{
+    if (base == NULL || opts == NULL) {
+        return NULL;
+    }
+    struct gw_lean *up = calloc(1, sizeof(*up));
+    if (up == NULL) {
+        log_error("out of memory");
+        return NULL;
+    }
+    up->pub.engine = GW_UPSTREAM_LEAN;
+    up->base = base;
+    up->opts = *opts;
+    TAILQ_INIT(&up->active);
+    TAILQ_INIT(&up->waiting);
+    TAILQ_INIT(&up->idle);
+    if (opts->ca_file != NULL && (up->ca_file = strdup(opts->ca_file)) == NULL) {
+        log_error("out of memory");
+        goto fail;
+    }
+    up->opts.ca_file = up->ca_file;
+    up->ssl_ctx = lean_tls_new_ctx(up->ca_file, opts->tls_verify);
+    if (up->ssl_ctx == NULL) {
+        goto fail;
+    }
+    return up;
+fail:
+    gw_lean_free(up);
+    return NULL;
+}
+
+void
+gw_lean_free(struct gw_lean *up)
+{
+    if (up == NULL) {
+        return;
+    }
+    struct gw_lean_xfer *x;
+    while ((x = TAILQ_FIRST(&up->active)) != NULL) {
+        xfer_detach(x);
+        xfer_free(x);
+    }
+    while (!TAILQ_EMPTY(&up->idle)) {
+        lean_conn_close(TAILQ_FIRST(&up->idle));
+    }
+    if (up->dns != NULL) {
+        evdns_base_free(up->dns, 0);
+    }
+    lean_tls_free_ctx(up->ssl_ctx);
+    free(up->ca_file);
+    free(up);
+}
+
+bool
+gw_lean_unreachable(const struct gw_lean *up, const char **why)
+{
+    if (up->connect_fails < GW_UPSTREAM_DOWN_AFTER ||
+        clock_mono_ms() - up->connect_fail_ms >= GW_UPSTREAM_DOWN_HOLD_MS) {
+        return false;
+    }
+    *why = up->connect_err;
+    return true;
+}
+
+int
+gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
+                   void *arg, struct gw_lean_xfer **out)
+{
+    if (up == NULL || rq == NULL || cbs == NULL || out == NULL || cbs->on_done == NULL ||
+        rq->method == NULL || rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {
+        return ERR_INVAL;
+    }
+    bool head = strcmp(rq->method, "HEAD") == 0;
+    if (rq->body_length < -1 || (rq->body_length >= 0 && (cbs->read_body == NULL || head)) ||
+        !gw_upmsg_req_method_ok(rq->method) || !gw_upmsg_req_url_ok(rq->url)) {
+        return ERR_INVAL;
+    }
+    struct gw_lean_xfer *x = calloc(1, sizeof(*x));
+    if (x == NULL) {
+        return ERR_NOMEM;
+    }
+    x->pub.engine = GW_UPSTREAM_LEAN;
+    x->up = up;
+    gw_upmsg_head_init(&x->head);
+    buf_init(&x->req, LEAN_MAX_REQ_HEAD);
+    const char *path = NULL;
+    int err = parse_target(rq->url, &x->t, &path);
+    if (err == 0) {
+        err = build_head(x, rq, path);
+    }
+    if (err == 0) {
+        x->timer = evtimer_new(up->base, on_timer, x);
+        x->kick = event_new(up->base, -1, 0, on_kick, x);
+        err = x->timer == NULL || x->kick == NULL ? ERR_NOMEM : 0;
+    }
+    if (err != 0) {
+        xfer_free(x);
+        return err;
+    }
+    x->cbs = *cbs;
+    x->arg = arg;
+    x->body_length = rq->body_length;
+    x->is_head = head;
+    x->no_reuse = rq->no_reuse;
+    TAILQ_INSERT_TAIL(&up->active, x, link);
+    lean_xfer_touch(x);
+    arm_timer(x, up->opts.timeout_ms);
+    acquire(x, false); /* no callback runs here: the connection's work starts from x->kick */
+    *out = x;
+    return 0;
+}
+
+void
+gw_lean_resume_send(struct gw_lean_xfer *x)
+{
+    if (x == NULL || x->cancelled || x->finishing || !x->send_paused) {
+        return;
+    }
+    x->send_paused = false;
+    lean_xfer_touch(x);
+    arm_timer(x, x->up->opts.timeout_ms);
+    lean_kick(x);
+}
+
+void
+gw_lean_resume_recv(struct gw_lean_xfer *x)
+{
+    if (x == NULL || x->cancelled || x->finishing || !x->recv_paused) {
+        return;
+    }
+    x->recv_paused = false;
+    if (x->c != NULL) {
+        lean_conn_reading(x->c, true);
+    }
+    lean_xfer_touch(x);
+    arm_timer(x, x->up->opts.timeout_ms);
+    lean_kick(x);
+}
+
+void
+gw_lean_xfer_cancel(struct gw_lean_xfer *x)
+{
+    if (x == NULL || x->cancelled || x->finishing) {
+        return;
+    }
+    x->cancelled = true;
+    lean_xfer_settle(x); /* now, or when the entry point running x's callback unwinds */
+}
+
+uint64_t
+gw_lean_body_sent(const struct gw_lean_xfer *x)
+{
+    return x != NULL ? x->body_sent : 0;
+}
