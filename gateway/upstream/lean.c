@@ -16,11 +16,15 @@
  *
  * Retry.  A request on a reused connection can still meet the peer's close
  * of that connection (it closed while we were sending).  Such a request is
- * sent once more on a new connection, but only if it failed before any
- * response byte and before read_body handed over any body byte: a body
- * cannot be replayed (it is streamed from the client and gone), and a
- * request the origin may have processed must not be sent twice.  Anything
- * else ends in ERR_UPSTREAM.
+ * sent once more on a new connection, but only a read (GET or HEAD) that
+ * failed before any response byte: a body cannot be replayed (it is streamed
+ * from the client and gone), and a write must not be sent twice, even a
+ * body-less one (a DELETE).  The fence counted the write as sent when its
+ * head went out; a second copy sent later could land after a newer epoch's
+ * write that the barrier let through meanwhile.  A write that meets a dead
+ * pooled connection ends in ERR_UPSTREAM (502), and its client retries
+ * through the fence.  (libcurl, the other engine, also resends body-less
+ * writes; the proxy runs on this one.)
  *
  * Timeouts.  connect_timeout_ms bounds each connect (TCP, DNS and TLS), in
  * lean_conn.c.  opts.timeout_ms is an inactivity timeout: every byte moved
@@ -321,8 +325,8 @@ dispatch(struct gw_lean *up)
 static bool
 may_retry(const struct gw_lean_xfer *x)
 {
-    return x->end_err == ERR_UPSTREAM && x->c != NULL && x->c->reused && !x->connect_failed &&
-           !x->got_bytes && x->body_sent == 0 && !x->retried && !x->head_done;
+    return x->read_only && x->end_err == ERR_UPSTREAM && x->c != NULL && x->c->reused &&
+           !x->connect_failed && !x->got_bytes && x->body_sent == 0 && !x->retried && !x->head_done;
 }
 
 /* Send x again on a new connection (see "Retry" at the top). */
@@ -545,6 +549,7 @@ gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struc
     x->cbs = *cbs;
     x->arg = arg;
     x->body_length = rq->body_length;
+    x->read_only = rq->body_length < 0 && (head || strcmp(rq->method, "GET") == 0);
     x->is_head = head;
     x->no_reuse = rq->no_reuse;
     TAILQ_INSERT_TAIL(&up->active, x, link);

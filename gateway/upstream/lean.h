@@ -94,6 +94,7 @@ struct gw_lean_xfer {
     bool complete;                       /* the whole response was read */
     bool got_bytes;                      /* a response byte arrived on this connection */
     bool retried;                        /* already moved to a new connection once */
+    bool read_only;                      /* GET or HEAD: may be sent again (see lean.c "Retry") */
     bool is_head;                        /* a HEAD request: the response has no body */
     bool no_reuse;                       /* close the connection afterwards */
     bool cancelled;                      /* gw_upstream_xfer_cancel ran: no callback may follow */

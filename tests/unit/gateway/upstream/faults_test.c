@@ -391,6 +391,33 @@ test_stale_pooled_put_not_resent(void **state)
     assert_int_equal(f->srv.requests, 1); /* the GET only */
 }
 
+/*
+ * A body-less write (DELETE) on a pooled connection the origin closed: the
+ * lean engine never sends a write twice (a copy sent later could land after
+ * a newer epoch's write); libcurl resends it.
+ */
+static void
+test_stale_pooled_delete_not_resent(void **state)
+{
+    struct fx *f = *state;
+    f->srv.resp_len = 100;
+    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    f->srv.drop_after = 1;
+    cli_init(&f->c, f);
+    assert_int_equal(start(&f->c, "DELETE", "/b/k2", -1), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_for(f->base, 100);
+    assert_int_equal(f->srv.dropped, 1);
+    if (harness_engine == GW_UPSTREAM_LEAN) {
+        assert_int_equal(f->c.err, ERR_UPSTREAM);
+        assert_int_equal(f->srv.heads, 2);    /* the GET and the DELETE, once */
+        assert_int_equal(f->srv.requests, 1); /* the GET only */
+    } else {
+        assert_int_equal(f->srv.requests, 2); /* libcurl sent it again */
+    }
+}
+
 /* Cancelled with every body byte but the last handed over: the origin never gets it whole. */
 static void
 test_cancel_one_byte_short(void **state)
@@ -487,6 +514,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_free_with_transfers_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_pooled_get_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_pooled_put_not_resent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_pooled_delete_not_resent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_one_byte_short, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_streak_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_early_answer_to_upload, setup, teardown),
