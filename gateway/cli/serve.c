@@ -332,6 +332,30 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
     return 0;
 }
 
+/* The proxy's data path on upstream.client; the internal S3 client on libcurl
+ * (one client when that is curl too).  Returns 0 or ERR_NOMEM. */
+static int
+open_upstreams(struct serve *s)
+{
+    struct gw_upstream_opts uo = {
+        .engine = s->cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? GW_UPSTREAM_CURL
+                                                                     : GW_UPSTREAM_LEAN,
+        .connect_timeout_ms = s->cfg->upstream.connect_timeout_ms,
+        .timeout_ms = s->cfg->upstream.timeout_ms,
+        .max_connections = s->cfg->upstream.max_connections,
+        .ca_file = s->cfg->upstream.ca_file,
+        .tls_verify = s->cfg->upstream.tls_verify,
+    };
+    s->up = gw_upstream_new(s->base, &uo);
+    if (s->up == NULL) {
+        return ERR_NOMEM;
+    }
+    uo.engine = GW_UPSTREAM_CURL;
+    s->up_s3 =
+        s->cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? s->up : gw_upstream_new(s->base, &uo);
+    return s->up_s3 != NULL ? 0 : ERR_NOMEM;
+}
+
 static void
 serve_cleanup(struct serve *s)
 {
@@ -444,25 +468,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("cannot create the event loop");
         goto out;
     }
-    /* the proxy's data path on upstream.client; the internal S3 client on libcurl */
-    struct gw_upstream_opts uo = {
-        .engine =
-            s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? GW_UPSTREAM_CURL : GW_UPSTREAM_LEAN,
-        .connect_timeout_ms = s.cfg->upstream.connect_timeout_ms,
-        .timeout_ms = s.cfg->upstream.timeout_ms,
-        .max_connections = s.cfg->upstream.max_connections,
-        .ca_file = s.cfg->upstream.ca_file,
-        .tls_verify = s.cfg->upstream.tls_verify,
-    };
-    s.up = gw_upstream_new(s.base, &uo);
-    if (s.up == NULL) {
-        log_error("cannot create the upstream client");
-        goto out;
-    }
-    uo.engine = GW_UPSTREAM_CURL;
-    s.up_s3 =
-        s.cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? s.up : gw_upstream_new(s.base, &uo);
-    if (s.up_s3 == NULL) {
+    if (open_upstreams(&s) != 0) {
         log_error("cannot create the upstream client");
         goto out;
     }

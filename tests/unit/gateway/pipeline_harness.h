@@ -107,10 +107,8 @@ static void
 pl_wire(void)
 {
     char err[512];
-    struct gw_upstream_opts uo = {.connect_timeout_ms = 2000, .timeout_ms = 5000};
-    pl.up = gw_upstream_new(pl.base, &uo);
-    assert_non_null(pl.up);
-    pl.s3c = gw_s3client_new(pl.up, pl.cfg, err, sizeof(err));
+    assert_int_equal(open_upstreams(&pl), 0); /* the proxy on the lean client, as configured */
+    pl.s3c = gw_s3client_new(pl.up_s3, pl.cfg, err, sizeof(err));
     assert_non_null(pl.s3c);
     pl.proxy = gw_proxy_new(pl.cfg, pl.up, pl.s3c, err, sizeof(err));
     assert_non_null(pl.proxy);
