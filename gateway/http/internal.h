@@ -152,6 +152,7 @@ struct gw_conn {
     struct bufferevent *bev;     /* owned; closes the socket on free */
     struct event *timer;         /* owned; idle/head/body/linger deadline */
     struct event *kick;          /* owned; runs the state machine from the loop */
+    struct event *rev;           /* owned; reads a direct connection (bevio.c), else NULL */
     llhttp_t parser;             /* request parser (strict: no lenient flags) */
     const char *exec_base;       /* start of the bytes given to the current llhttp_execute */
     const char *exec_end;        /* and its end */
@@ -180,6 +181,7 @@ struct gw_conn {
     bool lingering;              /* FIN sent; discarding input before closing */
     bool in_process;             /* inside conn_process (re-entrancy guard) */
     bool is_tls;                 /* accepted on a TLS listener */
+    bool direct;                 /* a plain socket: read by rev, written by gw_http_flush */
     enum gw_tkind tkind;         /* what the timer is armed for */
     uint64_t deadline;           /* when (mono ms), 0 if not armed */
     uint64_t since;              /* start of the current wait (mono ms) */
@@ -362,5 +364,13 @@ void gw_http_new_id(char id[GW_HTTP_ID_LEN + 1]);
 
 /* gw_http_output_len - bytes queued on the connection's output. */
 size_t gw_http_output_len(const struct gw_conn *c);
+
+/*
+ * gw_http_flush - write c's queued output to its socket now (plain
+ * connections; on TLS ones the bufferevent writes).  Returns true when there
+ * was output and all of it left.  Calls nothing back: a write error is
+ * reported later, through on_event.
+ */
+bool gw_http_flush(struct gw_conn *c);
 
 #endif

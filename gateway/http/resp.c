@@ -398,6 +398,7 @@ gw_resp_body_write(struct gw_req *req, const void *data, size_t len)
         return ERR_CLOSED;
     }
     req->resp_sent += len;
+    (void)gw_http_flush(c);
     if (evbuffer_get_length(out) > c->lim.buffer_bytes) {
         req->want_drain = true;
         return ERR_AGAIN;
@@ -437,6 +438,7 @@ gw_resp_end(struct gw_req *req)
     }
     req->resp = GW_RESP_ENDED;
     req->want_drain = false;
+    (void)gw_http_flush(c);
     gw_http_conn_kick(c);
 }
 

@@ -393,10 +393,14 @@ update_io(struct gw_conn *c)
     if (c->peer_eof) {
         want_read = false;
     }
-    if (want_read) {
+    if (!c->direct && want_read) {
         (void)bufferevent_enable(c->bev, EV_READ);
-    } else {
+    } else if (!c->direct) {
         (void)bufferevent_disable(c->bev, EV_READ);
+    } else if (want_read && evbuffer_get_length(bufferevent_get_input(c->bev)) < GW_HTTP_READ_MAX) {
+        (void)event_add(c->rev, NULL); /* a no-op while it is added */
+    } else {
+        (void)event_del(c->rev); /* unparsed input never grows past GW_HTTP_READ_MAX */
     }
     if (kind != c->tkind) {
         if (kind == GW_TK_BODY) {
@@ -433,6 +437,10 @@ gw_http_conn_free(struct gw_conn *c)
     abort_req(c, ERR_CLOSED);
     gw_http_req_free(c->req);
     c->req = NULL;
+    if (c->rev != NULL) {
+        event_free(c->rev); /* before the socket closes with the bufferevent */
+        c->rev = NULL;
+    }
     if (c->bev != NULL) {
         bufferevent_free(c->bev);
     }
@@ -490,6 +498,15 @@ run_steps(struct gw_conn *c)
     }
 }
 
+bool
+gw_http_flush(struct gw_conn *c)
+{
+    if (!c->direct || c->dead || gw_http_output_len(c) == 0) {
+        return false;
+    }
+    return gw_bevio_flush(c->bev);
+}
+
 static void
 conn_process(struct gw_conn *c)
 {
@@ -501,6 +518,16 @@ conn_process(struct gw_conn *c)
     if (c->eof_pending && !c->dead) {
         c->eof_pending = false;
         after_eof(c);
+        run_steps(c);
+    }
+    /* what the steps queued leaves now; steps that waited for it (the next
+     * request, a lingering close) go on.  Output left over has the
+     * bufferevent's write event, so it is never stranded. */
+    for (int rounds = 0; gw_http_flush(c); rounds++) {
+        if (rounds == GW_HTTP_ROUNDS) {
+            gw_http_conn_kick(c);
+            break;
+        }
         run_steps(c);
     }
     c->in_process = false;
@@ -536,7 +563,27 @@ static void
 on_write(struct bufferevent *bev, void *arg)
 {
     struct gw_conn *c = arg;
-    (void)bev;
+    if (c->direct) {
+        gw_bevio_written(bev); /* all of it left: the next output goes by gw_http_flush */
+    }
+    conn_process(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
+/* c->rev: a direct connection's socket is readable */
+static void
+on_raw_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct gw_conn *c = arg;
+    (void)fd;
+    (void)what;
+    short ev = gw_bevio_read(c->bev, GW_HTTP_READ_MAX, GW_HTTP_READ_MAX);
+    if (ev != 0) {
+        (void)event_del(c->rev);
+        on_event(c->bev, ev, c); /* after the bytes before the EOF, as a bufferevent does */
+        return;
+    }
     conn_process(c);
 }
 
@@ -705,7 +752,19 @@ conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer, bo
     struct timeval wtv = {(time_t)(c->lim.write_timeout_ms / 1000),
                           (suseconds_t)((c->lim.write_timeout_ms % 1000) * 1000)};
     (void)bufferevent_set_timeouts(bev, NULL, &wtv);
-    (void)bufferevent_enable(bev, EV_READ | EV_WRITE);
+    /* a plain socket is read by c->rev and written at once (gw_http_flush,
+     * gateway/http/bevio.c); the bufferevent's write event, and with it the
+     * write timeout, only runs while the client's window is full */
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    if (!is_tls && fd >= 0) {
+        c->rev = event_new(srv->base, fd, EV_READ | EV_PERSIST, on_raw_read, c);
+        c->direct = c->rev != NULL;
+    }
+    if (c->direct) {
+        (void)bufferevent_disable(bev, EV_WRITE); /* a new bufferevent has it enabled */
+    } else {
+        (void)bufferevent_enable(bev, EV_READ | EV_WRITE);
+    }
     update_io(c);
     return 0;
 }

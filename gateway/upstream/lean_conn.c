@@ -3,7 +3,11 @@
  * (IP literals directly, host names through evdns, TLS through
  * gateway/upstream/lean_tls.c) bounded by connect_timeout_ms, the request
  * out (head and the first body bytes queued together, so they leave in one
- * writev; more body as the send window drains) and the response in.
+ * writev; more body as the send window drains) and the response in.  On a
+ * plain connection, once connected, the request is written at once, not from
+ * the bufferevent's write event (gateway/http/bevio.c: two epoll_ctl calls
+ * and a loop turn fewer per request); the write event runs only while the
+ * send buffer is full.
  *
  * The response is parsed by llhttp in HTTP_RESPONSE mode, with our own
  * line-by-line pass over the head: each head line goes to llhttp and to
@@ -47,6 +51,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "gateway/http/http.h"
 
 /* ---- llhttp callbacks (parser.data is the connection) ---- */
 
@@ -287,8 +292,9 @@ lean_conn_input(struct gw_lean_xfer *x)
 
 /* ---- the request ---- */
 
-void
-lean_conn_pump(struct gw_lean_xfer *x)
+/* Queue the head and as much body as the send window takes. */
+static void
+pump_fill(struct gw_lean_xfer *x)
 {
     struct lean_conn *c = x->c;
     if (c == NULL || x->ended || x->cancelled) {
@@ -348,6 +354,23 @@ lean_conn_pump(struct gw_lean_xfer *x)
     }
 }
 
+void
+lean_conn_pump(struct gw_lean_xfer *x)
+{
+    for (;;) {
+        pump_fill(x);
+        struct lean_conn *c = x->c;
+        if (c == NULL || c->rev == NULL || x->ended || x->cancelled) {
+            return; /* connecting, or TLS: the bufferevent writes */
+        }
+        /* plain and connected: written now (gateway/http/bevio.c); when the
+         * send buffer fills, the write event takes over and conn_write pumps */
+        if (!gw_bevio_flush(c->bev) || x->body_done || x->send_paused || c->write_failed) {
+            return;
+        }
+    }
+}
+
 /* ---- bufferevent and timer callbacks (entry points) ---- */
 
 static void
@@ -370,7 +393,9 @@ static void
 conn_write(struct bufferevent *bev, void *arg)
 {
     struct lean_conn *c = arg;
-    (void)bev;
+    if (c->rev != NULL) {
+        gw_bevio_written(bev); /* all of it left: the next bytes go by gw_bevio_flush */
+    }
     struct gw_lean_xfer *x = c->x;
     if (x == NULL || x->body_done) {
         return;
@@ -413,31 +438,14 @@ conn_raw_read(evutil_socket_t fd, short what, void *arg)
 {
     struct lean_conn *c = arg;
     (void)what;
-    struct evbuffer *in = bufferevent_get_input(c->bev);
-    while (evbuffer_get_length(in) < LEAN_READ_HIGH) {
-        struct evbuffer_iovec v;
-        if (evbuffer_reserve_space(in, (ev_ssize_t)LEAN_IO_MAX, &v, 1) != 1) {
-            break; /* no memory: try again at the next wake-up */
-        }
-        size_t want = v.iov_len < LEAN_IO_MAX ? v.iov_len : LEAN_IO_MAX;
-        ssize_t n = recv(fd, v.iov_base, want, 0);
-        if (n > 0) {
-            v.iov_len = (size_t)n;
-            (void)evbuffer_commit_space(in, &v, 1);
-            if ((size_t)n < want) {
-                break; /* drained */
-            }
-            continue;
-        }
-        (void)evbuffer_commit_space(in, NULL, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            break;
-        }
+    (void)fd;
+    short ev = gw_bevio_read(c->bev, LEAN_READ_HIGH, LEAN_IO_MAX);
+    if (ev != 0) {
         (void)event_del(c->rev);
-        conn_event(c->bev, (short)(BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR)),
-                   c);
+        conn_event(c->bev, ev, c);
         return; /* c may be gone */
     }
+    struct evbuffer *in = bufferevent_get_input(c->bev);
     if (evbuffer_get_length(in) >= LEAN_READ_HIGH) {
         (void)event_del(c->rev); /* lean_conn_input adds it back once drained */
     }
@@ -670,7 +678,9 @@ lean_conn_attach(struct lean_conn *c, struct gw_lean_xfer *x)
     c->final_head = false;
     c->keep_alive = false;
     c->parse_owed = false;
-    (void)bufferevent_enable(c->bev, EV_WRITE);
+    if (c->rev == NULL) {
+        (void)bufferevent_enable(c->bev, EV_WRITE); /* else lean_conn_pump writes at once */
+    }
     lean_conn_reading(c, true);
     lean_kick(x);
 }

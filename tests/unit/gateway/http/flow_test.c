@@ -1,8 +1,8 @@
 /*
  * tests/unit/gateway/http/flow_test.c: the HTTP/1.x server's data flow and
  * connection lifecycle (harness in http_harness.h): bounded memory for large
- * request bodies, large pipelined bodies, response backpressure, client
- * hang-ups, draining and freeing the server with requests in flight.
+ * request bodies, large pipelined bodies, response backpressure, the write
+ * timeout, client hang-ups, draining and freeing the server with requests in flight.
  */
 #include "tests/unit/gateway/http_harness.h"
 
@@ -166,7 +166,39 @@ test_stream_out_backpressure(void **state)
         }
     }
     assert_true(th.drained > 0);
+    /* the bufferevent wrote while the window was full, then handed the
+     * output back: the next response is written at once again (bevio.c) */
+    pump_ms(&cl, 20);
+    struct gw_conn *c = TAILQ_FIRST(&srv->conns);
+    assert_non_null(c);
+    assert_true(c->direct);
+    assert_int_equal(bufferevent_get_enabled(c->bev) & EV_WRITE, 0);
     resp_cleanup(&r);
+    cl_close(&cl);
+}
+
+/* A client that stops reading a response is cut at limits.write_timeout_ms. */
+static void
+test_write_timeout(void **state)
+{
+    (void)state;
+    th.mode = MODE_STREAM_OUT;
+    th.out_total = 64u << 20;
+    cfg.limits.write_timeout_ms = 200; /* read when the connection is accepted */
+    struct client cl;
+    cl_rcvbuf = 65536;
+    cl_open(&cl);
+    cl_rcvbuf = 0;
+    cl_sends(&cl, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+    uint64_t end = now_ms() + 5000;
+    while (th.aborts == 0 && now_ms() < end) {
+        pump(NULL); /* never read */
+    }
+    assert_int_equal(th.aborts, 1);
+    assert_int_equal(th.abort_err, ERR_TIMEOUT);
+    assert_true(th.out_sent < th.out_total);
+    pump_ms(NULL, 20);
+    assert_int_equal(srv->nconns, 0);
     cl_close(&cl);
 }
 
@@ -283,6 +315,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_large_body_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_pipelined, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_out_backpressure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hangup_mid_body, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hangup_waiting_for_handler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
