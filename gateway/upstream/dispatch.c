@@ -1,11 +1,16 @@
 /*
  * gateway/upstream/dispatch.c: gateway/upstream/upstream.h's functions, each
  * handing over to the engine its client or transfer was made by (the tag in
- * gateway/upstream/engine.h).
+ * gateway/upstream/engine.h), and the unreachable streak both engines keep
+ * in that tag.
  */
 #include "gateway/upstream/engine.h"
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+
+#include "common/clock.h"
 
 /* The engine's struct starts with the public tag ("pub"), so these casts are exact. */
 #define CURL_UP(up) ((struct gw_curl *)(void *)(up))
@@ -42,11 +47,41 @@ gw_upstream_free(struct gw_upstream *up)
     }
 }
 
+void
+gw_upstream_note_connect_err(struct gw_upstream *up, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    /* NOLINTNEXTLINE: clang-analyzer 14 false positive (va_list "uninitialized") */
+    int n = vsnprintf(up->connect_err, sizeof(up->connect_err), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        up->connect_err[0] = '\0';
+    } /* else truncated at worst: the text is for people */
+}
+
+void
+gw_upstream_note_connect_failed(struct gw_upstream *up)
+{
+    up->connect_fails++;
+    up->connect_fail_ms = clock_mono_ms();
+}
+
+void
+gw_upstream_note_reached(struct gw_upstream *up)
+{
+    up->connect_fails = 0;
+}
+
 bool
 gw_upstream_unreachable(const struct gw_upstream *up, const char **why)
 {
-    return up->engine == GW_UPSTREAM_LEAN ? gw_lean_unreachable(LEAN_UP(up), why)
-                                          : gw_curl_unreachable(CURL_UP(up), why);
+    if (up->connect_fails < GW_UPSTREAM_DOWN_AFTER ||
+        clock_mono_ms() - up->connect_fail_ms >= GW_UPSTREAM_DOWN_HOLD_MS) {
+        return false;
+    }
+    *why = up->connect_err;
+    return true;
 }
 
 int

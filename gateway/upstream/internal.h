@@ -78,9 +78,6 @@ struct gw_curl {
     LIST_HEAD(sock_list, sock) socks; /* sockets being watched */
     int depth;                        /* nesting of libcurl calls that may run callbacks */
     bool settling;                    /* after_curl is running */
-    uint32_t connect_fails;           /* transfers in a row that could not connect */
-    uint64_t connect_fail_ms;         /* when the last of them ended (mono ms) */
-    char connect_err[160];            /* libcurl's text for it */
 };
 
 /* x->last_progress_ms = now: a byte moved. */

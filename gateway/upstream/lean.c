@@ -3,9 +3,9 @@
  * bufferevents, responses parsed by llhttp (gateway/upstream/lean_conn.c),
  * TLS by bufferevent_openssl (gateway/upstream/lean_tls.c).  This file keeps
  * the transfers (start, cancel, resume, end, report), the connection pool,
- * the wait queue under max_connections, the timers and the unreachable
- * streak.  The contract is gateway/upstream/upstream.h's; the re-entrancy
- * rule is in gateway/upstream/lean.h.
+ * the wait queue under max_connections and the timers; it feeds the
+ * unreachable streak (gateway/upstream/dispatch.c).  The contract is gateway/upstream/upstream.h's;
+ * the re-entrancy rule is in gateway/upstream/lean.h.
  *
  * Pool.  Idle connections are kept per origin (scheme, host, port), newest
  * first, at most max(max_connections, LEAN_IDLE_MIN) of them; an idle one
@@ -387,8 +387,7 @@ lean_xfer_settle(struct gw_lean_xfer *x)
         return;
     }
     if (x->connect_failed) {
-        up->connect_fails++;
-        up->connect_fail_ms = clock_mono_ms();
+        gw_upstream_note_connect_failed(&up->pub);
     }
     release_conn(x);
     xfer_detach(x);
@@ -418,8 +417,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
     x->busy++;
     bool connecting = x->c != NULL && !x->c->connected;
     if (connecting) {
-        (void)snprintf(x->up->connect_err, sizeof(x->up->connect_err), "%s:%u: connect timed out",
-                       x->t.host, x->t.port);
+        gw_upstream_note_connect_err(&x->up->pub, "%s:%u: connect timed out", x->t.host, x->t.port);
     }
     log_warn("%s:%u: no progress for %llu ms%s -> %s", x->t.host, x->t.port,
              (unsigned long long)idle, x->c == NULL ? " (waiting for a connection)" : "",
@@ -498,17 +496,6 @@ gw_lean_free(struct gw_lean *up)
     lean_tls_free_ctx(up->ssl_ctx);
     free(up->ca_file);
     free(up);
-}
-
-bool
-gw_lean_unreachable(const struct gw_lean *up, const char **why)
-{
-    if (up->connect_fails < GW_UPSTREAM_DOWN_AFTER ||
-        clock_mono_ms() - up->connect_fail_ms >= GW_UPSTREAM_DOWN_HOLD_MS) {
-        return false;
-    }
-    *why = up->connect_err;
-    return true;
 }
 
 int

@@ -116,9 +116,6 @@ struct gw_lean {
     struct lean_conn_list idle;    /* open, no transfer; newest first */
     size_t nconns;                 /* open connections, idle ones included */
     size_t nidle;                  /* entries in idle */
-    uint32_t connect_fails;        /* transfers in a row that could not connect */
-    uint64_t connect_fail_ms;      /* when the last of them ended (mono ms) */
-    char connect_err[160];         /* the text for it */
 };
 
 /* ---- lean.c ---- */

@@ -183,7 +183,7 @@ head_line(struct gw_lean_xfer *x, struct evbuffer *in)
         return true;
     }
     x->head_done = true;
-    x->up->connect_fails = 0; /* the upstream answered */
+    gw_upstream_note_reached(&x->up->pub);
     int hr = x->cbs.on_head == NULL
                  ? 0
                  : x->cbs.on_head(x->arg, x->head.status, x->head.hdrs, x->head.n);
@@ -406,7 +406,7 @@ conn_write(struct bufferevent *bev, void *arg)
     lean_xfer_settle(x);
 }
 
-/* The text for a connection that never came up, into up->connect_err. */
+/* The text for a connection that never came up, into the unreachable streak's. */
 static void
 connect_error(struct lean_conn *c, int sock_err)
 {
@@ -424,10 +424,7 @@ connect_error(struct lean_conn *c, int sock_err)
                        sock_err != 0 ? strerror(sock_err) : "closed");
         why = tmp;
     }
-    if (snprintf(c->up->connect_err, sizeof(c->up->connect_err), "%s:%u: %s", c->t.host, c->t.port,
-                 why) < 0) {
-        c->up->connect_err[0] = '\0';
-    } /* else truncated at worst: the text is for people */
+    gw_upstream_note_connect_err(&c->up->pub, "%s:%u: %s", c->t.host, c->t.port, why);
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg);
@@ -517,7 +514,7 @@ conn_event(struct bufferevent *bev, short what, void *arg)
     c->err_what = what;
     if (!c->connected) {
         connect_error(c, sock_err);
-        log_warn("%s -> %s", c->up->connect_err, err_str(ERR_UPSTREAM));
+        log_warn("%s -> %s", c->up->pub.connect_err, err_str(ERR_UPSTREAM));
         lean_xfer_end(x, ERR_UPSTREAM, true);
     } else {
         lean_conn_input(x); /* what the peer sent before it closed, then the EOF */
@@ -536,9 +533,8 @@ conn_connect_timeout(evutil_socket_t fd, short what, void *arg)
     if (x == NULL || c->connected) {
         return;
     }
-    (void)snprintf(c->up->connect_err, sizeof(c->up->connect_err), "%s:%u: connect timed out",
-                   c->t.host, c->t.port);
-    log_warn("%s -> %s", c->up->connect_err, err_str(ERR_TIMEOUT));
+    gw_upstream_note_connect_err(&c->up->pub, "%s:%u: connect timed out", c->t.host, c->t.port);
+    log_warn("%s -> %s", c->up->pub.connect_err, err_str(ERR_TIMEOUT));
     x->busy++;
     lean_xfer_end(x, ERR_TIMEOUT, true);
     x->busy--;
@@ -630,9 +626,9 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     }
     if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) != 0 || conn_connect(c) != 0) {
         /* the bufferevent reports most failures as events; these are immediate */
-        (void)snprintf(up->connect_err, sizeof(up->connect_err), "%s:%u: cannot connect: %s",
-                       t->host, t->port, strerror(errno));
-        log_warn("%s", up->connect_err);
+        gw_upstream_note_connect_err(&up->pub, "%s:%u: cannot connect: %s", t->host, t->port,
+                                     strerror(errno));
+        log_warn("%s", up->pub.connect_err);
         lean_conn_close(c);
         return NULL;
     }

@@ -272,12 +272,12 @@ gw_upstream_xfer_result(struct gw_curl_xfer *x, CURLcode rc)
 
 /* ---- driving libcurl ---- */
 
-/* Keeps the connect-failure streak gw_upstream_unreachable reads. */
+/* Feeds the connect-failure streak gw_upstream_unreachable reads (dispatch.c). */
 static void
 note_reach(struct gw_curl *up, struct gw_curl_xfer *x, CURLcode rc)
 {
     if (x->head_done || rc == CURLE_OK) {
-        up->connect_fails = 0; /* the upstream answered */
+        gw_upstream_note_reached(&up->pub);
         return;
     }
     curl_off_t connected = 0;
@@ -290,24 +290,9 @@ note_reach(struct gw_curl *up, struct gw_curl_xfer *x, CURLcode rc)
     if (!no_connect) {
         return; /* connected, then broke: not a reachability question */
     }
-    up->connect_fails++;
-    up->connect_fail_ms = clock_mono_ms();
-    int n = snprintf(up->connect_err, sizeof(up->connect_err), "%s%s%s", curl_easy_strerror(rc),
-                     x->errbuf[0] != '\0' ? ": " : "", x->errbuf);
-    if (n < 0) {
-        up->connect_err[0] = '\0';
-    } /* else truncated at worst: the text is for people */
-}
-
-bool
-gw_curl_unreachable(const struct gw_curl *up, const char **why)
-{
-    if (up->connect_fails < GW_UPSTREAM_DOWN_AFTER ||
-        clock_mono_ms() - up->connect_fail_ms >= GW_UPSTREAM_DOWN_HOLD_MS) {
-        return false;
-    }
-    *why = up->connect_err;
-    return true;
+    gw_upstream_note_connect_failed(&up->pub);
+    gw_upstream_note_connect_err(&up->pub, "%s%s%s", curl_easy_strerror(rc),
+                                 x->errbuf[0] != '\0' ? ": " : "", x->errbuf);
 }
 
 static void

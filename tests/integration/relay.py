@@ -1,7 +1,9 @@
 """A TCP relay for the integration tests: it sits between the gateway and RGW,
-records what the gateway sends upstream and can delay a request."""
+records what the gateway sends upstream and can delay a request; with a server
+ssl context it is also the gateway's https upstream."""
 
 import socket
+import ssl
 import threading
 import time
 
@@ -11,10 +13,17 @@ class DelayRelay:
     `x-test-delay-ms` for that long after receiving it completely, before
     passing it on.  It simulates a slow upstream, not S3: RGW still stores.
     Every complete request it passes on is kept in `requests` (raw bytes),
-    so tests can check what the gateway really sent upstream."""
+    so tests can check what the gateway really sent upstream.
 
-    def __init__(self, upstream_port):
+    With `tls` (an ssl.SSLContext for the server side) it speaks TLS to the
+    gateway and plain HTTP to RGW: an https upstream.  `handshakes` counts
+    the TLS handshakes that completed; a connection whose handshake fails is
+    closed before anything is sent to RGW."""
+
+    def __init__(self, upstream_port, tls=None):
         self.upstream_port = upstream_port
+        self.tls = tls
+        self.handshakes = 0
         self.lsock = socket.socket()
         self.lsock.bind(("127.0.0.1", 0))
         self.lsock.listen(32)
@@ -34,8 +43,18 @@ class DelayRelay:
                 continue
             except OSError:
                 return  # closed by close()
-            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
+            t = threading.Thread(target=self._connection, args=(c,), daemon=True)
             t.start()
+
+    def _connection(self, c):
+        if self.tls is not None:
+            try:  # in the connection's thread: a slow handshake holds up no other
+                c = self.tls.wrap_socket(c, server_side=True)
+            except (ssl.SSLError, OSError):
+                c.close()
+                return
+            self.handshakes += 1
+        self._serve(c)
 
     @staticmethod
     def _read_message(sock, buf, is_response, head_only=False):

@@ -2,7 +2,9 @@
  * tests/unit/gateway/base/config_test.c: the configuration loader.  The sample
  * configurations in deploy/ load; every kind of error names its key; secrets
  * come from the environment and from files; defaults are what config.h says.
- * Run from the repository root (make unit does), so deploy/ is found.
+ * The upstream section's own checks are in config_upstream_test.c; both use
+ * tests/unit/gateway/config_harness.h.  Run from the repository root (make
+ * unit does), so deploy/ is found.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,75 +18,7 @@
 #include <cmocka.h>
 
 #include "gateway/base/config.h"
-
-/* A valid upstream section with inline (development) keys. */
-#define UP_INLINE                                                                                  \
-    "\"upstream\":{\"endpoint\":\"http://127.0.0.1:7480\",\"access_key\":\"AK\","                  \
-    "\"secret_key\":\"SK\"}"
-/* The smallest valid configuration, followed by more top-level keys. */
-#define MIN_PREFIX "{\"listen\":[\"127.0.0.1:9000\"],\"data_dir\":\"/tmp/fg\"," UP_INLINE
-#define MIN_CONFIG MIN_PREFIX "}"
-
-static const char *const env_vars[] = {
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "FENCEGATE_UPSTREAM_ACCESS_KEY",
-    "FENCEGATE_UPSTREAM_SECRET_KEY",
-    "FENCEGATE_ORDERS_WORKER_SECRET",
-    "FENCEGATE_OPERATOR_SECRET",
-    "FG_TEST_SECRET",
-    "FG_TEST_TOKEN",
-};
-
-static int
-clean_env(void **state)
-{
-    (void)state;
-    for (size_t i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++) {
-        (void)unsetenv(env_vars[i]);
-    }
-    return 0;
-}
-
-static struct gw_config *
-load_ok(const char *json)
-{
-    char err[512] = "";
-    struct gw_config *cfg = NULL;
-    int rc = gw_config_load_string(json, &cfg, err, sizeof(err));
-    if (rc != 0) {
-        fail_msg("unexpected error %d: %s\nconfig: %s", rc, err, json);
-    }
-    assert_non_null(cfg);
-    return cfg;
-}
-
-/* expect_err - loading json fails with ERR_INVAL and exactly the message want. */
-static void
-expect_err(const char *json, const char *want)
-{
-    char err[512] = "";
-    struct gw_config *cfg = (struct gw_config *)(uintptr_t)1;
-    int rc = gw_config_load_string(json, &cfg, err, sizeof(err));
-    if (rc != ERR_INVAL || strcmp(err, want) != 0) {
-        fail_msg("config %s\n  want ERR_INVAL \"%s\"\n  got %d \"%s\"", json, want, rc, err);
-    }
-    assert_null(cfg);
-}
-
-/* expect_err_prefix - as expect_err, comparing only the start of the message. */
-static void
-expect_err_prefix(const char *json, const char *want)
-{
-    char err[512] = "";
-    struct gw_config *cfg = NULL;
-    int rc = gw_config_load_string(json, &cfg, err, sizeof(err));
-    if (rc != ERR_INVAL || strncmp(err, want, strlen(want)) != 0) {
-        fail_msg("config %s\n  want ERR_INVAL \"%s...\"\n  got %d \"%s\"", json, want, rc, err);
-    }
-    assert_null(cfg);
-}
+#include "tests/unit/gateway/config_harness.h"
 
 static void
 test_dev_json(void **state)
@@ -547,89 +481,6 @@ test_lock_names(void **state)
 }
 
 static void
-test_endpoint(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *endpoint;
-        const char *err; /* NULL: valid */
-        const char *stored;
-    } cases[] = {
-        {"http://127.0.0.1:7480", NULL, "http://127.0.0.1:7480"},
-        {"https://s3.amazonaws.com", NULL, "https://s3.amazonaws.com"},
-        {"http://h:1/", NULL, "http://h:1"},
-        {"https://[::1]:443", NULL, "https://[::1]:443"},
-        {"ftp://h", "must start with http:// or https://", NULL},
-        {"HTTP://h", "must start with http:// or https://", NULL},
-        {"h:80", "must start with http:// or https://", NULL},
-        {"http://", "missing host", NULL},
-        {"http://:80", "missing host", NULL},
-        {"http://h/path", "must be scheme://host[:port] with no path, query or user", NULL},
-        {"http://u@h", "must be scheme://host[:port] with no path, query or user", NULL},
-        {"http://h?x", "must be scheme://host[:port] with no path, query or user", NULL},
-        {"http://h:99999", "bad port", NULL},
-        {"http://h:0", "bad port", NULL},
-        {"http://h:", "bad port", NULL},
-        {"http://[::1", "bad IPv6 address", NULL},
-        {"http://[::1]x", "bad host", NULL},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char json[512];
-        (void)snprintf(json, sizeof(json),
-                       "{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{"
-                       "\"endpoint\":\"%s\",\"access_key\":\"a\",\"secret_key\":\"s\"}}",
-                       cases[i].endpoint);
-        if (cases[i].err == NULL) {
-            struct gw_config *cfg = load_ok(json);
-            assert_string_equal(cfg->upstream.endpoint, cases[i].stored);
-            gw_config_free(cfg);
-        } else {
-            char want[256];
-            (void)snprintf(want, sizeof(want), "upstream.endpoint: %s", cases[i].err);
-            expect_err(json, want);
-        }
-    }
-    expect_err("{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"
-               "\"http://h\",\"addressing\":\"host\",\"access_key\":\"a\",\"secret_key\":\"s\"}}",
-               "upstream.addressing: must be \"path\" or \"virtual\"");
-    expect_err("{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"
-               "\"http://h\",\"checksum_trailers\":\"on\",\"access_key\":\"a\",\"secret_key\":"
-               "\"s\"}}",
-               "upstream.checksum_trailers: must be \"auto\" or \"forward\" or \"verify\"");
-    const char *modes[] = {"auto", "forward", "verify"};
-    for (int i = 0; i < 3; i++) {
-        char json[256];
-        (void)snprintf(json, sizeof(json),
-                       "{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{"
-                       "\"endpoint\":\"http://h\",\"checksum_trailers\":\"%s\",\"access_key\":"
-                       "\"a\",\"secret_key\":\"s\"}}",
-                       modes[i]);
-        struct gw_config *cfg = load_ok(json);
-        assert_int_equal(cfg->upstream.checksum_trailers, i == 0   ? GW_TRAILERS_AUTO
-                                                          : i == 1 ? GW_TRAILERS_FORWARD
-                                                                   : GW_TRAILERS_VERIFY);
-        gw_config_free(cfg);
-    }
-    expect_err("{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"
-               "\"http://h\",\"client\":\"libcurl\",\"access_key\":\"a\",\"secret_key\":"
-               "\"s\"}}",
-               "upstream.client: must be \"lean\" or \"curl\"");
-    const char *clients[] = {"lean", "curl"};
-    for (int i = 0; i < 2; i++) {
-        char json[256];
-        (void)snprintf(json, sizeof(json),
-                       "{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{"
-                       "\"endpoint\":\"http://h\",\"client\":\"%s\",\"access_key\":"
-                       "\"a\",\"secret_key\":\"s\"}}",
-                       clients[i]);
-        struct gw_config *cfg = load_ok(json);
-        assert_int_equal(cfg->upstream.client,
-                         i == 0 ? GW_UPSTREAM_CLIENT_LEAN : GW_UPSTREAM_CLIENT_CURL);
-        gw_config_free(cfg);
-    }
-}
-
-static void
 test_listen(void **state)
 {
     (void)state;
@@ -729,91 +580,6 @@ test_anonymous_rule(void **state)
 }
 
 static void
-test_upstream_credentials(void **state)
-{
-    (void)state;
-    const char *pre = "{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{"
-                      "\"endpoint\":\"http://h\"";
-    char json[512];
-
-    /* nothing configured and nothing in the environment: name the key and the variable */
-    (void)snprintf(json, sizeof(json), "%s}}", pre);
-    expect_err(json,
-               "upstream.access_key: not given, and environment variable AWS_ACCESS_KEY_ID is "
-               "not set");
-    assert_int_equal(setenv("AWS_ACCESS_KEY_ID", "envak", 1), 0);
-    expect_err(json, "upstream.secret_key: not given, and environment variable "
-                     "AWS_SECRET_ACCESS_KEY is not set");
-    assert_int_equal(setenv("AWS_SECRET_ACCESS_KEY", "envsk", 1), 0);
-    struct gw_config *cfg = load_ok(json);
-    assert_string_equal(cfg->upstream.access_key, "envak");
-    assert_string_equal(cfg->upstream.secret_key, "envsk");
-    assert_null(cfg->upstream.session_token);
-    gw_config_free(cfg);
-    /* the default session token goes with the default secret */
-    assert_int_equal(setenv("AWS_SESSION_TOKEN", "envtok", 1), 0);
-    cfg = load_ok(json);
-    assert_string_equal(cfg->upstream.session_token, "envtok");
-    gw_config_free(cfg);
-    /* ... but not with inline keys */
-    (void)snprintf(json, sizeof(json), "%s,\"access_key\":\"a\",\"secret_key\":\"s\"}}", pre);
-    cfg = load_ok(json);
-    assert_null(cfg->upstream.session_token);
-    gw_config_free(cfg);
-
-    /* named variables */
-    (void)snprintf(json, sizeof(json),
-                   "%s,\"access_key_env\":\"FG_TEST_AK\",\"secret_key_env\":\"FG_TEST_SECRET\"}}",
-                   pre);
-    expect_err(json, "upstream.access_key_env: environment variable FG_TEST_AK is not set");
-    assert_int_equal(setenv("FG_TEST_AK", "namedak", 1), 0);
-    expect_err(json, "upstream.secret_key_env: environment variable FG_TEST_SECRET is not set");
-    assert_int_equal(setenv("FG_TEST_SECRET", "", 1), 0);
-    expect_err(json, "upstream.secret_key_env: environment variable FG_TEST_SECRET is not set");
-    assert_int_equal(setenv("FG_TEST_SECRET", "namedsk", 1), 0);
-    cfg = load_ok(json);
-    assert_string_equal(cfg->upstream.access_key, "namedak");
-    assert_string_equal(cfg->upstream.secret_key, "namedsk");
-    assert_null(cfg->upstream.session_token);
-    gw_config_free(cfg);
-    (void)unsetenv("FG_TEST_AK");
-
-    /* explicit session token variable: must be set */
-    (void)snprintf(json, sizeof(json),
-                   "%s,\"access_key\":\"a\",\"secret_key\":\"s\",\"session_token_env\":"
-                   "\"FG_TEST_TOKEN\"}}",
-                   pre);
-    expect_err(json, "upstream.session_token_env: environment variable FG_TEST_TOKEN is not set");
-    assert_int_equal(setenv("FG_TEST_TOKEN", "tok", 1), 0);
-    cfg = load_ok(json);
-    assert_string_equal(cfg->upstream.session_token, "tok");
-    gw_config_free(cfg);
-
-    /* conflicting sources */
-    (void)snprintf(json, sizeof(json), "%s,\"access_key\":\"a\",\"access_key_env\":\"X\"}}", pre);
-    expect_err(json, "upstream.access_key_env: give access_key or access_key_env, not both");
-    (void)snprintf(json, sizeof(json),
-                   "%s,\"access_key\":\"a\",\"secret_key\":\"s\",\"secret_key_env\":\"X\"}}", pre);
-    expect_err(json, "upstream.secret_key: give one of secret_key, secret_key_env, "
-                     "secret_key_file");
-    (void)snprintf(json, sizeof(json), "%s,\"access_key\":\"a\",\"secret_key_env\":\"1X\"}}", pre);
-    expect_err(json, "upstream.secret_key_env: must be an environment variable name");
-}
-
-static char *
-write_temp(const char *content)
-{
-    static char path[64];
-    (void)snprintf(path, sizeof(path), "/tmp/fg-config-test-XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    size_t len = strlen(content);
-    assert_int_equal(write(fd, content, len), (ssize_t)len);
-    assert_int_equal(close(fd), 0);
-    return path;
-}
-
-static void
 test_principal_secrets(void **state)
 {
     (void)state;
@@ -867,17 +633,6 @@ test_principal_secrets(void **state)
     (void)snprintf(want, sizeof(want),
                    "principals[0].secret_key_file: %s is larger than 4096 bytes", path);
     expect_err(json, want);
-    assert_int_equal(unlink(path), 0);
-
-    /* the upstream secret from a file too */
-    path = write_temp("upstream-secret\n");
-    (void)snprintf(json, sizeof(json),
-                   "{\"listen\":[\"127.0.0.1:1\"],\"data_dir\":\"d\",\"upstream\":{\"endpoint\":"
-                   "\"http://h\",\"access_key\":\"a\",\"secret_key_file\":\"%s\"}}",
-                   path);
-    cfg = load_ok(json);
-    assert_string_equal(cfg->upstream.secret_key, "upstream-secret");
-    gw_config_free(cfg);
     assert_int_equal(unlink(path), 0);
 }
 
@@ -987,10 +742,8 @@ main(void)
         cmocka_unit_test_setup(test_ranges, clean_env),
         cmocka_unit_test_setup(test_required, clean_env),
         cmocka_unit_test_setup(test_lock_names, clean_env),
-        cmocka_unit_test_setup(test_endpoint, clean_env),
         cmocka_unit_test_setup(test_listen, clean_env),
         cmocka_unit_test_setup(test_anonymous_rule, clean_env),
-        cmocka_unit_test_setup(test_upstream_credentials, clean_env),
         cmocka_unit_test_setup(test_principal_secrets, clean_env),
         cmocka_unit_test_setup(test_principals, clean_env),
         cmocka_unit_test_setup(test_fence_rule_lookup, clean_env),

@@ -1,23 +1,17 @@
 /*
  * tests/unit/gateway/proxy/proxy_test.c: gateway/proxy/proxy.c's answers when a request
- * cannot be forwarded.  A gw_server from http_harness.h hands each request to
+ * cannot be forwarded.  A gw_server from proxy_harness.h hands each request to
  * gw_proxy_forward_body with a gw_auth the test chooses; the upstream is never
  * reached.  A failure of one of the gateway's own steps (here: the signer
  * refusing the payload hash it was given) must be 500 InternalError, counted
  * and logged (DESIGN G8); a genuine client error stays 4xx.
  */
-#include "tests/unit/gateway/http_harness.h"
+#include "tests/unit/gateway/proxy_harness.h"
 
 #include "gateway/base/metrics.h"
 #include "gateway/proxy/auth.h"
-#include "gateway/proxy/proxy.h"
 #include "gateway/s3/s3req.h"
-#include "gateway/upstream/s3client.h"
-#include "gateway/upstream/upstream.h"
 
-static struct gw_proxy *px;
-static struct gw_upstream *up;
-static struct gw_s3client *s3c;
 static struct gw_auth pauth; /* what the next request is forwarded with */
 static char endpoint[] = "http://127.0.0.1:9";
 static char region[] = "us-east-1";
@@ -39,21 +33,9 @@ static int
 px_setup(void **state)
 {
     (void)state;
-    memset(&th, 0, sizeof(th));
-    buf_init(&th.body, 1024);
+    px_base_init();
     th_config_init(&cfg, endpoint, region, akey, skey);
-    base = event_base_new();
-    assert_non_null(base);
-    char err[256];
-    srv = gw_server_new(base, &cfg, on_proxy_request, NULL, err, sizeof(err));
-    assert_non_null(srv);
-    struct gw_upstream_opts o = {.connect_timeout_ms = 1000, .timeout_ms = 1000};
-    up = gw_upstream_new(base, &o);
-    assert_non_null(up);
-    s3c = gw_s3client_new(up, &cfg, err, sizeof(err));
-    assert_non_null(s3c);
-    px = gw_proxy_new(&cfg, up, s3c, err, sizeof(err));
-    assert_non_null(px);
+    px_open(on_proxy_request, 1000, 1000);
     memset(&pauth, 0, sizeof(pauth));
     return 0;
 }
@@ -61,9 +43,7 @@ px_setup(void **state)
 static int
 px_teardown(void **state)
 {
-    gw_proxy_free(px);
-    gw_s3client_free(s3c);
-    gw_upstream_free(up);
+    px_close();
     return teardown(state);
 }
 
@@ -71,11 +51,8 @@ px_teardown(void **state)
 static int
 ask(const char *raw, const char *code)
 {
-    struct client cl;
-    cl_open(&cl);
-    cl_sends(&cl, raw);
     struct resp r;
-    (void)wait_resp(&cl, 0, false, &r, 3000);
+    px_ask(raw, &r);
     char want[128];
     (void)snprintf(want, sizeof(want), "<Code>%s</Code>", code != NULL ? code : "");
     if (code != NULL && strstr(buf_cstr(&r.body), want) == NULL) {
@@ -83,7 +60,6 @@ ask(const char *raw, const char *code)
     }
     int status = r.status;
     resp_cleanup(&r);
-    cl_close(&cl);
     return status;
 }
 

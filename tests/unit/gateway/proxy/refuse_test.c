@@ -189,19 +189,34 @@ on_rec(void *arg, const struct store_audit_rec *r)
     return 0;
 }
 
+/* Closes e's store (committing what was queued) and opens it again; read-only: appends fail. */
 static void
-records(struct env *e, bool read_only_after, struct seen *s)
+reopen(struct env *e, bool read_only)
 {
-    store_close(e->st); /* commits what was queued */
-    e->st = open_store(e->dir, true);
+    store_close(e->st);
+    e->st = open_store(e->dir, read_only);
+    g_store = read_only ? NULL : e->st;
+}
+
+/* Into s: the records committed so far (the store is reopened, writable again after). */
+static void
+records(struct env *e, struct seen *s)
+{
+    reopen(e, true);
     memset(s, 0, sizeof(*s));
     struct store_audit_query q = {.limit = 100};
     struct store_audit_cursor next;
     assert_int_equal(store_audit_query(e->st, &q, on_rec, s, &next), 0);
-    if (!read_only_after) {
-        store_close(e->st);
-        e->st = open_store(e->dir, false);
-    }
+    reopen(e, false);
+}
+
+/* As records, and there is exactly one, of this kind. */
+static void
+one_record(struct env *e, struct seen *s, int kind)
+{
+    records(e, s);
+    assert_int_equal(s->n, 1);
+    assert_int_equal(s->rec.kind, kind);
 }
 
 /* Runs the store's callbacks until req is answered or cut (bounded). */
@@ -226,6 +241,37 @@ settle_all(struct env *e)
     }
 }
 
+/* G7: gw_refuse holds req (its ops replaced) until the record commits, then answers it once. */
+static void
+refuse_after_commit(struct env *e, struct gw_req *req, const char *principal,
+                    const struct gw_refusal *r)
+{
+    gw_refuse(e->st, req, &e->s3, principal, r);
+    assert_int_equal(req->calls, 0);
+    assert_non_null(req->ops);
+    settle(e, req);
+    assert_int_equal(req->calls, 1);
+    assert_int_equal(req->aborts, 0);
+    assert_int_equal(req->committed_at_end, 1);
+}
+
+/* A fence refusal of lock: 409 StaleFencingToken "stale", audited and counted as one. */
+static struct gw_refusal
+stale_refusal(const char *lock, uint64_t token, uint64_t current)
+{
+    return (struct gw_refusal){
+        .status = 409,
+        .code = "StaleFencingToken",
+        .message = "stale",
+        .audit = STORE_AUDIT_STALE,
+        .count = GW_REFUSAL_FENCE,
+        .tokens = true,
+        .lock = lock,
+        .token = token,
+        .current = current,
+    };
+}
+
 /* ---- tests ---- */
 
 /* A fence refusal: counted once, recorded with every field, the exact 409 document. */
@@ -234,25 +280,8 @@ test_fence_refusal(void **state)
 {
     struct env *e = *state;
     struct gw_req req = {.path = "/data/a&b", .id = "req-1"};
-    const struct gw_refusal r = {
-        .status = 409,
-        .code = "StaleFencingToken",
-        .message = "stale",
-        .audit = STORE_AUDIT_STALE,
-        .count = GW_REFUSAL_FENCE,
-        .tokens = true,
-        .lock = "jobs",
-        .token = 5,
-        .current = 7,
-    };
-    gw_refuse(e->st, &req, &e->s3, "alice", &r);
-    /* G7: held (its ops replaced) until the record commits, then answered */
-    assert_int_equal(req.calls, 0);
-    assert_non_null(req.ops);
-    settle(e, &req);
-    assert_int_equal(req.calls, 1);
-    assert_int_equal(req.aborts, 0);
-    assert_int_equal(req.committed_at_end, 1);
+    const struct gw_refusal r = stale_refusal("jobs", 5, 7);
+    refuse_after_commit(e, &req, "alice", &r);
     assert_int_equal(req.status, 409);
     assert_string_equal(req.ctype, "application/xml");
     assert_string_equal(req.body, XML_DECL "<Error><Code>StaleFencingToken</Code>"
@@ -265,9 +294,7 @@ test_fence_refusal(void **state)
     assert_int_equal(gw_metrics.audit_failures, 0);
 
     struct seen s;
-    records(e, false, &s);
-    assert_int_equal(s.n, 1);
-    assert_int_equal(s.rec.kind, STORE_AUDIT_STALE);
+    one_record(e, &s, STORE_AUDIT_STALE);
     assert_int_equal(s.rec.token, 5);
     assert_int_equal(s.rec.current, 7);
     assert_string_equal(s.lock, "jobs");
@@ -294,9 +321,7 @@ test_classify_refusal(void **state)
         .audit = STORE_AUDIT_REFUSED,
         .count = GW_REFUSAL_CLASSIFY,
     };
-    gw_refuse(e->st, &req, &e->s3, "", &r);
-    settle(e, &req);
-    assert_int_equal(req.committed_at_end, 1);
+    refuse_after_commit(e, &req, "", &r);
     assert_int_equal(req.status, 400);
     assert_string_equal(req.body, XML_DECL "<Error><Code>InvalidRequest</Code>"
                                            "<Message>not classified</Message><Resource>/data/k"
@@ -304,9 +329,7 @@ test_classify_refusal(void **state)
     assert_int_equal(gw_metrics.classify_refusals, 1);
     assert_int_equal(gw_metrics.fence_rejections, 0);
     struct seen s;
-    records(e, false, &s);
-    assert_int_equal(s.n, 1);
-    assert_int_equal(s.rec.kind, STORE_AUDIT_REFUSED);
+    one_record(e, &s, STORE_AUDIT_REFUSED);
     assert_string_equal(s.lock, "");
     assert_int_equal(s.rec.token, 0);
 }
@@ -316,8 +339,7 @@ static void
 test_audit_failure_is_503(void **state)
 {
     struct env *e = *state;
-    store_close(e->st);
-    e->st = open_store(e->dir, true); /* appends fail: ERR_CLOSED */
+    reopen(e, true); /* appends fail: ERR_CLOSED */
     struct gw_req req = {.path = "/data/a", .id = "req-3"};
     const struct gw_refusal r = {
         .status = 409,
@@ -329,7 +351,6 @@ test_audit_failure_is_503(void **state)
         .lock = "jobs",
         .token = 9,
     };
-    g_store = NULL;
     gw_refuse(e->st, &req, &e->s3, "alice", &r);
     assert_int_equal(req.calls, 1); /* at once: there is nothing to wait for */
     assert_int_equal(req.status, 503);
@@ -347,9 +368,7 @@ test_audit_failure_is_503(void **state)
     assert_int_equal(late.calls, 0);
     assert_int_equal(late.aborts, 1);
     assert_int_equal(gw_metrics.audit_failures, 2);
-    store_close(e->st);
-    e->st = open_store(e->dir, false);
-    g_store = e->st;
+    reopen(e, false);
 }
 
 /* A refusal too late to answer: the connection is cut once the record has committed. */
@@ -358,16 +377,10 @@ test_cut_after_commit(void **state)
 {
     struct env *e = *state;
     struct gw_req req = {.path = "/data/a", .id = "req-5"};
-    const struct gw_refusal r = {
-        .status = 409,
-        .code = "StaleFencingToken",
-        .message = "cut",
-        .audit = STORE_AUDIT_CUT,
-        .tokens = true,
-        .lock = "jobs",
-        .token = 3,
-        .current = 4,
-    };
+    struct gw_refusal r = stale_refusal("jobs", 3, 4);
+    r.message = "cut";
+    r.audit = STORE_AUDIT_CUT;
+    r.count = GW_REFUSAL_UNCOUNTED;
     gw_refuse_cut(e->st, &req, &e->s3, "alice", &r);
     assert_int_equal(req.aborts, 0);
     settle(e, &req);
@@ -375,10 +388,7 @@ test_cut_after_commit(void **state)
     assert_int_equal(req.aborts, 1);
     assert_int_equal(req.committed_at_end, 1);
     struct seen s;
-    records(e, false, &s);
-    g_store = e->st;
-    assert_int_equal(s.n, 1);
-    assert_int_equal(s.rec.kind, STORE_AUDIT_CUT);
+    one_record(e, &s, STORE_AUDIT_CUT);
 }
 
 /* The client leaves while its refusal waits: the record still commits, nothing is sent. */
@@ -388,17 +398,7 @@ test_client_gone_while_waiting(void **state)
     struct env *e = *state;
     struct gw_req req = {.path = "/data/a", .id = "req-6"};
     char lock[8] = "jobs"; /* the caller's copy dies with the caller */
-    const struct gw_refusal r = {
-        .status = 409,
-        .code = "StaleFencingToken",
-        .message = "stale",
-        .audit = STORE_AUDIT_STALE,
-        .count = GW_REFUSAL_FENCE,
-        .tokens = true,
-        .lock = lock,
-        .token = 1,
-        .current = 2,
-    };
+    const struct gw_refusal r = stale_refusal(lock, 1, 2);
     gw_refuse(e->st, &req, &e->s3, "alice", &r);
     memset(lock, 'x', sizeof(lock) - 1);
     assert_non_null(req.ops);
@@ -407,8 +407,7 @@ test_client_gone_while_waiting(void **state)
     settle_all(e);
     assert_int_equal(req.calls + req.aborts, 0);
     struct seen s;
-    records(e, false, &s);
-    g_store = e->st;
+    records(e, &s);
     assert_int_equal(s.n, 1);
     assert_string_equal(s.lock, "jobs");
 }
@@ -427,7 +426,7 @@ test_plain_refusal(void **state)
                                            "<RequestId>r</RequestId></Error>");
     assert_int_equal(gw_metrics.fence_rejections + gw_metrics.classify_refusals, 0);
     struct seen s;
-    records(e, false, &s);
+    records(e, &s);
     assert_int_equal(s.n, 0);
 }
 

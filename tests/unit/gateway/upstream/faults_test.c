@@ -3,7 +3,8 @@
  * go wrong: cancellation (mid-upload, from on_head, during a resume),
  * timeouts, refused and non-HTTP peers, oversized heads, errors from the
  * caller's callbacks, short request bodies, rejected input and freeing the
- * client with transfers in flight.  Uses upstream_harness.h.
+ * client with transfers in flight.  Uses upstream_harness.h, and the few
+ * steps below that several tests share.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,20 +26,74 @@
 
 #include "tests/unit/gateway/upstream_harness.h"
 
+/* ---- steps several tests share, on upstream_harness.h's fixture ---- */
+
+/* Starts method path on f->c and runs the loop until it is done (3 s at most). */
 static void
-test_cancel_mid_upload(void **state)
+run_xfer(struct fx *f, const char *method, const char *path, int64_t body_len)
 {
-    struct fx *f = *state;
-    f->c.stop_at = 1 * MIB;
-    assert_int_equal(start(&f->c, "PUT", "/b/k", 10 * MIB), 0);
+    assert_int_equal(start(&f->c, method, path, body_len), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+}
+
+/* A GET of the whole url on f->c, run until it is done (ms at most). */
+static void
+run_get_url(struct fx *f, const char *url, int ms)
+{
+    struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
+    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, ms));
+}
+
+/* Into url: http://127.0.0.1:<port>/b/k on a port that refuses (bound, never listened). */
+static void
+refused_url(char *url, size_t size)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    socklen_t len = sizeof(sin);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    close(fd);
+    (void)snprintf(url, size, "http://127.0.0.1:%u/b/k", ntohs(sin.sin_port));
+}
+
+/* Replaces f->up by a client with these limits (0 max_connections: no cap). */
+static void
+use_limits(struct fx *f, uint32_t connect_timeout_ms, uint32_t timeout_ms, uint32_t max_connections)
+{
+    gw_upstream_free(f->up);
+    struct gw_upstream_opts o = {.engine = harness_engine,
+                                 .connect_timeout_ms = connect_timeout_ms,
+                                 .timeout_ms = timeout_ms,
+                                 .max_connections = max_connections,
+                                 .tls_verify = true};
+    f->up = gw_upstream_new(f->base, &o);
+    assert_non_null(f->up);
+    f->c.up = f->up;
+}
+
+/* Starts a PUT of total bytes on f->c whose body stops after n; waits until the origin has n. */
+static void
+upload_until(struct fx *f, uint64_t total, uint64_t n)
+{
+    f->c.stop_at = n;
+    assert_int_equal(start(&f->c, "PUT", "/b/k", (int64_t)total), 0);
     bool expired = false;
     uint64_t t0 = clock_mono_ms();
-    while (f->srv.live_got < 1 * MIB && !expired) {
+    while (f->srv.live_got < n && !expired) {
         run_for(f->base, 10);
         expired = clock_mono_ms() - t0 > 5000;
     }
-    assert_int_equal(f->srv.live_got, 1 * MIB);
-    assert_int_equal(gw_xfer_body_sent(f->c.x), 1 * MIB);
+    assert_int_equal(f->srv.live_got, n);
+}
+
+/* Cancels f->c's upload: the connection closes short, no request completes, no on_done. */
+static void
+cancel_upload(struct fx *f)
+{
     f->c.cancelled = true;
     gw_upstream_xfer_cancel(f->c.x);
     assert_true(run_until(f->base, &f->srv.closed, 1, 3000));
@@ -46,6 +101,28 @@ test_cancel_mid_upload(void **state)
     assert_int_equal(f->srv.requests, 0);
     run_for(f->base, 50);
     assert_int_equal(f->c.dones, 0);
+}
+
+/* A GET that leaves its connection pooled, then an origin that drops it at the next head. */
+static void
+pool_then_drop(struct fx *f)
+{
+    f->srv.resp_len = 100;
+    run_xfer(f, "GET", "/b/k", -1);
+    assert_int_equal(f->c.err, 0);
+    f->srv.drop_after = 1;
+    cli_init(&f->c, f);
+}
+
+/* ---- tests ---- */
+
+static void
+test_cancel_mid_upload(void **state)
+{
+    struct fx *f = *state;
+    upload_until(f, 10 * MIB, 1 * MIB);
+    assert_int_equal(gw_xfer_body_sent(f->c.x), 1 * MIB);
+    cancel_upload(f);
 }
 
 static void
@@ -62,8 +139,7 @@ test_cancel_in_on_head(void **state)
     /* the client keeps working */
     cli_init(&f->c, f);
     f->srv.resp_len = 10;
-    assert_int_equal(start(&f->c, "GET", "/b/k2", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "GET", "/b/k2", -1);
     assert_int_equal(f->c.err, 0);
     assert_int_equal(f->c.body_got, 10);
 }
@@ -90,8 +166,7 @@ test_cancel_and_fail_during_resume(void **state)
     f->c.recv_pause_every = 1;
     f->c.body_err = ERR_CLOSED;
     f->c.body_err_at = 3;
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "GET", "/b/k", -1);
     assert_int_equal(f->c.err, ERR_CLOSED);
     assert_int_equal(f->c.bodies, 3);
     assert_true(run_until(f->base, &f->srv.closed, 2, 3000));
@@ -107,9 +182,7 @@ test_https_to_plain_server(void **state)
     f->srv.mode = M_GARBAGE;
     char url[64];
     (void)snprintf(url, sizeof(url), "https://127.0.0.1:%u/b/k", f->srv.port);
-    struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
-    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+    run_get_url(f, url, 5000);
     assert_int_equal(f->c.err, ERR_UPSTREAM);
     assert_int_equal(f->c.heads, 0);
 }
@@ -119,20 +192,12 @@ static void
 test_connect_timeout(void **state)
 {
     struct fx *f = *state;
-    gw_upstream_free(f->up);
-    struct gw_upstream_opts o = {.engine = harness_engine,
-                                 .connect_timeout_ms = 300,
-                                 .timeout_ms = 10000,
-                                 .tls_verify = true};
-    f->up = gw_upstream_new(f->base, &o);
-    assert_non_null(f->up);
+    use_limits(f, 300, 10000, 0);
     f->srv.mode = M_SILENT; /* waits for a blank line a ClientHello never has */
     char url[64];
     (void)snprintf(url, sizeof(url), "https://127.0.0.1:%u/b/k", f->srv.port);
-    struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
     uint64_t t0 = clock_mono_ms();
-    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+    run_get_url(f, url, 5000);
     uint64_t took = clock_mono_ms() - t0;
     assert_int_equal(f->c.err, ERR_TIMEOUT);
     assert_true(took >= 250 && took < 2000);
@@ -142,19 +207,9 @@ static void
 test_refused(void **state)
 {
     struct fx *f = *state;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    socklen_t len = sizeof(sin);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    close(fd); /* bound, never listened: the port refuses */
     char url[64];
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u/b/k", ntohs(sin.sin_port));
-    struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
-    assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    refused_url(url, sizeof(url));
+    run_get_url(f, url, 3000);
     assert_int_equal(f->c.err, ERR_UPSTREAM);
     assert_int_equal(f->c.heads, 0);
 }
@@ -166,8 +221,7 @@ test_silent_upstream_times_out(void **state)
     use_timeout(f, 200);
     f->srv.mode = M_SILENT;
     uint64_t t0 = clock_mono_ms();
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "GET", "/b/k", -1);
     uint64_t took = clock_mono_ms() - t0;
     assert_int_equal(f->c.err, ERR_TIMEOUT);
     assert_true(took >= 190 && took < 1500);
@@ -188,14 +242,7 @@ static void
 test_queued_timeouts_leave_pool_healthy(void **state)
 {
     struct fx *f = *state;
-    gw_upstream_free(f->up);
-    struct gw_upstream_opts o = {.engine = harness_engine,
-                                 .connect_timeout_ms = 2000,
-                                 .timeout_ms = 200,
-                                 .max_connections = 1,
-                                 .tls_verify = true};
-    f->up = gw_upstream_new(f->base, &o);
-    assert_non_null(f->up);
+    use_limits(f, 2000, 200, 1);
     /* the one connection: an upload paused after its first byte (a paused transfer's clock
      * stops, so it holds the connection while the others wait) */
     cli_init(&f->c, f);
@@ -248,8 +295,7 @@ test_head_too_big(void **state)
 {
     struct fx *f = *state;
     f->srv.mode = M_BIGHEAD;
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "GET", "/b/k", -1);
     assert_int_equal(f->c.err, ERR_UPSTREAM);
     assert_int_equal(f->c.heads, 0);
 }
@@ -260,16 +306,14 @@ test_callback_errors_pass_through(void **state)
     struct fx *f = *state;
     f->srv.resp_len = 1 * MIB;
     f->c.body_err = ERR_CLOSED;
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "GET", "/b/k", -1);
     assert_int_equal(f->c.err, ERR_CLOSED);
     assert_int_equal(f->c.bodies, 1);
 
     cli_init(&f->c, f);
     f->c.stop_at = 300000;
     f->c.read_err = ERR_IO;
-    assert_int_equal(start(&f->c, "PUT", "/b/k", 1 * MIB), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "PUT", "/b/k", 1 * MIB);
     assert_int_equal(f->c.err, ERR_IO);
     assert_int_equal(f->c.heads, 0);
     assert_true(run_until(f->base, &f->srv.eofs_early, 1, 3000));
@@ -283,8 +327,7 @@ test_short_body_aborts(void **state)
     struct fx *f = *state;
     f->c.stop_at = 70000;
     f->c.short_body = true;
-    assert_int_equal(start(&f->c, "PUT", "/b/k", 100000), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "PUT", "/b/k", 100000);
     assert_int_equal(f->c.err, ERR_INVAL);
     assert_int_equal(f->c.sent_at_done, 70000);
     /* the connection closes (libcurl has sent part of the body by then; the lean engine
@@ -353,14 +396,8 @@ static void
 test_stale_pooled_get_retried(void **state)
 {
     struct fx *f = *state;
-    f->srv.resp_len = 100;
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
-    assert_int_equal(f->c.err, 0);
-    f->srv.drop_after = 1;
-    cli_init(&f->c, f);
-    assert_int_equal(start(&f->c, "GET", "/b/k2", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    pool_then_drop(f);
+    run_xfer(f, "GET", "/b/k2", -1);
     assert_int_equal(f->c.err, 0);
     assert_int_equal(f->c.body_got, 100);
     assert_int_equal(f->srv.dropped, 1);
@@ -376,13 +413,8 @@ static void
 test_stale_pooled_put_not_resent(void **state)
 {
     struct fx *f = *state;
-    f->srv.resp_len = 100;
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
-    f->srv.drop_after = 1;
-    cli_init(&f->c, f);
-    assert_int_equal(start(&f->c, "PUT", "/b/k2", 100000), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    pool_then_drop(f);
+    run_xfer(f, "PUT", "/b/k2", 100000);
     assert_int_equal(f->c.err, ERR_UPSTREAM);
     assert_true(f->c.sent_at_done > 0);
     run_for(f->base, 100);
@@ -400,13 +432,8 @@ static void
 test_stale_pooled_delete_not_resent(void **state)
 {
     struct fx *f = *state;
-    f->srv.resp_len = 100;
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
-    f->srv.drop_after = 1;
-    cli_init(&f->c, f);
-    assert_int_equal(start(&f->c, "DELETE", "/b/k2", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    pool_then_drop(f);
+    run_xfer(f, "DELETE", "/b/k2", -1);
     run_for(f->base, 100);
     assert_int_equal(f->srv.dropped, 1);
     if (harness_engine == GW_UPSTREAM_LEAN) {
@@ -423,22 +450,8 @@ static void
 test_cancel_one_byte_short(void **state)
 {
     struct fx *f = *state;
-    f->c.stop_at = 200000 - 1;
-    assert_int_equal(start(&f->c, "PUT", "/b/k", 200000), 0);
-    bool expired = false;
-    uint64_t t0 = clock_mono_ms();
-    while (f->srv.live_got < 200000 - 1 && !expired) {
-        run_for(f->base, 10);
-        expired = clock_mono_ms() - t0 > 5000;
-    }
-    assert_int_equal(f->srv.live_got, 200000 - 1);
-    f->c.cancelled = true;
-    gw_upstream_xfer_cancel(f->c.x);
-    assert_true(run_until(f->base, &f->srv.closed, 1, 3000));
-    assert_int_equal(f->srv.eofs_early, 1);
-    assert_int_equal(f->srv.requests, 0);
-    run_for(f->base, 50);
-    assert_int_equal(f->c.dones, 0);
+    upload_until(f, 200000, 200000 - 1);
+    cancel_upload(f);
 }
 
 /* GW_UPSTREAM_DOWN_AFTER refused connects in a row: unreachable, until a response comes. */
@@ -446,23 +459,13 @@ static void
 test_refused_streak_unreachable(void **state)
 {
     struct fx *f = *state;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    socklen_t len = sizeof(sin);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    close(fd);
     char url[64];
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u/b/k", ntohs(sin.sin_port));
+    refused_url(url, sizeof(url));
     const char *why = NULL;
     for (int i = 0; i < GW_UPSTREAM_DOWN_AFTER; i++) {
         assert_false(gw_upstream_unreachable(f->up, &why));
         cli_init(&f->c, f);
-        struct gw_xfer_req rq = {.method = "GET", .url = url, .body_length = -1};
-        assert_int_equal(gw_upstream_xfer_start(f->up, &rq, &cbs, &f->c, &f->c.x), 0);
-        assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+        run_get_url(f, url, 3000);
         assert_int_equal(f->c.err, ERR_UPSTREAM);
     }
     assert_true(gw_upstream_unreachable(f->up, &why));
@@ -470,8 +473,7 @@ test_refused_streak_unreachable(void **state)
     assert_true(strlen(why) > 0);
     print_message("unreachable: %s\n", why);
     cli_init(&f->c, f);
-    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
-    assert_true(run_until(f->base, &f->c.dones, 1, 3000));
+    run_xfer(f, "GET", "/b/k", -1);
     assert_int_equal(f->c.err, 0);
     assert_false(gw_upstream_unreachable(f->up, &why));
 }

@@ -16,10 +16,10 @@
  * credential and body of every request it gets and answers 200 with an ETag
  * (a key with "err" in it: 412 with an S3 error document; "body": 200 with a
  * body; "silent": nothing).  The
- * proxy runs behind an in-process gw_server (http_harness.h); the upload
+ * proxy runs behind an in-process gw_server (proxy_harness.h); the upload
  * bookkeeping over a real store in a temporary directory.
  */
-#include "tests/unit/gateway/http_harness.h"
+#include "tests/unit/gateway/proxy_harness.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -31,13 +31,10 @@
 
 #include "election/backend.h"
 #include "gateway/proxy/auth.h"
-#include "gateway/proxy/proxy.h"
 #include "gateway/proxy/upload.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/upstream/bucket_probe.h"
 #include "gateway/upstream/elect_s3.h"
-#include "gateway/upstream/s3client.h"
-#include "gateway/upstream/upstream.h"
 #include "store/store.h"
 
 #define MAX_SEEN 32
@@ -179,9 +176,6 @@ fk_start(void)
 
 /* ---- the users ---- */
 
-static struct gw_upstream *up;
-static struct gw_s3client *s3c;
-static struct gw_proxy *px;
 static struct elect_backend *be;
 static struct gw_upload *uploads;
 static struct gw_bucket_probe *bprobe;
@@ -225,10 +219,7 @@ static int
 rl_setup(void **state)
 {
     (void)state;
-    memset(&th, 0, sizeof(th));
-    buf_init(&th.body, 1024);
-    base = event_base_new();
-    assert_non_null(base);
+    px_base_init();
     fk_start();
     (void)snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%u", (unsigned)fk.port);
     th_config_init(&cfg, endpoint, region, ak1, sk1);
@@ -237,16 +228,8 @@ rl_setup(void **state)
     cfg2.upstream.access_key = ak2;
     cfg2.upstream.secret_key = sk2;
 
+    px_open(on_proxy_request, 2000, 5000);
     char err[256];
-    srv = gw_server_new(base, &cfg, on_proxy_request, NULL, err, sizeof(err));
-    assert_non_null(srv);
-    struct gw_upstream_opts o = {.connect_timeout_ms = 2000, .timeout_ms = 5000};
-    up = gw_upstream_new(base, &o);
-    assert_non_null(up);
-    s3c = gw_s3client_new(up, &cfg, err, sizeof(err));
-    assert_non_null(s3c);
-    px = gw_proxy_new(&cfg, up, s3c, err, sizeof(err));
-    assert_non_null(px);
     be = gw_elect_s3_new(s3c, "locks", err, sizeof(err));
     assert_non_null(be);
     bprobe = gw_bucket_probe_new(s3c);
@@ -270,9 +253,7 @@ rl_teardown(void **state)
     store_close(st);
     gw_bucket_probe_free(bprobe);
     elect_backend_free(be);
-    gw_proxy_free(px);
-    gw_s3client_free(s3c);
-    gw_upstream_free(up);
+    px_close();
     evconnlistener_free(fk.lis);
     for (size_t i = 0; i < MAX_SEEN; i++) {
         if (fk.conns[i] != NULL) {
@@ -300,14 +281,10 @@ static const char *
 via_proxy(void)
 {
     int before = fk.n;
-    struct client cl;
-    cl_open(&cl);
-    cl_sends(&cl, "GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n");
     struct resp r;
-    (void)wait_resp(&cl, 0, false, &r, 3000);
+    px_ask("GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n", &r);
     assert_int_equal(r.status, 200);
     resp_cleanup(&r);
-    cl_close(&cl);
     return last_cred(before, "proxy");
 }
 
