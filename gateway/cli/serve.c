@@ -455,7 +455,8 @@ static int
 start_idle_trim(struct serve *s)
 {
     s->trim_ev = event_new(s->base, -1, EV_PERSIST, on_trim_tick, s);
-    struct timeval tv = {SERVE_IDLE_TRIM_MS / 1000, (SERVE_IDLE_TRIM_MS % 1000) * 1000};
+    struct timeval tv = {SERVE_IDLE_TRIM_MS / 1000,
+                         (suseconds_t)(SERVE_IDLE_TRIM_MS % 1000) * 1000};
     return s->trim_ev != NULL && event_add(s->trim_ev, &tv) == 0 ? 0 : ERR_NOMEM;
 }
 
