@@ -405,12 +405,12 @@ serve_cleanup(struct serve *s)
 
 /*
  * The heap's thresholds fixed instead of glibc's defaults.  Each upstream
- * transfer allocates libcurl's 64 KiB receive (and upload) buffer and frees
- * it when done; with tens of transfers in flight the heap's top moves by
- * megabytes, and the default 128 KiB trim threshold hands those pages back
- * (brk) only to fault them in again on the next request: at 64 connections
- * that doubled the CPU per PUT (make bench-proxy, README "Performance
- * notes").  Keeping up to SERVE_TRIM_BYTES of free heap stops the churn;
+ * transfer allocates read buffers (the lean client's reads of up to 128 KiB,
+ * libcurl's 64 KiB receive and upload buffers) and frees them when done; with
+ * tens of transfers in flight the heap's top moves by megabytes, and the
+ * default 128 KiB trim threshold hands those pages back (brk) only to fault
+ * them in again on the next request: at 64 connections that doubled the CPU
+ * per PUT (make bench-proxy, README "Performance notes").  Keeping up to SERVE_TRIM_BYTES of free heap stops the churn;
  * setting M_MMAP_THRESHOLD also stops glibc raising it (and the trim
  * threshold with it) as it sees large frees.
  */
