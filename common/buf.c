@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void
 buf_init(struct buf *b, size_t cap)
@@ -147,6 +148,19 @@ str_concat(char *out, size_t outlen, ...)
     va_end(ap);
     out[used] = '\0';
     return rc;
+}
+
+/* lower - c in ASCII lower case (strcasecmp's C-locale folding). */
+static unsigned char
+lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+bool
+str_caseeq(const char *a, const char *b)
+{
+    return lower((unsigned char)a[0]) == lower((unsigned char)b[0]) && strcasecmp(a, b) == 0;
 }
 
 /*
