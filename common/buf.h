@@ -10,6 +10,7 @@
 #ifndef COMMON_BUF_H
 #define COMMON_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -57,6 +58,13 @@ MUST_USE int buf_append_strs(struct buf *b, ...) __attribute__((sentinel));
  * when outlen > 0; never truncated text).
  */
 MUST_USE int str_concat(char *out, size_t outlen, ...) __attribute__((sentinel));
+
+/*
+ * str_caseeq - a and b (NUL-terminated) are equal ignoring ASCII case:
+ * strcasecmp(a, b) == 0 in the C locale, with the first bytes compared before
+ * the call, where most header-name lookups already differ.
+ */
+bool str_caseeq(const char *a, const char *b);
 
 /* buf_printf - add formatted text.  Returns as buf_append. */
 MUST_USE int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

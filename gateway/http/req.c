@@ -9,11 +9,11 @@
 #define LOG_MODULE "http"
 
 #include <string.h>
-#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/http/internal.h"
 
@@ -85,7 +85,7 @@ static const char *
 find(const struct gw_hdr_list *h, const char *name)
 {
     for (size_t i = 0; i < h->n; i++) {
-        if (strcasecmp(h->view[i].name, name) == 0) {
+        if (str_caseeq(h->view[i].name, name)) {
             return h->view[i].value;
         }
     }

@@ -15,12 +15,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/date.h"
 #include "common/log.h"
@@ -209,7 +209,7 @@ gw_resp_start(struct gw_req *req, int status)
 static bool
 name_is(const char *name, const char *what)
 {
-    return strcasecmp(name, what) == 0;
+    return str_caseeq(name, what);
 }
 
 int

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
+
 /* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
  * credentials, which are replaced, and the fencing headers, which are ours). */
 static const char *const drop_request[] = {
@@ -48,7 +50,7 @@ static bool
 in_list(const char *const *list, const char *name)
 {
     for (size_t i = 0; list[i] != NULL; i++) {
-        if (strcasecmp(list[i], name) == 0) {
+        if (str_caseeq(list[i], name)) {
             return true;
         }
     }

@@ -97,38 +97,54 @@ static const struct op_info ops[GW_S3_OP_COUNT] = {
 /* Recognised query parameters. */
 struct qparam {
     const char *name; /* as S3 spells it (case-sensitive) */
+    size_t len;       /* strlen(name), so a lookup measures nothing */
     uint64_t bit;     /* GW_S3_Q_* */
 };
 
+/* NAME(s): a string literal and its length, for the tables below. */
+#define NAME(s) s, sizeof(s) - 1
+
 static const struct qparam qparams[] = {
-    {"uploads", GW_S3_Q_UPLOADS},           {"uploadId", GW_S3_Q_UPLOAD_ID},
-    {"partNumber", GW_S3_Q_PART_NUMBER},     {"delete", GW_S3_Q_DELETE},
-    {"tagging", GW_S3_Q_TAGGING},           {"acl", GW_S3_Q_ACL},
-    {"retention", GW_S3_Q_RETENTION},       {"legal-hold", GW_S3_Q_LEGAL_HOLD},
-    {"list-type", GW_S3_Q_LIST_TYPE},       {"versionId", GW_S3_Q_VERSION_ID},
-    {"versions", GW_S3_Q_VERSIONS},         {"versioning", GW_S3_Q_VERSIONING},
-    {"policy", GW_S3_Q_POLICY},             {"lifecycle", GW_S3_Q_LIFECYCLE},
-    {"cors", GW_S3_Q_CORS},                 {"location", GW_S3_Q_LOCATION},
-    {"encryption", GW_S3_Q_ENCRYPTION},     {"notification", GW_S3_Q_NOTIFICATION},
-    {"object-lock", GW_S3_Q_OBJECT_LOCK},   {"website", GW_S3_Q_WEBSITE},
-    {"logging", GW_S3_Q_LOGGING},           {"replication", GW_S3_Q_REPLICATION},
-    {"ownershipControls", GW_S3_Q_OWNERSHIP_CONTROLS},
-    {"publicAccessBlock", GW_S3_Q_PUBLIC_ACCESS_BLOCK},
-    {"accelerate", GW_S3_Q_ACCELERATE},     {"requestPayment", GW_S3_Q_REQUEST_PAYMENT},
-    {"policyStatus", GW_S3_Q_POLICY_STATUS}, {"analytics", GW_S3_Q_ANALYTICS},
-    {"inventory", GW_S3_Q_INVENTORY},       {"metrics", GW_S3_Q_METRICS},
-    {"intelligent-tiering", GW_S3_Q_INTELLIGENT_TIERING},
-    {"attributes", GW_S3_Q_ATTRIBUTES},     {"restore", GW_S3_Q_RESTORE},
-    {"select", GW_S3_Q_SELECT},             {"torrent", GW_S3_Q_TORRENT},
-    {"x-id", GW_S3_Q_X_ID},                 {"select-type", GW_S3_Q_SELECT_TYPE},
-    {"id", GW_S3_Q_ID},
+    {NAME("uploads"), GW_S3_Q_UPLOADS},           {NAME("uploadId"), GW_S3_Q_UPLOAD_ID},
+    {NAME("partNumber"), GW_S3_Q_PART_NUMBER},     {NAME("delete"), GW_S3_Q_DELETE},
+    {NAME("tagging"), GW_S3_Q_TAGGING},           {NAME("acl"), GW_S3_Q_ACL},
+    {NAME("retention"), GW_S3_Q_RETENTION},       {NAME("legal-hold"), GW_S3_Q_LEGAL_HOLD},
+    {NAME("list-type"), GW_S3_Q_LIST_TYPE},       {NAME("versionId"), GW_S3_Q_VERSION_ID},
+    {NAME("versions"), GW_S3_Q_VERSIONS},         {NAME("versioning"), GW_S3_Q_VERSIONING},
+    {NAME("policy"), GW_S3_Q_POLICY},             {NAME("lifecycle"), GW_S3_Q_LIFECYCLE},
+    {NAME("cors"), GW_S3_Q_CORS},                 {NAME("location"), GW_S3_Q_LOCATION},
+    {NAME("encryption"), GW_S3_Q_ENCRYPTION},     {NAME("notification"), GW_S3_Q_NOTIFICATION},
+    {NAME("object-lock"), GW_S3_Q_OBJECT_LOCK},   {NAME("website"), GW_S3_Q_WEBSITE},
+    {NAME("logging"), GW_S3_Q_LOGGING},           {NAME("replication"), GW_S3_Q_REPLICATION},
+    {NAME("ownershipControls"), GW_S3_Q_OWNERSHIP_CONTROLS},
+    {NAME("publicAccessBlock"), GW_S3_Q_PUBLIC_ACCESS_BLOCK},
+    {NAME("accelerate"), GW_S3_Q_ACCELERATE},     {NAME("requestPayment"), GW_S3_Q_REQUEST_PAYMENT},
+    {NAME("policyStatus"), GW_S3_Q_POLICY_STATUS}, {NAME("analytics"), GW_S3_Q_ANALYTICS},
+    {NAME("inventory"), GW_S3_Q_INVENTORY},       {NAME("metrics"), GW_S3_Q_METRICS},
+    {NAME("intelligent-tiering"), GW_S3_Q_INTELLIGENT_TIERING},
+    {NAME("attributes"), GW_S3_Q_ATTRIBUTES},     {NAME("restore"), GW_S3_Q_RESTORE},
+    {NAME("select"), GW_S3_Q_SELECT},             {NAME("torrent"), GW_S3_Q_TORRENT},
+    {NAME("x-id"), GW_S3_Q_X_ID},                 {NAME("select-type"), GW_S3_Q_SELECT_TYPE},
+    {NAME("id"), GW_S3_Q_ID},
 };
 
 /* Authentication parameters a write may carry (presigned URLs: SigV4, SigV2). */
-static const char *const auth_params[] = {
-    "X-Amz-Algorithm",     "X-Amz-Credential", "X-Amz-Date",           "X-Amz-Expires",
-    "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Security-Token", "X-Amz-Content-Sha256",
-    "AWSAccessKeyId",      "Signature",        "Expires",              "x-amz-security-token",
+static const struct {
+    const char *name;
+    size_t len;
+} auth_params[] = {
+    {NAME("X-Amz-Algorithm")},
+    {NAME("X-Amz-Credential")},
+    {NAME("X-Amz-Date")},
+    {NAME("X-Amz-Expires")},
+    {NAME("X-Amz-SignedHeaders")},
+    {NAME("X-Amz-Signature")},
+    {NAME("X-Amz-Security-Token")},
+    {NAME("X-Amz-Content-Sha256")},
+    {NAME("AWSAccessKeyId")},
+    {NAME("Signature")},
+    {NAME("Expires")},
+    {NAME("x-amz-security-token")},
 };
 
 /* Parameters that modify an operation rather than select one. */
@@ -270,18 +286,18 @@ gateway_path(const char *path)
            strcmp(path, "/readyz") == 0;
 }
 
-/* same_name - s[0..n) is name, exactly or (icase) ignoring ASCII case. */
+/* same_name - s[0..n) is name[0..len), exactly or (icase) ignoring ASCII case. */
 static bool
-same_name(const char *name, const char *s, size_t n, bool icase)
+same_name(const char *name, size_t len, const char *s, size_t n, bool icase)
 {
-    return strlen(name) == n && (icase ? strncasecmp(name, s, n) : memcmp(name, s, n)) == 0;
+    return len == n && (icase ? strncasecmp(name, s, n) : memcmp(name, s, n)) == 0;
 }
 
 static const struct qparam *
 find_qparam(const char *name, size_t len, bool icase)
 {
     for (size_t i = 0; i < sizeof(qparams) / sizeof(qparams[0]); i++) {
-        if (same_name(qparams[i].name, name, len, icase)) {
+        if (same_name(qparams[i].name, qparams[i].len, name, len, icase)) {
             return &qparams[i];
         }
     }
@@ -292,7 +308,7 @@ static bool
 is_auth_param(const char *name, size_t len, bool icase)
 {
     for (size_t i = 0; i < sizeof(auth_params) / sizeof(auth_params[0]); i++) {
-        if (same_name(auth_params[i], name, len, icase)) {
+        if (same_name(auth_params[i].name, auth_params[i].len, name, len, icase)) {
             return true;
         }
     }

@@ -482,9 +482,10 @@ qparam_cmp(const void *a, const void *b)
 int
 gw_sigv4_canonical_query(const char *query, unsigned flags, struct buf *out)
 {
-    struct qparam *ps = NULL;
+    struct qparam local[16]; /* a presigned URL's dozen: no allocation */
+    struct qparam *ps = local;
     size_t np = 0;
-    size_t cap = 0;
+    size_t cap = sizeof(local) / sizeof(local[0]);
     struct buf enc;
     int err = 0;
 
@@ -511,11 +512,14 @@ gw_sigv4_canonical_query(const char *query, unsigned flags, struct buf *out)
                 err = ERR_INVAL;
                 goto fail;
             }
-            size_t ncap = cap == 0 ? 16 : cap * 2;
-            struct qparam *nps = realloc(ps, ncap * sizeof(*ps));
+            size_t ncap = cap * 2;
+            struct qparam *nps = realloc(ps == local ? NULL : ps, ncap * sizeof(*ps));
             if (nps == NULL) {
                 err = ERR_NOMEM;
                 goto fail;
+            }
+            if (ps == local) {
+                memcpy(nps, local, sizeof(local));
             }
             ps = nps;
             cap = ncap;
@@ -567,7 +571,9 @@ gw_sigv4_canonical_query(const char *query, unsigned flags, struct buf *out)
         }
     }
 fail:
-    free(ps);
+    if (ps != local) {
+        free(ps);
+    }
     buf_cleanup(&enc);
     return err;
 }

@@ -265,13 +265,15 @@ gw_upmsg_req_header_check(const char *h, int64_t body_length, enum gw_upmsg_req_
         return ERR_INVAL;
     }
     size_t nlen = (size_t)(colon - h);
-    for (const unsigned char *p = (const unsigned char *)colon + 1; *p != '\0'; p++) {
-        if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+    const char *value = colon + 1;
+    const char *p = value;
+    for (; *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
             return ERR_INVAL; /* CR, LF and other controls could split the request */
         }
     }
-    const char *value = colon + 1;
-    size_t vlen = strlen(value);
+    size_t vlen = (size_t)(p - value); /* the scan above found the end */
     trim(&value, &vlen);
     *empty = vlen == 0;
     *kind = GW_UPMSG_REQ_HDR_OTHER;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cmocka.h>
 
@@ -207,6 +208,26 @@ test_str_concat(void **state)
     }
 }
 
+/* str_caseeq agrees with strcasecmp(a, b) == 0 (C locale: ASCII folding only) */
+static void
+test_str_caseeq(void **state)
+{
+    (void)state;
+    static const char *const names[] = {
+        "",     "h",     "H",          "host",       "Host",       "HOST",
+        "hosT", "hostx", "x-amz-date", "X-Amz-Date", "X-AMZ-DATE", "@ost",
+        "`ost", "[",     "{",          "\xc4st",     "\xe4st",     "content-length",
+    };
+    const size_t n = sizeof(names) / sizeof(names[0]);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            assert_int_equal(str_caseeq(names[i], names[j]), strcasecmp(names[i], names[j]) == 0);
+        }
+    }
+    assert_true(str_caseeq("Host", "hOST"));
+    assert_false(str_caseeq("\xc4", "\xe4")); /* not ASCII: never folded */
+}
+
 static void
 test_err_str_and_clock(void **state)
 {
@@ -234,6 +255,7 @@ main(void)
         cmocka_unit_test(test_buf_binary_and_growth),
         cmocka_unit_test(test_buf_append_strs),
         cmocka_unit_test(test_str_concat),
+        cmocka_unit_test(test_str_caseeq),
         cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_parse_hex),
         cmocka_unit_test(test_err_str_and_clock),

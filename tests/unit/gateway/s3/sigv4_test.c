@@ -586,6 +586,13 @@ test_canonical_query(void **state)
     /* Presigned: the signature is left out. */
     expect_query("X-Amz-Signature=ab&X-Amz-Date=1", GW_SIGV4_F_SKIP_SIGNATURE, 0, "X-Amz-Date=1");
     expect_query("X-Amz-Signature=ab&X-Amz-Date=1", 0, 0, "X-Amz-Date=1&X-Amz-Signature=ab");
+    /* Past the 16 kept on the stack: the first ones survive the move to the heap. */
+    expect_query(
+        "t=20&s=19&r=18&q=17&p=16&o=15&n=14&m=13&l=12&k=11&j=10&i=9&h=8&g=7&f=6&e=5&d=4&c="
+        "3&b=2&a=1",
+        0, 0,
+        "a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11&l=12&m=13&n=14&o=15&p=16&q=17&r=18&s="
+        "19&t=20");
     /* Too many parameters. */
     struct buf big;
     buf_init(&big, 1 << 20);
