@@ -491,7 +491,10 @@ gw_lean_free(struct gw_lean *up)
         lean_conn_close(TAILQ_FIRST(&up->idle));
     }
     if (up->dns != NULL) {
-        evdns_base_free(up->dns, 0);
+        /* fail, not drop, pending lookups: each holds a reference on its connection's
+         * bufferevent (libevent 2.1's bufferevent_free does not cancel a lookup), which
+         * only the lookup's callback gives back, from the loop's next turn */
+        evdns_base_free(up->dns, 1);
     }
     lean_tls_free_ctx(up->ssl_ctx);
     free(up->ca_file);
