@@ -410,9 +410,10 @@ serve_cleanup(struct serve *s)
  * tens of transfers in flight the heap's top moves by megabytes, and the
  * default 128 KiB trim threshold hands those pages back (brk) only to fault
  * them in again on the next request: at 64 connections that doubled the CPU
- * per PUT (make bench-proxy, README "Performance notes").  Keeping up to SERVE_TRIM_BYTES of free
- * heap stops the churn; setting M_MMAP_THRESHOLD also stops glibc raising it (and the trim
- * threshold with it) as it sees large frees.
+ * per PUT (make bench-proxy, README "Performance notes").  Keeping up to
+ * SERVE_TRIM_BYTES of free heap stops the churn; setting M_MMAP_THRESHOLD also
+ * stops glibc raising it (and the trim threshold with it) as it sees large
+ * frees.
  */
 #define SERVE_TRIM_BYTES (32 * 1024 * 1024)
 #define SERVE_MMAP_BYTES (1024 * 1024)
