@@ -533,7 +533,13 @@ conn_connect_timeout(evutil_socket_t fd, short what, void *arg)
     if (x == NULL || c->connected) {
         return;
     }
-    gw_upstream_note_connect_err(&c->up->pub, "%s:%u: connect timed out", c->t.host, c->t.port);
+    if (bufferevent_getfd(c->bev) < 0) {
+        /* no socket yet: it comes with the address, so the name was never resolved */
+        gw_upstream_note_connect_err(&c->up->pub, "%s:%u: could not resolve %s: timed out",
+                                     c->t.host, c->t.port, c->t.host);
+    } else {
+        gw_upstream_note_connect_err(&c->up->pub, "%s:%u: connect timed out", c->t.host, c->t.port);
+    }
     log_warn("%s -> %s", c->up->pub.connect_err, err_str(ERR_TIMEOUT));
     x->busy++;
     lean_xfer_end(x, ERR_TIMEOUT, true);

@@ -286,6 +286,9 @@ test_silent_server_times_out(void **state)
     assert_true(took >= 100 && took < 1000);
     assert_true(d->dns.queries >= 1);
     assert_int_equal(d->f.srv.accepts, 0);
+    /* the operator is told it was the name, not the connect */
+    const char *err = ((struct gw_lean *)d->f.up)->pub.connect_err;
+    assert_non_null(strstr(err, "could not resolve " KNOWN_NAME ": timed out"));
     run_for(d->f.base,
             600); /* evdns gives up meanwhile: nothing may call into the freed connection */
     assert_int_equal(d->f.c.dones, 1);
