@@ -6,7 +6,11 @@
  * callbacks only (read, write, event, timer, kick), never from inside a
  * handler's call into the API: API calls change state and kick.  That is
  * what lets a handler answer synchronously from gw_request_fn, and it is the
- * only place a connection is freed.
+ * only place a connection is freed.  On a plain connection the bufferevent's
+ * own events stay off (gateway/http/bevio.c): c->rev reads with recv, and
+ * gw_http_flush writes queued output at once, from conn_process and from
+ * gw_resp_body_write/gw_resp_end; a write calls nothing back (an error comes
+ * through on_event, from the bufferevent's next attempt).
  *
  * Parsing: llhttp pauses at on_headers_complete (the handler gets the head,
  * no body byte has been consumed) and at on_message_complete (the next
