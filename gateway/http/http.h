@@ -72,7 +72,8 @@
  *
  * Room gateway/http/ (this header is its public face; make check-deps lets it
  * include only common/ and gateway/base/):
- *   server.c      listeners, connections, timeouts, shedding, the request life
+ *   server.c      connections, timeouts, the request life
+ *   listen.c      listeners, accepting, draining, the server's life
  *   parse.c       llhttp callbacks: heads, limits, smuggling refusals, bodies
  *   req.c         gw_req_*: what a handler reads (method, target, headers, body)
  *   resp.c        gw_resp_*: what a handler writes; every status counted here

@@ -272,6 +272,14 @@ uint64_t gw_http_now_ms(void);
 MUST_USE int gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *peer,
                                 bool is_tls);
 
+/*
+ * gw_http_conn_attach - serve bev (owned) for the client cl (its reference and
+ * connection count, owned), admitted already (gateway/http/listen.c's accept,
+ * gw_http_conn_adopt).  Returns 0, or ERR_NOMEM with bev freed and cl put.
+ */
+MUST_USE int gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer,
+                                 bool is_tls, struct gw_client *cl);
+
 /* ---- gateway/http/fair.c: per-client shares, idle shedding, minimum body rate ---- */
 
 /* gw_http_fair_init / _cleanup - the client table of srv (cleanup orphans entries still

@@ -1,0 +1,290 @@
+/*
+ * gateway/http/listen.c: the server's listeners and life: binding each
+ * cfg->listen entry (TLS contexts included), accepting (fair-use admission,
+ * pausing at limits.max_connections), draining and freeing.  Each accepted
+ * socket becomes a connection of gateway/http/server.c (gw_http_conn_attach).
+ */
+#define LOG_MODULE "http"
+#include "gateway/http/http.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "common/log.h"
+#include "gateway/http/internal.h"
+#include "gateway/http/tls.h"
+
+void
+gw_http_resume_accepting(struct gw_server *srv)
+{
+    if (srv->draining) {
+        return;
+    }
+    for (size_t i = 0; i < srv->nlisten; i++) {
+        if (srv->lev[i] != NULL) {
+            (void)evconnlistener_enable(srv->lev[i]);
+        }
+    }
+    srv->accepting_paused = false;
+}
+
+static void
+peer_name(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
+{
+    char host[INET6_ADDRSTRLEN];
+    char serv[8];
+    if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        (void)snprintf(out, outlen, "?");
+        return;
+    }
+    if (sa->sa_family == AF_INET6) {
+        (void)snprintf(out, outlen, "[%s]:%s", host, serv);
+    } else {
+        (void)snprintf(out, outlen, "%s:%s", host, serv);
+    }
+}
+
+static void
+pause_accepting(struct gw_server *srv)
+{
+    for (size_t i = 0; i < srv->nlisten; i++) {
+        if (srv->lev[i] != NULL) {
+            (void)evconnlistener_disable(srv->lev[i]);
+        }
+    }
+    srv->accepting_paused = true;
+}
+
+/* evconnlistener callback: one accepted socket */
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+    struct gw_server *srv = arg;
+    size_t idx = 0;
+    while (idx < srv->nlisten && srv->lev[idx] != lev) {
+        idx++;
+    }
+    struct gw_http_limits lim;
+    gw_http_limits_from(&lim, srv->cfg);
+    if (srv->draining || idx == srv->nlisten) {
+        (void)evutil_closesocket(fd);
+        pause_accepting(srv);
+        return;
+    }
+    char peer[64];
+    peer_name(sa, (socklen_t)salen, peer, sizeof(peer));
+    bool full = false;
+    struct gw_client *cl = gw_http_fair_admit(srv, peer, &lim, &full);
+    if (cl == NULL) {
+        /* over its address's share (logged there), or at the limit with nothing idle */
+        (void)evutil_closesocket(fd);
+        if (full) {
+            gw_http_accept_gate(srv);
+        }
+        return;
+    }
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct bufferevent *bev;
+    if (srv->tls[idx] != NULL) {
+        bev = gw_tls_bev_new(srv->tls[idx], srv->base, fd);
+    } else {
+        bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (bev == NULL) {
+        log_warn("%s: cannot set up the connection", peer);
+        (void)evutil_closesocket(fd);
+        cl->nconns--;
+        gw_http_client_put(cl);
+        return;
+    }
+    if (gw_http_conn_attach(srv, bev, peer, srv->tls[idx] != NULL, cl) != 0) {
+        log_warn("%s: out of memory", peer);
+    }
+    gw_http_accept_gate(srv);
+}
+
+void
+gw_http_accept_gate(struct gw_server *srv)
+{
+    struct gw_http_limits lim;
+    gw_http_limits_from(&lim, srv->cfg);
+    bool room = srv->nconns < lim.max_connections || !TAILQ_EMPTY(&srv->idle);
+    if (room && srv->accepting_paused) {
+        gw_http_resume_accepting(srv);
+    } else if (!room && !srv->accepting_paused) {
+        log_warn("%zu connections, none idle: not accepting more", srv->nconns);
+        pause_accepting(srv);
+    }
+}
+
+/* evconnlistener error callback */
+static void
+on_accept_error(struct evconnlistener *lev, void *arg)
+{
+    (void)lev;
+    (void)arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    /* EMFILE and friends: the descriptor is retried on the next readiness */
+    log_warn("accept: %s", evutil_socket_error_to_string(err));
+}
+
+static int
+listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, char *errbuf, size_t errlen)
+{
+    char port[8];
+    (void)snprintf(port, sizeof(port), "%u", (unsigned)l->port);
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    struct addrinfo *ai = NULL;
+    /* startup only: a name lookup may block here, never on the request path */
+    int rc = getaddrinfo(l->host, port, &hints, &ai);
+    if (rc != 0) {
+        (void)snprintf(errbuf, errlen, "listen %s:%s: %s", l->host, port, gai_strerror(rc));
+        return ERR_INVAL;
+    }
+    srv->lev[i] =
+        evconnlistener_new_bind(srv->base, on_accept, srv,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                -1, ai->ai_addr, (int)ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (srv->lev[i] == NULL) {
+        (void)snprintf(errbuf, errlen, "listen %s:%s: %s", l->host, port, strerror(errno));
+        return ERR_IO;
+    }
+    evconnlistener_set_error_cb(srv->lev[i], on_accept_error);
+    struct sockaddr_storage ss;
+    socklen_t slen = sizeof(ss);
+    evutil_socket_t fd = evconnlistener_get_fd(srv->lev[i]);
+    if (getsockname(fd, (struct sockaddr *)&ss, &slen) == 0) {
+        if (ss.ss_family == AF_INET) {
+            srv->port[i] = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            srv->port[i] = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+    }
+    if (l->tls_cert != NULL || l->tls_key != NULL) {
+        if (l->tls_cert == NULL || l->tls_key == NULL) {
+            (void)snprintf(errbuf, errlen, "listen %s:%s: tls_cert and tls_key go together",
+                           l->host, port);
+            return ERR_INVAL;
+        }
+        rc = gw_tls_new(l->tls_cert, l->tls_key, &srv->tls[i], errbuf, errlen);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    log_info("listening on %s:%u%s", l->host, (unsigned)srv->port[i],
+             srv->tls[i] != NULL ? " (TLS)" : "");
+    return 0;
+}
+
+struct gw_server *
+gw_server_new(struct event_base *base, const struct gw_config *cfg, gw_request_fn *on_request,
+              void *arg, char *errbuf, size_t errlen)
+{
+    struct gw_server *srv = calloc(1, sizeof(*srv));
+    if (srv == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        return NULL;
+    }
+    srv->base = base;
+    srv->cfg = cfg;
+    srv->on_request = on_request;
+    srv->arg = arg;
+    TAILQ_INIT(&srv->conns);
+    if (gw_http_fair_init(srv) != 0) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < cfg->nlisten && i < GW_CONFIG_MAX_LISTEN; i++) {
+        srv->nlisten = i + 1;
+        if (listen_one(srv, i, &cfg->listen[i], errbuf, errlen) != 0) {
+            goto fail;
+        }
+    }
+    return srv;
+fail:
+    gw_server_free(srv);
+    return NULL;
+}
+
+void
+gw_server_set_config(struct gw_server *srv, const struct gw_config *cfg)
+{
+    srv->cfg = cfg;
+}
+
+static void
+free_listeners(struct gw_server *srv)
+{
+    for (size_t i = 0; i < srv->nlisten; i++) {
+        if (srv->lev[i] != NULL) {
+            evconnlistener_free(srv->lev[i]);
+            srv->lev[i] = NULL;
+        }
+    }
+}
+
+void
+gw_server_drain(struct gw_server *srv, void (*done)(void *arg), void *arg)
+{
+    srv->draining = true;
+    srv->drain_done = done;
+    srv->drain_arg = arg;
+    free_listeners(srv);
+    struct gw_conn *c = NULL;
+    TAILQ_FOREACH (c, &srv->conns, link) {
+        if (c->req == NULL && !c->head_started && !c->closing) {
+            c->dead = true; /* idle: close from the loop */
+            gw_http_conn_kick(c);
+        }
+    }
+    if (srv->nconns == 0 && srv->drain_done != NULL) {
+        srv->drain_done = NULL;
+        done(arg);
+    }
+}
+
+void
+gw_server_free(struct gw_server *srv)
+{
+    if (srv == NULL) {
+        return;
+    }
+    srv->drain_done = NULL;
+    srv->draining = true;
+    free_listeners(srv);
+    struct gw_conn *c = TAILQ_FIRST(&srv->conns);
+    while (c != NULL) {
+        struct gw_conn *next = TAILQ_NEXT(c, link);
+        gw_http_conn_free(c); /* on_abort handlers must not free other connections */
+        c = next;
+    }
+    for (size_t i = 0; i < GW_CONFIG_MAX_LISTEN; i++) {
+        gw_tls_free(srv->tls[i]);
+    }
+    gw_http_fair_cleanup(srv);
+    free(srv->rbuf);
+    free(srv);
+}
+
+uint16_t
+gw_server_port(const struct gw_server *srv, size_t i)
+{
+    return i < srv->nlisten ? srv->port[i] : 0;
+}
