@@ -49,7 +49,7 @@ PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
 .PHONY: all check unit integration js-deps lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
         bench-windows bench-stays-up \
-        fault-long fault-bypass deps run demo clean format
+        fault-long fault-bypass deps run demo clean format install install-files uninstall deb
 
 all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
 
@@ -207,6 +207,40 @@ deps:
 
 run: $(BIN)
 	tests/run-dev.sh
+
+# make install [PREFIX=/usr/local] [DESTDIR=] : the binary, the systemd unit
+# (naming the installed binary), the docs, and an example configuration, which
+# becomes $(SYSCONFDIR)/fencegate/config.json only when there is none yet.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+DOCDIR     ?= $(PREFIX)/share/doc/fencegate
+SYSCONFDIR ?= /etc
+install: $(BIN) install-files
+	@if [ ! -e "$(DESTDIR)$(SYSCONFDIR)/fencegate/config.json" ]; then \
+	  install -d -m 0755 "$(DESTDIR)$(SYSCONFDIR)/fencegate"; \
+	  install -m 0644 deploy/example.json "$(DESTDIR)$(SYSCONFDIR)/fencegate/config.json"; \
+	  echo "install: $(DESTDIR)$(SYSCONFDIR)/fencegate/config.json (the example: edit it)"; \
+	else echo "install: kept $(DESTDIR)$(SYSCONFDIR)/fencegate/config.json"; fi
+
+install-files: $(BIN)
+	install -d -m 0755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(DOCDIR)/examples"
+	install -m 0755 $(BIN) "$(DESTDIR)$(BINDIR)/fencegate"
+	sed -e 's|/usr/local/bin/fencegate|$(BINDIR)/fencegate|g' \
+	    -e 's|/usr/local/share/doc/fencegate|$(DOCDIR)|g' \
+	    -e 's|/etc/fencegate|$(SYSCONFDIR)/fencegate|g' deploy/fencegate.service \
+	  > "$(DESTDIR)$(UNITDIR)/fencegate.service"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/fencegate.service"
+	install -m 0644 README.md docs/DESIGN.md "$(DESTDIR)$(DOCDIR)/"
+	install -m 0644 deploy/README.md deploy/example.json deploy/dev.json "$(DESTDIR)$(DOCDIR)/examples/"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/fencegate" "$(DESTDIR)$(UNITDIR)/fencegate.service"
+	rm -rf "$(DESTDIR)$(DOCDIR)"
+
+# make deb: build/deb/fencegate_VERSION_ARCH.deb (dpkg-deb; dependencies from dpkg-shlibdeps)
+deb: $(BIN)
+	deploy/debian/build-deb.sh $(CURDIR)/$(BIN) $(CURDIR)/$(BUILD)/deb
 
 demo: $(BIN)
 	tests/demo.sh

@@ -9,6 +9,7 @@
  *   lock.h, lock.c          `fencegate lock` (the worker side of the election API)
  *   lock_run.h / .c         `lock run`: signals, the child, renewal scheduling
  *   apiclient.h / .c        the CLI's HTTP client for the JSON API (libcurl, easy)
+ *   sdnotify.h / .c         systemd readiness (sd_notify protocol, no library)
  *   audit.h / audit.c       `fencegate audit`: the offline audit-log reader
  *   audit_merge.h / .c      merging several gateways' logs in time order
  *

@@ -15,6 +15,7 @@
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/cli/check_config.h"
+#include "gateway/cli/sdnotify.h"
 #include "gateway/fence/fence.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/proxy.h"
@@ -59,6 +60,8 @@ struct serve {
     struct event *sig_term;           /* SIGTERM */
     struct event *sig_int;            /* SIGINT */
     struct event *sig_hup;            /* SIGHUP */
+    struct event *ready_ev;           /* owned; tells systemd once the gateway is ready */
+    struct event *watchdog_ev;        /* owned; systemd's watchdog, or NULL */
     int stopping;                     /* how many stop signals were received */
 };
 
@@ -83,6 +86,7 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
         return;
     }
     log_info("signal %d: draining (send it again to exit at once)", (int)sig);
+    (void)gw_sdnotify_send("STOPPING=1\nSTATUS=draining");
     gw_server_drain(s->srv, on_drained, s);
 }
 
@@ -155,12 +159,16 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     struct gw_config *cfg = NULL;
     (void)sig;
     (void)what;
+    /* systemd hears of every reload, failed or not: READY=1 ends it either way */
+    (void)gw_sdnotify_reloading();
     if (s->nold == SERVE_MAX_OLD_CONFIGS) {
         log_error("reload refused: too many reloads in this process; restart it");
+        (void)gw_sdnotify_send("READY=1\nSTATUS=reload refused: too many reloads; restart");
         return;
     }
     if (gw_config_load(s->cfg->path, &cfg, errbuf, sizeof(errbuf)) != 0) {
         log_error("reload failed, keeping the running configuration: %s", errbuf);
+        (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
         return;
     }
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
@@ -178,6 +186,7 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     s->old[s->nold++] = s->cfg;
     s->cfg = cfg;
     log_info("configuration reloaded from %s", cfg->path);
+    (void)gw_sdnotify_send("READY=1\nSTATUS=serving");
 }
 
 /* EV_READ on store_completion_fd: run the finished store callbacks. */
@@ -382,6 +391,12 @@ serve_cleanup(struct serve *s)
     if (s->trim_ev != NULL) {
         event_free(s->trim_ev);
     }
+    if (s->ready_ev != NULL) {
+        event_free(s->ready_ev);
+    }
+    if (s->watchdog_ev != NULL) {
+        event_free(s->watchdog_ev);
+    }
     store_close(s->store);   /* commits what is queued and runs the last callbacks, */
     gw_fence_free(s->fence); /* ... some of them the fence's (advances in flight) */
     gw_sigv4_keycache_free(s->kc);
@@ -450,6 +465,63 @@ on_trim_tick(evutil_socket_t fd, short what, void *arg)
         s->trim_done = n;
         (void)malloc_trim(0);
     }
+}
+
+/*
+ * systemd's readiness: READY=1 once the listeners are bound (before the loop
+ * starts), the store is open and the election's start-up self-test has
+ * passed, which it does on the loop; so this polls until it has, then stops.
+ * A gateway whose election never becomes ready never says READY=1, and
+ * systemd's start timeout judges it.
+ */
+#define SERVE_READY_POLL_MS 50
+
+/* evtimer: the ready poll */
+static void
+on_ready_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct serve *s = arg;
+    (void)fd;
+    (void)what;
+    const char *why = NULL;
+    if (s->elect != NULL && !elect_ready(s->elect, &why)) {
+        return;
+    }
+    (void)event_del(s->ready_ev);
+    log_info("ready");
+    (void)gw_sdnotify_send("READY=1\nSTATUS=serving");
+}
+
+/* evtimer: systemd's watchdog, at half its interval */
+static void
+on_watchdog_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    (void)gw_sdnotify_send("WATCHDOG=1");
+}
+
+static int
+start_notify(struct serve *s)
+{
+    struct timeval poll = {0, SERVE_READY_POLL_MS * 1000};
+    s->ready_ev = event_new(s->base, -1, EV_PERSIST, on_ready_tick, s);
+    if (s->ready_ev == NULL || event_add(s->ready_ev, &poll) != 0) {
+        return ERR_NOMEM;
+    }
+    event_active(s->ready_ev, EV_TIMEOUT, 0); /* ready at once without an election */
+    uint64_t half = gw_sdnotify_watchdog_usec() / 2;
+    if (half == 0) {
+        return 0;
+    }
+    struct timeval tv = {(time_t)(half / 1000000), (suseconds_t)(half % 1000000)};
+    s->watchdog_ev = event_new(s->base, -1, EV_PERSIST, on_watchdog_tick, s);
+    if (s->watchdog_ev == NULL || event_add(s->watchdog_ev, &tv) != 0) {
+        return ERR_NOMEM;
+    }
+    log_info("systemd watchdog: WATCHDOG=1 every %llu ms", (unsigned long long)(half / 1000));
+    return 0;
 }
 
 static int
@@ -572,7 +644,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("cannot install signal handlers");
         goto out;
     }
-    if (start_idle_trim(&s) != 0) {
+    if (start_idle_trim(&s) != 0 || start_notify(&s) != 0) {
         log_error("out of memory");
         goto out;
     }
