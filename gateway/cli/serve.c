@@ -505,7 +505,7 @@ on_watchdog_tick(evutil_socket_t fd, short what, void *arg)
 static int
 start_notify(struct serve *s)
 {
-    struct timeval poll = {0, SERVE_READY_POLL_MS * 1000};
+    struct timeval poll = {0, (suseconds_t)SERVE_READY_POLL_MS * 1000};
     s->ready_ev = event_new(s->base, -1, EV_PERSIST, on_ready_tick, s);
     if (s->ready_ev == NULL || event_add(s->ready_ev, &poll) != 0) {
         return ERR_NOMEM;
