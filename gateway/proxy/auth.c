@@ -382,12 +382,62 @@ check_signed(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3
     return 0;
 }
 
+/* Query parameters that carry a presigned URL's credentials. */
+static const char *const auth_params[] = {
+    "AWSAccessKeyId",       "Signature",           "Expires",
+    "X-Amz-Algorithm",      "X-Amz-Credential",    "X-Amz-Date",
+    "X-Amz-Expires",        "X-Amz-SignedHeaders", "X-Amz-Signature",
+    "X-Amz-Security-Token",
+};
+
+static bool
+is_auth_param(const char *p, size_t n)
+{
+    for (size_t i = 0; i < sizeof(auth_params) / sizeof(auth_params[0]); i++) {
+        if (strlen(auth_params[i]) == n && memcmp(auth_params[i], p, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether query (raw) carries a presigned URL's credentials. */
+static bool
+has_auth_param(const char *query)
+{
+    for (const char *p = query != NULL ? query : ""; *p != '\0';) {
+        if (is_auth_param(p, strcspn(p, "=&"))) {
+            return true;
+        }
+        p += strcspn(p, "&");
+        p += *p == '&';
+    }
+    return false;
+}
+
+/*
+ * A browser's CORS preflight: OPTIONS on a bucket or object with Origin and
+ * Access-Control-Request-Method, no credentials (browsers never sign one) and
+ * no body.  S3 answers it from the bucket's CORS rules without
+ * authentication, so it passes as the anonymous read it is: forwarded
+ * re-signed, and it can neither write nor read an object.
+ */
+static bool
+cors_preflight(struct gw_req *req, const struct gw_s3req *s3)
+{
+    return s3->op == GW_S3_OP_OPTIONS && gw_req_header(req, "origin") != NULL &&
+           gw_req_header(req, "access-control-request-method") != NULL &&
+           gw_req_header(req, "authorization") == NULL &&
+           gw_req_header(req, "transfer-encoding") == NULL && gw_req_content_length(req) <= 0 &&
+           !has_auth_param(gw_req_query(req));
+}
+
 int
 gw_auth_check(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3req *s3,
               struct gw_sigv4_keycache *kc, struct gw_auth *out, struct gw_refusal *fail)
 {
     memset(out, 0, sizeof(*out));
-    if (cfg->nprincipals == 0) {
+    if (cfg->nprincipals == 0 || cors_preflight(req, s3)) {
         /* Anonymous mode: nothing to verify against, but the body framing still
          * has to be understood.  Signed chunks cannot be checked without a key. */
         int rc = payload_mode(req, false, out, fail);
@@ -424,25 +474,6 @@ gw_auth_cleanup(struct gw_auth *a)
     }
     gw_sigv4_wipe(&a->v, sizeof(a->v));
     a->verified = false;
-}
-
-/* Query parameters that carry a presigned URL's credentials. */
-static const char *const auth_params[] = {
-    "AWSAccessKeyId",       "Signature",           "Expires",
-    "X-Amz-Algorithm",      "X-Amz-Credential",    "X-Amz-Date",
-    "X-Amz-Expires",        "X-Amz-SignedHeaders", "X-Amz-Signature",
-    "X-Amz-Security-Token",
-};
-
-static bool
-is_auth_param(const char *p, size_t n)
-{
-    for (size_t i = 0; i < sizeof(auth_params) / sizeof(auth_params[0]); i++) {
-        if (strlen(auth_params[i]) == n && memcmp(auth_params[i], p, n) == 0) {
-            return true;
-        }
-    }
-    return false;
 }
 
 int
