@@ -49,7 +49,7 @@ PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
 .PHONY: all check unit integration js-deps lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
         bench-windows bench-stays-up \
-        fault-long fault-bypass deps run demo clean format install install-files uninstall deb
+        fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
 all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
 
@@ -187,7 +187,7 @@ fuzz-smoke: $(FUZZ_BINS)
 
 # ---- lint ----
 OUR_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
-lint: check-deps
+lint: check-deps lint-refs
 	clang-format --dry-run --Werror $(OUR_SRCS)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strncpy|strtok|atoi|atol|sscanf|gets)[[:space:]]*\(' $(OUR_SRCS) \
 	  || { echo "banned function (STYLE R10)"; exit 1; }
@@ -198,6 +198,11 @@ lint: check-deps
 
 check-deps:
 	@tests/check_deps.sh
+
+# Comments and docs that cite a DESIGN.md/README.md section that does not
+# exist, or name a gw_/elect_/store_ identifier nothing defines.
+lint-refs:
+	@$(PYTHON) tests/lint_refs.py
 
 format:
 	clang-format -i $(OUR_SRCS)

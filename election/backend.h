@@ -68,7 +68,7 @@
  * response headers).  How the If-Match header is spelled is chosen per call
  * by `form`: AWS S3 compares the quoted form `"abc"` (RFC 9110 entity-tag);
  * Ceph RGW's PUT If-Match accepts only the unquoted `abc`.  The backend does
- * not guess: the election core probes at start-up (elect_selftest in
+ * not guess: the election core probes at start-up (elect_start in
  * election/elect.h: replace the probe object with the quoted form, and on
  * ERR_CONFLICT with the unquoted one; then check that a wrong ETag is refused
  * with ERR_CONFLICT) and uses the form that works for every later replace.

@@ -1,6 +1,6 @@
 /*
  * election/backend_dir.h: the `dir` election backend: epoch lock files in a
- * local directory (DESIGN.md "Epoch lock file", last paragraph).
+ * local directory (DESIGN.md "The election", last paragraph).
  *
  * A key is a relative path under the root directory (components must be
  * non-empty and not "." or ".."; ".tmp" at the top is reserved).

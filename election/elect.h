@@ -1,6 +1,6 @@
 /*
  * election/elect.h: the embedded election: leases and fencing tokens (epochs)
- * on epoch lock files (DESIGN.md "Election API", "Epoch lock file", G4-G6).
+ * on epoch lock files (DESIGN.md "The election", "Epoch lock file", G4-G6).
  *
  * One struct elect per gateway runs the election for every lock on one
  * backend (election/backend.h).  It keeps, per lock, the latest record it
@@ -11,7 +11,7 @@
  * each other; gateways race each other only through the store's
  * conditional writes.
  *
- * Protocol (each step cites DESIGN.md "Epoch lock file"):
+ * Protocol (each step cites DESIGN.md "The election"):
  *   acquire  refresh; if there is no record, or it is released, or its
  *            lease ran out (election/lease.h, G6): create epoch+1 with
  *            create-if-absent, carrying a fresh grant_id and
@@ -223,7 +223,7 @@ bool elect_ready(const struct elect *e, const char **reason);
 
 /*
  * elect_acquire - ask for the lock (POST .../acquire).
- * [in] lock      elect_lock_valid
+ * [in] lock      lock_name_valid (common/lockname.h)
  * [in] holder    1..ELECT_HOLDER_MAX bytes, no control characters
  * [in] lease_ms  0 = default; otherwise within [min_lease_ms, max_lease_ms]
  * [in] wait_ms   0 = answer at once; else wait (no thread held) up to

@@ -664,7 +664,7 @@ on_w_list(void *arg, int err, const char *const *keys, size_t n, bool truncated)
     }
     struct elect_lockfile next = c->rec;
     /* Every rewrite changes the body (renewals, renewed_at), so the ETag
-     * always changes: no ABA on If-Match (DESIGN "Epoch lock file"). */
+     * always changes: no ABA on If-Match (DESIGN "The election"). */
     next.renewals++;
     int64_t wall = clock_wall_ms();
     next.renewed_at_ms = wall > next.acquired_at_ms ? wall : next.acquired_at_ms;

@@ -4,7 +4,7 @@
  *
  * One object per epoch, key `<prefix><lock>/epoch-<epoch, 20 digits
  * zero-padded>.json` (lexical order is numeric order), body (DESIGN.md
- * "Epoch lock file", plus grant_id and renewals):
+ * "The election", plus grant_id and renewals):
  *
  *   {"version":1,"lock":"orders","epoch":42,"holder":"w1","lease_ms":15000,
  *    "acquired_at":"2026-11-21T10:15:30.123Z","renewed_at":"2026-11-21T10:15:35.120Z",

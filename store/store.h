@@ -32,7 +32,7 @@
  *   store_fence_advance, store_elect_advance, store_audit_append,
  *   store_completion_fd, store_dispatch_completions, store_stats_get,
  *   store_audit_cursor_format, store_audit_cursor_parse,
- *   store_audit_kind_name, store_audit_kind_parse, store_lock_valid,
+ *   store_audit_kind_name, store_audit_kind_parse,
  *   store_upload_put, store_upload_del, store_upload_get,
  *   store_upload_list_older (bounded by its limit).
  * Block (start-up, CLI, tests, other threads; not on the loop):

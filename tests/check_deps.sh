@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make check-deps: the module map (docs/DESIGN.md "Layout"), enforced on
+# make check-deps: the module map (docs/DESIGN.md "Parts and the rule between them"), enforced on
 # #include lines.  One line per folder: the folders of ours it may include
 # (besides itself), then the libraries it may include.  A folder not listed
 # fails the check, so a new room must be placed on the map.

@@ -1,6 +1,6 @@
 /*
  * gateway/api/api.h: the gateway's JSON API under /_fencegate/v1/ (DESIGN.md
- * "Election API"): fences and audit here; the election endpoints plug in
+ * "The election"): fences and audit here; the election endpoints plug in
  * beside them.  Requests reach it authenticated, like every S3 request.
  * Event-loop thread only; reads are bounded LMDB read transactions.
  *

@@ -1,5 +1,5 @@
 /*
- * gateway/api/locks.h: the election API (DESIGN.md "Election API"):
+ * gateway/api/locks.h: the election API (DESIGN.md "The election"):
  *
  *   POST /_fencegate/v1/locks/{lock}/acquire  {"holder","lease_ms","wait_ms"}
  *   POST /_fencegate/v1/locks/{lock}/renew    {"token","lease_id"}

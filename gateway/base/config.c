@@ -8,7 +8,7 @@
  * absent keys get their defaults.  This file holds the tables of gw_config's
  * sections; arrays of objects (listen, principals, fences) and the
  * cross-field rules (secret sources, lease ordering, the anonymous-access
- * rule of DESIGN.md "Security") are checked here after the walk.
+ * rule of DESIGN.md "Authentication") are checked here after the walk.
  *
  * Secrets (upstream keys, session token, principal secrets) are wiped before
  * they are freed.  <jansson.h> stays in this file and gateway/json*.c:
@@ -674,7 +674,7 @@ default_gateway_id(struct gw_json_table_ctx *c, struct gw_config *cfg)
     return cfg->gateway_id == NULL ? gw_json_table_nomem(c) : 0;
 }
 
-/* check_anonymous - DESIGN.md "Security": no principals on a non-loopback address needs consent. */
+/* check_anonymous - DESIGN.md "Authentication": no principals on a non-loopback address needs consent. */
 static int
 check_anonymous(struct gw_json_table_ctx *c, const struct gw_config *cfg)
 {

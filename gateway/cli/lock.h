@@ -1,6 +1,6 @@
 /*
  * gateway/cli/lock.h: `fencegate lock`, the worker side of the election API
- * (DESIGN.md "Election API", "Running it").  Implemented in
+ * (DESIGN.md "The election", "Running it").  Implemented in
  * gateway/cli/lock.c (it speaks JSON through jansson) and
  * gateway/cli/lock_run.c (signals, run's scheduler and child).
  *

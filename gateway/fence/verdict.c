@@ -1,7 +1,7 @@
 /*
  * gateway/fence/verdict.c: the fence's refusals as S3 says them
  * (gw_fence_refusal, gw_fence_cut_refusal, gw_fence_upload_refusal; DESIGN
- * "Rejections").  Pure: the refusal is carried out by gateway/proxy/refuse.h.
+ * "The path of a request").  Pure: the refusal is carried out by gateway/proxy/refuse.h.
  */
 #include "gateway/fence/fence.h"
 

@@ -30,7 +30,6 @@
 #include "gateway/upstream/upstream.h"
 #include "store/store.h"
 
-/* Upper bound on the header block sent upstream (client headers are capped lower). */
 /* Content-Encoding headers rewritten (aws-chunked removed) on one request. */
 #define PROXY_MAX_CE    4
 #define PROXY_MAX_QUERY 65536 /* limits.max_url_bytes is at most this */

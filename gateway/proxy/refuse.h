@@ -1,6 +1,6 @@
 /*
  * gateway/proxy/refuse.h: the one way a request is refused (DESIGN
- * "Rejections", G7).
+ * "The path of a request", G7).
  *
  * The code that decides a refusal describes it (struct gw_refusal,
  * gateway/s3/refusal.h); gw_refuse carries it out, the same way for every

@@ -1,5 +1,5 @@
 /*
- * gateway/proxy/upload.h: multipart uploads under epochs (DESIGN "Writes", issue 6).
+ * gateway/proxy/upload.h: multipart uploads under epochs (DESIGN "Tokens on the wire").
  *
  * A fenced CreateMultipartUpload that succeeds is recorded in the store's
  * upload table with the epoch (token) that created it.  From then on:
@@ -58,7 +58,7 @@ bool gw_upload_tracked(const struct gw_s3req *s3);
 /*
  * gw_upload_claim - the epoch recorded for the upload a tokenless
  * UploadPart / UploadPartCopy / Complete / Abort under lock writes into
- * (DESIGN "Wire protocol": such writes are claimed with it).
+ * (DESIGN "Tokens on the wire": such writes are claimed with it).
  * [in]  lock      the lock of the write (rule or header)
  * [in]  s3, query the request and its raw query (uploadId)
  * [out] epoch     on 0, the epoch that created the upload
@@ -96,7 +96,7 @@ void gw_upload_response(struct gw_upload *u, const char *lock, uint64_t token,
 /*
  * gw_upload_on_advance - a lock's highest rose to highest (durably): abort
  * its uploads of older epochs at the upstream, in the background.  Matches
- * gw_fence_advanced_fn (arg is the struct gw_upload).
+ * gw_fence_advance_fn (arg is the struct gw_upload).
  */
 void gw_upload_on_advance(void *arg, const char *lock, uint64_t highest);
 

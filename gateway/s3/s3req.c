@@ -14,7 +14,7 @@
 #include "common/num.h"
 
 #define F_WRITE        0x1u /* changes stored state */
-#define F_OBJECT_WRITE 0x2u /* DESIGN.md "Writes": fenced */
+#define F_OBJECT_WRITE 0x2u /* DESIGN.md "Request classification": fenced */
 #define F_BUCKET_WRITE 0x4u /* bucket-level: refused unless configured */
 
 #define OW (F_WRITE | F_OBJECT_WRITE)

@@ -90,7 +90,7 @@ enum gw_s3_op {
     GW_S3_OP_LIST_PARTS,            /* GET /b/k?uploadId=U */
     GW_S3_OP_OPTIONS,               /* OPTIONS /b[/k]: CORS preflight */
 
-    /* object writes (DESIGN.md "Writes"): fenced */
+    /* object writes (DESIGN.md "Request classification"): fenced */
     GW_S3_OP_PUT_OBJECT,            /* PUT /b/k */
     GW_S3_OP_COPY_OBJECT,           /* PUT /b/k + x-amz-copy-source */
     GW_S3_OP_CREATE_MULTIPART,      /* POST /b/k?uploads */
@@ -261,7 +261,7 @@ const char *gw_s3_op_name(enum gw_s3_op op);
 /* gw_s3_op_is_write - op may change stored state (objects, buckets or their settings). */
 bool gw_s3_op_is_write(enum gw_s3_op op);
 
-/* gw_s3_op_is_object_write - op is one of DESIGN.md's "Writes" (fenced) or RestoreObject. */
+/* gw_s3_op_is_object_write - op is one of the object writes DESIGN.md "Request classification" fences or RestoreObject. */
 bool gw_s3_op_is_object_write(enum gw_s3_op op);
 
 /* gw_s3_op_is_bucket_write - op is a bucket-level write. */

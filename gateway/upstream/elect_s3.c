@@ -66,15 +66,6 @@ struct es3_op {
     char what[96];              /* for logs: "PUT key" (key shortened) */
 };
 
-/* ---- HTTP dates ---- */
-
-/*
- * IMF-fixdate (RFC 9110 5.6.7): "Sun, 06 Nov 1994 08:49:37 GMT", exactly 29
- * bytes, case-sensitive names, a weekday that matches the date, seconds up
- * to 60 (a leap second counts as :59).  Nothing else (no RFC 850 or asctime
- * forms: S3 sends IMF-fixdate only).  Returns 0 with *ms, or ERR_INVAL.
- */
-
 /* ---- status mapping ---- */
 
 /*

@@ -103,7 +103,7 @@ test_example_json(void **state)
     gw_config_free(cfg);
 }
 
-/* The sample in DESIGN.md "Running it", verbatim. */
+/* A small production-shaped sample: principals, an s3 election, a fence rule. */
 static void
 test_design_sample(void **state)
 {
