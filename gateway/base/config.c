@@ -674,7 +674,8 @@ default_gateway_id(struct gw_json_table_ctx *c, struct gw_config *cfg)
     return cfg->gateway_id == NULL ? gw_json_table_nomem(c) : 0;
 }
 
-/* check_anonymous - DESIGN.md "Authentication": no principals on a non-loopback address needs consent. */
+/* check_anonymous - no principals on a non-loopback address needs consent (DESIGN.md
+ * "Authentication"). */
 static int
 check_anonymous(struct gw_json_table_ctx *c, const struct gw_config *cfg)
 {

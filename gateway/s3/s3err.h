@@ -23,8 +23,8 @@
  *   ERR_NOTFOUND       404    NotFound         (not NoSuchKey: the gateway does not know
  *                                              what was missing; callers that do pass
  *                                              NoSuchKey/NoSuchUpload themselves)
- *   ERR_FENCED         409    StaleFencingToken (DESIGN.md "The path of a request"; fencing sends its
- *                                              own body with <Lock>/<Token>/<CurrentToken>)
+ *   ERR_FENCED         409    StaleFencingToken (the fence sends its own body, with
+ *                                              <Lock>/<Token>/<CurrentToken>)
  *   ERR_CONFLICT       409    OperationAborted (S3's "conflicting operation, try again")
  *   ERR_EXISTS         409    AlreadyExists    (gateway-specific)
  *   ERR_TOOBIG         413    EntityTooLarge

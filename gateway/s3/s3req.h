@@ -261,7 +261,8 @@ const char *gw_s3_op_name(enum gw_s3_op op);
 /* gw_s3_op_is_write - op may change stored state (objects, buckets or their settings). */
 bool gw_s3_op_is_write(enum gw_s3_op op);
 
-/* gw_s3_op_is_object_write - op is one of the object writes DESIGN.md "Request classification" fences or RestoreObject. */
+/* gw_s3_op_is_object_write - op is a fenced object write (DESIGN.md "Request
+ * classification") or RestoreObject. */
 bool gw_s3_op_is_object_write(enum gw_s3_op op);
 
 /* gw_s3_op_is_bucket_write - op is a bucket-level write. */

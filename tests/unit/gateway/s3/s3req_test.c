@@ -242,7 +242,8 @@ static void
 test_names_and_flags(void **state)
 {
     (void)state;
-    /* the fenced object writes (DESIGN.md "Request classification"), plus RestoreObject (it acts on its key) */
+    /* the fenced object writes (DESIGN.md "Request classification"), plus
+     * RestoreObject (it acts on its key) */
     static const enum gw_s3_op object_writes[] = {
         GW_S3_OP_PUT_OBJECT,
         GW_S3_OP_COPY_OBJECT,
