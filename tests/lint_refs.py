@@ -6,7 +6,8 @@ Two checks, in the spirit of curl's test 1139 (docs and code kept in step):
 1. Every citation of a DESIGN.md section -- `DESIGN "Write windows"`,
    `DESIGN.md "Layout"`, `(docs/DESIGN.md, "Guarantees")`, also across a
    comment's line break -- names a heading that docs/DESIGN.md has; the same
-   for README.md citations (`README "Checksums"`).
+   for README.md citations (`README "Checksums"`) and docs/PERFORMANCE.md and
+   docs/TESTING.md ones.
 2. Every `gw_*`, `elect_*` and `store_*` identifier a header's comments name
    is defined or declared somewhere in the C sources (outside comments). A
    name ending in `_*` (`gw_req_*`) is a prefix: something must start with it.
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 
 CITE = re.compile(
-    r"\b(?:docs/)?(DESIGN|README)(?:\.md)?(?:'s)?[,:]?"  # the document
+    r"\b(?:docs/)?(DESIGN|README|PERFORMANCE|TESTING)(?:\.md)?(?:'s)?[,:]?"  # the document
     r"(?:\s|\*|#|//)+"                                  # spaces, a line break's comment leader
     r"(?:section\s+)?\"([^\"\n]+)\"")                  # "Section"
 # a name, not a file's (elect_seq.c, store_int.h) nor a placeholder (gw_<room>)
@@ -57,7 +58,9 @@ def line_of(text, pos):
 
 
 def check_citations(root, problems):
-    heads = {"DESIGN": headings(root / "docs/DESIGN.md"), "README": headings(root / "README.md")}
+    heads = {d: headings(root / "docs" / f"{d}.md") if (root / "docs" / f"{d}.md").exists()
+             else set() for d in ("DESIGN", "PERFORMANCE", "TESTING")}
+    heads["README"] = headings(root / "README.md")
     n = 0
     for f in tracked(root, CITERS):
         if f.name in SELF:

@@ -425,7 +425,7 @@ serve_cleanup(struct serve *s)
  * tens of transfers in flight the heap's top moves by megabytes, and the
  * default 128 KiB trim threshold hands those pages back (brk) only to fault
  * them in again on the next request: at 64 connections that doubled the CPU
- * per PUT (make bench-proxy, README "Performance notes").  Keeping up to
+ * per PUT (make bench-proxy, PERFORMANCE.md "Performance notes").  Keeping up to
  * SERVE_TRIM_BYTES of free heap stops the churn; setting M_MMAP_THRESHOLD also
  * stops glibc raising it (and the trim threshold with it) as it sees large
  * frees.

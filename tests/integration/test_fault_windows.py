@@ -78,7 +78,7 @@ def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
     locks; every fault: all properties hold.
 
     Without write windows (the version before them) the two-gateway run
-    found 2-33 stale versions per run: see README "Fault injection"."""
+    found 2-33 stale versions per run: see TESTING.md "Fault injection"."""
     duration = float(os.environ.get("FAULT_DURATION", duration))
     # A 300 ms commit margin (RGW on loopback commits in milliseconds; the relays
     # hold tails up to 60 ms) allows 3.5 s leases on s3, so a bounded run sees
