@@ -376,7 +376,8 @@ serve_cleanup(struct serve *s)
     gw_trailer_probe_free(s->trprobe); /* before the S3 client: cancels its calls */
     gw_proxy_free(s->proxy);
     if (s->fence != NULL) {
-        gw_fence_set_uploads(s->fence, NULL, NULL); /* the last store callbacks abort nothing */
+        gw_fence_set_advance_hook(s->fence, NULL,
+                                  NULL); /* the last store callbacks abort nothing */
     }
     gw_upload_free(s->uploads); /* before the S3 client: cancels its aborts */
     gw_bucket_probe_free(s->probe);
@@ -616,13 +617,15 @@ gw_cmd_serve(int argc, char **argv)
         log_error("out of memory");
         goto out;
     }
-    gw_fence_set_uploads(s.fence, s.uploads, gw_upload_on_advance);
+    gw_fence_set_advance_hook(s.fence, gw_upload_on_advance, s.uploads);
+    gw_proxy_set_uploads(s.proxy, s.uploads);
     s.probe = gw_bucket_probe_new(s.s3c);
     if (s.probe == NULL) {
         log_error("out of memory");
         goto out;
     }
     s.router.probe = s.probe;
+    s.router.uploads = s.uploads;
     s.router.elect = s.elect;
     s.router.upstream = s.up;
     s.router.fence = s.fence;

@@ -73,8 +73,8 @@ struct gw_fence {
     struct store *st;                       /* borrowed */
     gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
     void *lookup_arg;                       /* its argument */
-    struct gw_upload *uploads;              /* borrowed; multipart bookkeeping, or NULL */
-    gw_fence_advance_fn *on_advance;        /* told of advances (uploads its argument) */
+    gw_fence_advance_fn *on_advance;        /* told of advances, or NULL */
+    void *advance_arg;                      /* ... with this */
     struct gw_fence_windows win;            /* write windows (win.peek NULL: none) */
     uint64_t gate_until;                    /* mono ms: no fenced write admitted before */
     uint64_t created;                       /* mono ms of gw_fence_new */
@@ -115,10 +115,10 @@ gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg)
 }
 
 void
-gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u, gw_fence_advance_fn *on_advance)
+gw_fence_set_advance_hook(struct gw_fence *f, gw_fence_advance_fn *on_advance, void *arg)
 {
-    f->uploads = u;
     f->on_advance = on_advance;
+    f->advance_arg = arg;
 }
 
 void
@@ -135,12 +135,6 @@ gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w)
     /* An earlier life's completely sent writes commit within m of leaving (DESIGN
      * "Write windows": a restarted gateway treats its earlier life as another). */
     f->gate_until = f->created + m;
-}
-
-struct gw_upload *
-gw_fence_uploads(const struct gw_fence *f)
-{
-    return f->uploads;
 }
 
 void
@@ -567,7 +561,7 @@ judge(struct flock *lk)
         uint64_t upto = lk->abort_upto;
         lk->abort_upto = 0;
         if (lk->f->on_advance != NULL) {
-            lk->f->on_advance(lk->f->uploads, lk->name, upto);
+            lk->f->on_advance(lk->f->advance_arg, lk->name, upto);
         }
     }
     lk->rd_fresh = false; /* a read's answer serves the pass it completed in, no later one */

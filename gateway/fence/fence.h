@@ -66,7 +66,6 @@ struct gw_config;
 struct gw_fence;
 struct gw_fence_ticket;
 struct gw_s3req;
-struct gw_upload;
 struct store;
 
 #define GW_FENCE_LOCK_MAX LOCK_NAME_MAX /* longest lock name (common/lockname.h) */
@@ -225,15 +224,12 @@ void gw_fence_learn(struct gw_fence *f, const char *lock, uint64_t epoch);
 typedef void gw_fence_advance_fn(void *arg, const char *lock, uint64_t highest);
 
 /*
- * gw_fence_set_uploads - the multipart-upload bookkeeping (gateway/proxy/upload.h;
- * borrowed, NULL for none): on_advance(u, ...) is told of every durable
- * advance of a lock's highest (the wiring, gateway/cli/serve.c, passes
- * gw_upload_on_advance), and u is reachable by writers through gw_fence_uploads.
+ * gw_fence_set_advance_hook - on_advance(arg, ...) is told of every durable
+ * advance of a lock's highest once no older write of it is in flight here
+ * (the wiring, gateway/cli/serve.c, passes the multipart bookkeeping's
+ * gw_upload_on_advance); NULL: nobody is told.
  */
-void gw_fence_set_uploads(struct gw_fence *f, struct gw_upload *u, gw_fence_advance_fn *on_advance);
-
-/* gw_fence_uploads - what gw_fence_set_uploads installed, or NULL. */
-struct gw_upload *gw_fence_uploads(const struct gw_fence *f);
+void gw_fence_set_advance_hook(struct gw_fence *f, gw_fence_advance_fn *on_advance, void *arg);
 
 /* gw_fence_free - free; every ticket must have been released or cancelled.  NULL-safe. */
 void gw_fence_free(struct gw_fence *f);

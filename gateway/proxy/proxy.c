@@ -41,6 +41,7 @@ struct gw_proxy {
     struct gw_upstream *up;      /* borrowed */
     struct gw_s3client *s3c;     /* borrowed; the one signer: addressing, SigV4, reload */
     bool trailers;               /* the upstream takes aws-chunked checksum trailers */
+    struct gw_upload *uploads;   /* borrowed; multipart bookkeeping, or NULL */
     /* owned; fenced writes running on without their client (on_abort) */
     TAILQ_HEAD(preq_list, preq) detached;
 };
@@ -113,6 +114,12 @@ void
 gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg)
 {
     px->cfg = cfg; /* the signer is reloaded by its owner (gw_s3client_set_config) */
+}
+
+void
+gw_proxy_set_uploads(struct gw_proxy *px, struct gw_upload *u)
+{
+    px->uploads = u;
 }
 
 void
@@ -345,7 +352,7 @@ end_detached(struct preq *p, int err)
     log_info("req %s: upstream outcome of the write its client left: %s, status %d; epoch "
              "barrier released",
              p->reqid, err != 0 ? err_str(err) : "complete", p->status);
-    struct gw_upload *u = gw_fence_uploads(p->fence);
+    struct gw_upload *u = p->px->uploads;
     if (err == 0 && p->status != 0 && u != NULL && p->query != NULL) {
         gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
     }
@@ -373,7 +380,7 @@ on_done(void *arg, int err)
         return;
     }
     struct gw_req *req = p->req;
-    struct gw_upload *u = p->fence != NULL ? gw_fence_uploads(p->fence) : NULL;
+    struct gw_upload *u = p->px->uploads;
     if (p->ticket != NULL && u != NULL && p->query != NULL) {
         gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
     }
@@ -619,7 +626,7 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
         return FWD_FAIL;
     }
     *p->s3 = *f->s3;
-    if (gw_fence_uploads(p->fence) != NULL && gw_upload_tracked(f->s3)) {
+    if (p->px->uploads != NULL && gw_upload_tracked(f->s3)) {
         p->query = strdup(gw_req_query(f->req)); /* req may be gone when the answer ends */
         if (p->query == NULL) {
             f->rc = ERR_NOMEM;

@@ -13,6 +13,10 @@
  * that may include every other, make check-deps):
  *   router.h / .c     every request's first stop: route (API, health, S3),
  *                     classify, authenticate, resolve the claim, admit
+ *   create_bucket.h / .c   CreateBucket of an existing bucket, answered as S3
+ *                     does while bucket writes are off
+ *   delete_objects.h / .c  a fenced DeleteObjects' document read and parsed
+ *                     before the router fences its keys as one write
  *   auth.h / .c       SigV4/SigV2 verification against the principals, their
  *                     buckets and locks
  *   refuse.h / .c     the one refusal path: counter, log line, audit record,
@@ -37,6 +41,7 @@ struct gw_auth;
 struct gw_config;
 struct gw_fence;
 struct gw_fence_ticket;
+struct gw_upload;
 struct gw_proxy;
 struct gw_req;
 struct gw_s3client;
@@ -59,6 +64,13 @@ struct gw_proxy *gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *u
 void gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg);
 
 /*
+ * gw_proxy_set_uploads - the multipart bookkeeping (gateway/proxy/upload.h;
+ * borrowed, NULL for none): fenced uploads' answers are recorded in it
+ * (which epoch created an upload, which were completed or aborted).
+ */
+void gw_proxy_set_uploads(struct gw_proxy *px, struct gw_upload *u);
+
+/*
  * gw_proxy_set_trailers - whether the upstream takes aws-chunked checksum
  * trailers (config upstream.checksum_trailers, or the start-up probe): a
  * checksum a client sends as a trailer then goes upstream as a trailer of the
@@ -76,7 +88,7 @@ void gw_proxy_free(struct gw_proxy *px);
 
 /* An admitted fenced write (see gateway/fence/fence.h). */
 struct gw_proxy_fence {
-    struct gw_fence *fence;         /* borrowed; the fence (its upload bookkeeping) */
+    struct gw_fence *fence;         /* borrowed; the fence */
     struct store *store;            /* borrowed; for audit records of a cut (NULL: none) */
     struct gw_fence_ticket *ticket; /* owned from the call on: released when the write ends */
     const char *lock;               /* borrowed for the call (copied) */

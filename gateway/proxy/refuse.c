@@ -207,6 +207,22 @@ gw_refuse(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const
 }
 
 void
+gw_refuse_classified(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
+                     const char *principal, const char *lock, int status, const char *code,
+                     const char *message)
+{
+    const struct gw_refusal r = {
+        .status = status,
+        .code = code,
+        .message = message,
+        .audit = STORE_AUDIT_REFUSED,
+        .count = GW_REFUSAL_CLASSIFY,
+        .lock = lock,
+    };
+    carry_out(st, req, s3, principal, &r, false);
+}
+
+void
 gw_refuse_cut(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
               const char *principal, const struct gw_refusal *r)
 {

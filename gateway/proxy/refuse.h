@@ -40,6 +40,17 @@ void gw_refuse(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
                const char *principal, const struct gw_refusal *r);
 
 /*
+ * gw_refuse_classified - refuse req before the fence (G9: not classified
+ * exactly, a bucket-level write, a principal's bounds): counted as a
+ * classification refusal and audited "refused" like gw_refuse, with
+ * status, code and message as given (static strings or ones that outlive
+ * the call), lock recorded when not NULL.
+ */
+void gw_refuse_classified(struct store *st, struct gw_req *req, const struct gw_s3req *s3,
+                          const char *principal, const char *lock, int status, const char *code,
+                          const char *message);
+
+/*
  * gw_refuse_cut - gw_refuse for a refusal that can no longer be answered (the
  * response head is out): the counter, the log line and the record, then the
  * connection is cut (gw_resp_abort) once the record has committed, or at

@@ -16,6 +16,7 @@ struct gw_fence;
 struct gw_proxy;
 struct gw_req;
 struct gw_sigv4_keycache;
+struct gw_upload;
 struct gw_upstream;
 struct store;
 
@@ -27,6 +28,7 @@ struct gw_router {
     struct elect *elect;           /* borrowed; NULL when no election is configured */
     struct gw_upstream *upstream;  /* borrowed; for /readyz; NULL: not checked (tests) */
     struct gw_bucket_probe *probe; /* borrowed; CreateBucket of an existing bucket; may be NULL */
+    struct gw_upload *uploads;     /* borrowed; multipart bookkeeping; may be NULL */
     bool ready;                    /* /readyz answers 200 only when true */
     const char *not_ready;         /* static text: why not ready, or NULL */
 };

@@ -120,10 +120,12 @@ pl_wire(void)
     }
     pl.uploads = gw_upload_new(pl.store, pl.s3c, pl.cfg);
     assert_non_null(pl.uploads);
-    gw_fence_set_uploads(pl.fence, pl.uploads, gw_upload_on_advance);
+    gw_fence_set_advance_hook(pl.fence, gw_upload_on_advance, pl.uploads);
+    gw_proxy_set_uploads(pl.proxy, pl.uploads);
     pl.probe = gw_bucket_probe_new(pl.s3c);
     assert_non_null(pl.probe);
     pl.router = (struct gw_router){.probe = pl.probe,
+                                   .uploads = pl.uploads,
                                    .elect = pl.elect,
                                    .upstream = pl.up,
                                    .fence = pl.fence,

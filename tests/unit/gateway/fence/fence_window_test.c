@@ -48,7 +48,7 @@ static struct {
     uint64_t highest;
 } aborts;
 
-/* gw_fence_advance_fn, installed by gw_fence_set_uploads */
+/* gw_fence_advance_fn, installed by gw_fence_set_advance_hook */
 static void
 on_advance(void *arg, const char *lock, uint64_t highest)
 {
@@ -807,7 +807,7 @@ test_aborts_wait_for_older_writes(void **state)
     struct env *e = *state;
     static int marker;
     struct w sent;
-    gw_fence_set_uploads(e->f, (struct gw_upload *)(void *)&marker, on_advance);
+    gw_fence_set_advance_hook(e->f, on_advance, &marker);
     at(PAST_GATE);
     admitted(e, "u", 5, &sent);
     RUN_UNTIL(e, aborts.calls == 1); /* the advance to 5 itself; nothing older in flight */
