@@ -228,63 +228,6 @@ open_store(struct serve *s, char *errbuf, size_t errlen)
     return 0;
 }
 
-/* elect_check_fn: the asynchronous end of fence_lookup. */
-struct lookup {
-    gw_fence_granted_done_fn *done; /* the fence's callback */
-    void *arg;                      /* and its argument */
-};
-
-static void
-on_epoch_checked(void *arg, int err, bool granted)
-{
-    struct lookup *lu = arg;
-    lu->done(lu->arg, err, granted);
-    free(lu);
-}
-
-/* gw_fence_granted_fn: G4 through the election (cache, then the epoch file). */
-static int
-fence_lookup(void *arg, const char *lock, uint64_t epoch, gw_fence_granted_done_fn *done,
-             void *done_arg)
-{
-    struct serve *s = arg;
-    struct lookup *lu = malloc(sizeof(*lu));
-    if (lu == NULL) {
-        return ERR_NOMEM;
-    }
-    lu->done = done;
-    lu->arg = done_arg;
-    int rc = elect_epoch_check(s->elect, lock, epoch, on_epoch_checked, lu);
-    if (rc != 0) {
-        free(lu); /* decided now (1), or an error: no callback */
-    }
-    return rc;
-}
-
-/* gw_fence_windows.peek */
-static int
-window_peek(void *arg, const char *lock, uint64_t epoch, uint64_t now, struct elect_window *w)
-{
-    struct serve *s = arg;
-    return elect_window_peek(s->elect, lock, epoch, now, w);
-}
-
-/* gw_fence_windows.read */
-static int
-window_read(void *arg, const char *lock, uint64_t epoch, elect_window_fn *cb, void *cb_arg)
-{
-    struct serve *s = arg;
-    return elect_window_read(s->elect, lock, epoch, cb, cb_arg);
-}
-
-/* elect_learn_fn: the fence learns every epoch the election learns. */
-static void
-on_epoch_learned(void *arg, const char *lock, uint64_t epoch)
-{
-    struct serve *s = arg;
-    gw_fence_learn(s->fence, lock, epoch);
-}
-
 static int
 open_election(struct serve *s, char *errbuf, size_t errlen)
 {
@@ -327,16 +270,8 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
     if (rc != 0) {
         log_warn("election self-test could not start yet (%s); it will be retried", err_str(rc));
     }
-    gw_fence_set_lookup(s->fence, fence_lookup, s);
-    const struct gw_fence_windows win = {
-        .peek = window_peek,
-        .read = window_read,
-        .arg = s,
-        .commit_margin_ms = cfg->fencing.commit_margin_ms,
-        .complete_margin_ms = cfg->fencing.complete_margin_ms,
-    };
-    gw_fence_set_windows(s->fence, &win);
-    elect_set_learn(s->elect, on_epoch_learned, s);
+    gw_fence_follow_election(s->fence, s->elect, cfg->fencing.commit_margin_ms,
+                             cfg->fencing.complete_margin_ms);
     log_info("election on %s (%s; write windows: commit margin %u ms, complete margin %u ms%s)",
              cfg->election.backend == GW_ELECT_DIR ? cfg->election.path : cfg->election.bucket,
              cfg->election.shared ? "shared" : "this gateway only", cfg->fencing.commit_margin_ms,

@@ -48,6 +48,7 @@
  *   claim.c    which lock and which token a write claims (from the fencing
  *              headers the router hands over, and the config's rules)
  *   verdict.c  the fence's refusals, described as struct gw_refusal
+ *   follow.c   the fence wired to an election (gw_fence_follow_election)
  */
 #ifndef GW_FENCE_H
 #define GW_FENCE_H
@@ -208,6 +209,17 @@ void gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg)
  * gateway had completely sent has committed by then.
  */
 void gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w);
+
+/*
+ * gw_fence_follow_election - wire the fence to the election e (borrowed;
+ * must outlive the fence's use of it): the G4 lookup through
+ * elect_epoch_check, write windows through elect_window_peek and
+ * elect_window_read with these margins (fencing.commit_margin_ms,
+ * complete_margin_ms), and gw_fence_learn of every epoch e learns
+ * (elect_set_learn).  gateway/fence/follow.c.
+ */
+void gw_fence_follow_election(struct gw_fence *f, struct elect *e, uint32_t commit_margin_ms,
+                              uint32_t complete_margin_ms);
 
 /*
  * gw_fence_learn - the election learned that epoch exists for lock: advance
