@@ -47,8 +47,8 @@ setup(void **state)
 {
     struct env *v = calloc(1, sizeof(*v));
     set_time(v, 5000);
-    v->dir = tu_dir_new();
-    v->sdir = tu_dir_new();
+    v->dir = tl_dir_new("store");
+    v->sdir = tl_dir_new("store");
     v->store = tu_open(v->sdir, false);
     v->base = event_base_new();
     *state = v;
@@ -64,8 +64,8 @@ teardown(void **state)
     }
     store_close(v->store);
     event_base_free(v->base);
-    tu_dir_free(v->dir);
-    tu_dir_free(v->sdir);
+    tl_dir_free(v->dir);
+    tl_dir_free(v->sdir);
     clock_unpin();
     free(v);
     return 0;

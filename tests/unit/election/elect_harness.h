@@ -137,7 +137,7 @@ setup(void **state)
 {
     struct env *v = calloc(1, sizeof(*v));
     set_time(v, 1000);
-    v->dir = tu_dir_new();
+    v->dir = tl_dir_new("store");
     v->store = tu_open(v->dir, false);
     v->base = event_base_new();
     v->ms = mem_store_new();
@@ -155,7 +155,7 @@ teardown(void **state)
     store_close(v->store);
     mem_store_free(v->ms);
     event_base_free(v->base);
-    tu_dir_free(v->dir);
+    tl_dir_free(v->dir);
     clock_unpin();
     free(v);
     return 0;

@@ -58,6 +58,7 @@
 #include "gateway/proxy/router.h"
 #include "gateway/s3/sigv4.h"
 #include "gateway/upstream/s3client.h"
+#include "tests/unit/testlib.h"
 
 /* The principals of every pipeline (access key, secret). */
 #define PL_WORKER    "AKIDWORKER"
@@ -83,7 +84,7 @@ struct pl_last {
 static struct serve pl;          /* the gateway, as serve.c holds it */
 static struct srv pl_up;         /* the fake upstream */
 static struct pl_last pl_last;   /* the last pl_ask */
-static char pl_dir[64];          /* the temporary directory */
+static char *pl_dir;             /* the temporary directory */
 static struct gw_config pl_ccfg; /* the client's view: the gateway as its S3 endpoint */
 
 static const char pl_config_fmt[] =
@@ -144,8 +145,7 @@ pl_start(const char *extra)
     memset(&pl, 0, sizeof(pl));
     memset(&pl_last, 0, sizeof(pl_last));
     buf_init(&pl_last.body, 1 << 20);
-    (void)snprintf(pl_dir, sizeof(pl_dir), "/tmp/fencegate-pipeline-XXXXXX");
-    assert_non_null(mkdtemp(pl_dir));
+    pl_dir = tl_dir_new("pipeline");
     pl.base = event_base_new();
     assert_non_null(pl.base);
     base = pl.base; /* http_harness.h's client runs this loop */
@@ -192,9 +192,8 @@ pl_stop(void)
     base = NULL;
     srv = NULL;
     buf_cleanup(&pl_last.body);
-    char cmd[128];
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", pl_dir);
-    assert_int_equal(system(cmd), 0);
+    tl_dir_free(pl_dir);
+    pl_dir = NULL;
 }
 
 /* cmocka fixtures: the default pipeline. */

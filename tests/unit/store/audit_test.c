@@ -13,7 +13,7 @@
 static int
 setup(void **state)
 {
-    *state = tu_dir_new();
+    *state = tl_dir_new("store");
     return 0;
 }
 
@@ -21,7 +21,7 @@ static int
 teardown(void **state)
 {
     clock_unpin();
-    tu_dir_free(*state);
+    tl_dir_free(*state);
     return 0;
 }
 

@@ -16,7 +16,7 @@ static void
 test_open_close_reopen(void **state)
 {
     (void)state;
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     char sub[512];
     (void)snprintf(sub, sizeof(sub), "%s/data", dir); /* created by store_open */
     struct store *s = tu_open(sub, false);
@@ -31,7 +31,7 @@ test_open_close_reopen(void **state)
     assert_true(durable);
     store_close(s);
     store_close(NULL);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 static void
@@ -45,7 +45,7 @@ test_bad_opts(void **state)
     assert_int_equal(store_open(&o, &s, err, sizeof(err)), ERR_INVAL); /* no data_dir */
     assert_null(s);
     assert_true(strstr(err, "data_dir") != NULL);
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     o.data_dir = dir;
     o.map_initial = 1024;
     assert_int_equal(store_open(&o, &s, NULL, 0), ERR_INVAL);
@@ -56,14 +56,14 @@ test_bad_opts(void **state)
     store_opts_init(&o);
     o.data_dir = "/proc/nonexistent/dir";
     assert_int_equal(store_open(&o, &s, err, sizeof(err)), ERR_IO);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 static void
 test_read_only_missing(void **state)
 {
     (void)state;
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     struct store_opts o;
     store_opts_init(&o);
     o.data_dir = dir;
@@ -72,7 +72,7 @@ test_read_only_missing(void **state)
     char err[256] = "";
     assert_int_equal(store_open(&o, &s, err, sizeof(err)), ERR_NOTFOUND);
     assert_true(strstr(err, "no fencegate store") != NULL);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 /* Write format version v straight into the meta database. */
@@ -102,7 +102,7 @@ static void
 test_format_version_refused(void **state)
 {
     (void)state;
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     struct store *s = tu_open(dir, false);
     assert_int_equal(store_fence_advance_sync(s, "a", 3, NULL, NULL, NULL), 0);
     store_close(s);
@@ -128,14 +128,14 @@ test_format_version_refused(void **state)
     assert_int_equal(store_fence_get(s, "a", &f, NULL), 0);
     assert_int_equal(f.token, 3);
     store_close(s);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 static void
 test_read_only_beside_writer(void **state)
 {
     (void)state;
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     struct store *w = tu_open(dir, false);
     assert_int_equal(store_fence_advance_sync(w, "orders", 1, NULL, NULL, NULL), 0);
     struct store *r = tu_open(dir, true);
@@ -155,7 +155,7 @@ test_read_only_beside_writer(void **state)
     assert_int_equal(store_audit_append_sync(r, &rec, NULL), ERR_CLOSED);
     store_close(r);
     store_close(w);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 /* A tiny map grows as records are added; a read-only reader opened before
@@ -164,7 +164,7 @@ static void
 test_map_growth(void **state)
 {
     (void)state;
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     struct store_opts o;
     store_opts_init(&o);
     o.data_dir = dir;
@@ -203,7 +203,7 @@ test_map_growth(void **state)
     assert_int_equal(err, ERR_TOOBIG);
     assert_int_equal(store_fence_advance_sync(s, "still", 1, NULL, NULL, NULL), 0);
     store_close(s);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 /* store_audit_each_fn: die inside the read transaction, leaving its slot. */
@@ -264,7 +264,7 @@ static void
 test_stale_reader_cleared(void **state)
 {
     (void)state;
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     struct store *s = tu_open(dir, false);
     struct store_audit_rec rec = {.kind = STORE_AUDIT_STALE, .lock = "a"};
     assert_int_equal(store_audit_append_sync(s, &rec, NULL), 0);
@@ -290,14 +290,14 @@ test_stale_reader_cleared(void **state)
     assert_int_equal(live_readers_elsewhere(dir), 0);
     assert_int_equal(store_audit_append_sync(s, &rec, NULL), 0);
     store_close(s);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 static void
 test_stats(void **state)
 {
     (void)state;
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     struct store *s = tu_open(dir, false);
     struct store_stats st;
     store_stats_get(s, &st);
@@ -311,7 +311,7 @@ test_stats(void **state)
     assert_int_equal(st.map_size, 64u << 20);
     assert_int_equal(st.queue_depth, 0);
     store_close(s);
-    tu_dir_free(dir);
+    tl_dir_free(dir);
 }
 
 int

@@ -1,5 +1,6 @@
 /*
- * tests/unit/store/testutil.h: temporary data directories for store tests.
+ * tests/unit/store/testutil.h: opening and waiting on a store in the store
+ * tests (temporary directories: tests/unit/testlib.h).
  */
 #ifndef TESTS_UNIT_STORE_TESTUTIL_H
 #define TESTS_UNIT_STORE_TESTUTIL_H
@@ -13,56 +14,7 @@
 
 #include "common/log.h"
 #include "store/store.h"
-
-/* Remove path and, if it is a directory, everything under it. */
-static inline void
-tu_rm_rf(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0) {
-        return;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d != NULL && (e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
-                continue;
-            }
-            char sub[4096];
-            int n = snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
-            if (n > 0 && (size_t)n < sizeof(sub)) {
-                tu_rm_rf(sub);
-            }
-        }
-        if (d != NULL) {
-            (void)closedir(d);
-        }
-    }
-    (void)remove(path);
-}
-
-/* A fresh directory under /tmp; the caller frees it with tu_dir_free. */
-static inline char *
-tu_dir_new(void)
-{
-    char tmpl[] = "/tmp/fencegate-store-XXXXXX";
-    char *d = mkdtemp(tmpl);
-    if (d == NULL) {
-        abort();
-    }
-    return strdup(d);
-}
-
-/* Remove the directory and everything in it, then free the name. */
-static inline void
-tu_dir_free(char *dir)
-{
-    if (dir != NULL) {
-        tu_rm_rf(dir);
-        free(dir);
-    }
-}
+#include "tests/unit/testlib.h"
 
 /* Open a store in dir with the defaults (plus read_only); fails the test on error. */
 static inline struct store *
@@ -86,9 +38,7 @@ static inline void
 tu_wait(struct store *s, const volatile int *done, int want)
 {
     for (int i = 0; i < 20000 && *done < want; i++) {
-        if (store_dispatch_completions(s) == 0) {
-            (void)usleep(500);
-        }
+        tl_turn(NULL, s);
     }
 }
 

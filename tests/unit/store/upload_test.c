@@ -13,14 +13,14 @@
 static int
 setup(void **state)
 {
-    *state = tu_dir_new();
+    *state = tl_dir_new("store");
     return 0;
 }
 
 static int
 teardown(void **state)
 {
-    tu_dir_free(*state);
+    tl_dir_free(*state);
     return 0;
 }
 

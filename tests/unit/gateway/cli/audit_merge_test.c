@@ -40,7 +40,7 @@ static void
 test_merge_pages(void **state)
 {
     (void)state;
-    char *dirs[2] = {tu_dir_new(), tu_dir_new()};
+    char *dirs[2] = {tl_dir_new("store"), tl_dir_new("store")};
     struct store *st[2];
     for (int i = 0; i < 2; i++) {
         st[i] = tu_open(dirs[i], false);
@@ -78,7 +78,7 @@ test_merge_pages(void **state)
     free(s);
     for (int i = 0; i < 2; i++) {
         store_close(st[i]);
-        tu_dir_free(dirs[i]);
+        tl_dir_free(dirs[i]);
     }
 }
 

@@ -69,7 +69,7 @@ run_cmd(struct run *r, const char *const *args)
 static int
 setup(void **state)
 {
-    char *dir = tu_dir_new();
+    char *dir = tl_dir_new("store");
     struct store *s = tu_open(dir, false);
     for (int i = 0; i < 5; i++) {
         struct store_audit_rec r = {.time_ms = 1795256130000 + i * 1000,
@@ -96,7 +96,7 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-    tu_dir_free(*state);
+    tl_dir_free(*state);
     return 0;
 }
 
@@ -289,8 +289,8 @@ static int
 setup_two(void **state)
 {
     struct two *t = calloc(1, sizeof(*t));
-    t->a = tu_dir_new();
-    t->b = tu_dir_new();
+    t->a = tl_dir_new("store");
+    t->b = tl_dir_new("store");
     const struct fix a[] = {{0, "orders", "w-a1"},
                             {1000, "billing", "w-a2"},
                             {2000, "orders", "w-a3"},
@@ -309,8 +309,8 @@ static int
 teardown_two(void **state)
 {
     struct two *t = *state;
-    tu_dir_free(t->a);
-    tu_dir_free(t->b);
+    tl_dir_free(t->a);
+    tl_dir_free(t->b);
     free(t);
     return 0;
 }

@@ -16,9 +16,10 @@
 #include "common/err.h"
 #include "gateway/fence/fence.h"
 #include "store/store.h"
+#include "tests/unit/testlib.h"
 
 struct env {
-    char dir[64];
+    char *dir;
     struct event_base *base;
     struct store *st;
     struct event *ev;
@@ -71,8 +72,7 @@ static int
 setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
-    (void)snprintf(e->dir, sizeof(e->dir), "/tmp/fence-test-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
+    e->dir = tl_dir_new("fence");
     e->base = event_base_new();
     env_open(e);
     *state = e;
@@ -85,9 +85,8 @@ teardown(void **state)
     struct env *e = *state;
     env_close(e);
     event_base_free(e->base);
-    char cmd[128];
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", e->dir);
-    assert_int_equal(system(cmd), 0);
+    tl_dir_free(e->dir);
+    e->dir = NULL;
     free(e);
     return 0;
 }
@@ -125,14 +124,7 @@ admit(struct env *e, const char *lock, uint64_t token, struct w *w)
 }
 
 /* Runs the loop until cond holds (bounded). */
-#define RUN_UNTIL(e, cond)                                                                         \
-    do {                                                                                           \
-        for (int i_ = 0; i_ < 2000 && !(cond); i_++) {                                             \
-            (void)event_base_loop((e)->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);                       \
-            usleep(500);                                                                           \
-        }                                                                                          \
-        assert_true(cond);                                                                         \
-    } while (0)
+#define RUN_UNTIL(e, cond) TL_RUN_UNTIL((e)->base, NULL, cond, 1000)
 
 static void
 grant(struct env *e, const char *lock, uint64_t epoch)

@@ -29,6 +29,7 @@
 #include "gateway/fence/fence.h"
 #include "gateway/proxy/upload.h"
 #include "store/store.h"
+#include "tests/unit/testlib.h"
 
 #define BASE_MS     1000000 /* the pinned monotonic clock when the fence is made */
 #define PAST_GATE   10000   /* ms after BASE_MS: well past any start gate */
@@ -178,7 +179,7 @@ win(enum elect_window_state state, uint64_t until_rel, uint64_t latest)
 /* ---- environment ---- */
 
 struct env {
-    char dir[64];
+    char *dir;
     struct event_base *base;
     struct store *st;
     struct event *ev;
@@ -244,8 +245,7 @@ static int
 setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
-    (void)snprintf(e->dir, sizeof(e->dir), "/tmp/fence-window-test-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
+    e->dir = tl_dir_new("fence-window");
     e->base = event_base_new();
     assert_non_null(e->base);
     struct timespec ts;
@@ -286,9 +286,8 @@ teardown(void **state)
     store_close(e->st);
     event_base_free(e->base);
     clock_unpin();
-    char cmd[128];
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", e->dir);
-    assert_int_equal(system(cmd), 0);
+    tl_dir_free(e->dir);
+    e->dir = NULL;
     free(e);
     return 0;
 }
@@ -359,14 +358,7 @@ release(struct w *w)
 }
 
 /* Runs the loop until cond holds (bounded, about two seconds). */
-#define RUN_UNTIL(e, cond)                                                                         \
-    do {                                                                                           \
-        for (int i_ = 0; i_ < 2000 && !(cond); i_++) {                                             \
-            (void)event_base_loop((e)->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);                       \
-            usleep(500);                                                                           \
-        }                                                                                          \
-        assert_true(cond);                                                                         \
-    } while (0)
+#define RUN_UNTIL(e, cond) TL_RUN_UNTIL((e)->base, NULL, cond, 1000)
 
 /* Runs the loop for about ms of real time. */
 static void

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "gateway/proxy/refuse.c"
+#include "tests/unit/testlib.h"
 
 /* ---- stubs for gateway/http/http.h: a request, and what would be sent ---- */
 
@@ -116,7 +117,7 @@ gw_resp_simple(struct gw_req *req, int status, const char *content_type, const v
 /* ---- a store in a temporary directory ---- */
 
 struct env {
-    char dir[64];
+    char *dir;
     struct store *st;
     struct gw_s3req s3;
 };
@@ -138,8 +139,7 @@ static int
 setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
-    (void)snprintf(e->dir, sizeof(e->dir), "/tmp/refuse-test-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
+    e->dir = tl_dir_new("refuse");
     e->st = open_store(e->dir, false);
     g_store = e->st;
     e->s3.name = "PutObject";
@@ -156,9 +156,8 @@ teardown(void **state)
     struct env *e = *state;
     store_close(e->st);
     g_store = NULL;
-    char cmd[128];
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", e->dir);
-    assert_int_equal(system(cmd), 0);
+    tl_dir_free(e->dir);
+    e->dir = NULL;
     free(e);
     return 0;
 }

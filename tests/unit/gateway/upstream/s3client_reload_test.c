@@ -36,6 +36,7 @@
 #include "gateway/upstream/bucket_probe.h"
 #include "gateway/upstream/elect_s3.h"
 #include "store/store.h"
+#include "tests/unit/testlib.h"
 
 #define MAX_SEEN 32
 
@@ -180,7 +181,7 @@ static struct elect_backend *be;
 static struct gw_upload *uploads;
 static struct gw_bucket_probe *bprobe;
 static struct store *st;
-static char data_dir[64];
+static char *data_dir;
 static struct gw_config cfg2; /* the reloaded configuration */
 
 static char endpoint[64];
@@ -206,13 +207,7 @@ on_proxy_request(struct gw_req *req, void *arg)
 static void
 run_until(const int *flag)
 {
-    for (int i = 0; i < 2000 && *flag == 0; i++) {
-        (void)event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-        (void)store_dispatch_completions(st);
-        struct pollfd p = {.fd = -1};
-        (void)poll(&p, 0, 1);
-    }
-    assert_int_not_equal(*flag, 0);
+    TL_RUN_UNTIL(base, st, *flag != 0, 2000);
 }
 
 static int
@@ -235,8 +230,7 @@ rl_setup(void **state)
     bprobe = gw_bucket_probe_new(s3c);
     assert_non_null(bprobe);
 
-    (void)snprintf(data_dir, sizeof(data_dir), "/tmp/fg-s3client-reload-XXXXXX");
-    assert_non_null(mkdtemp(data_dir));
+    data_dir = tl_dir_new("s3client-reload");
     struct store_opts so;
     store_opts_init(&so);
     so.data_dir = data_dir;
@@ -260,9 +254,8 @@ rl_teardown(void **state)
             bufferevent_free(fk.conns[i]);
         }
     }
-    char cmd[128];
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", data_dir);
-    assert_int_equal(system(cmd), 0);
+    tl_dir_free(data_dir);
+    data_dir = NULL;
     return teardown(state);
 }
 
