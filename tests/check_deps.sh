@@ -13,17 +13,19 @@ store              | common | lmdb
 election           | common store | jansson event2
 gateway/base       | common | jansson
 gateway/s3         | common gateway/base | openssl expat
-gateway/http       | common gateway/base | event2 openssl llhttp
+gateway/net        | common | event2
+gateway/http       | common gateway/base gateway/net | event2 openssl llhttp
 gateway/fence      | common store election gateway/base gateway/s3 | event2
-gateway/upstream   | common store election gateway/base gateway/s3 gateway/http | event2 curl llhttp openssl
-gateway/api        | common store election gateway/base gateway/s3 gateway/http gateway/fence | jansson
-gateway/proxy      | common store election gateway/base gateway/s3 gateway/http gateway/fence gateway/upstream gateway/api | event2
-gateway/cli        | common store election gateway/base gateway/s3 gateway/http gateway/fence gateway/upstream gateway/api gateway/proxy | event2 jansson curl
+gateway/upstream   | common gateway/base gateway/net | event2 curl llhttp openssl
+gateway/s3client   | common store election gateway/base gateway/s3 gateway/net gateway/upstream | event2
+gateway/api        | common store election gateway/base gateway/s3 gateway/net gateway/http gateway/fence | jansson
+gateway/proxy      | common store election gateway/base gateway/s3 gateway/net gateway/http gateway/fence gateway/upstream gateway/s3client gateway/api | event2
+gateway/cli        | common store election gateway/base gateway/s3 gateway/net gateway/http gateway/fence gateway/upstream gateway/s3client gateway/api gateway/proxy | event2 jansson curl
 '
 # Narrower rules inside a folder: library -> the only files that may include it.
 ONLY='
 jansson   election/lockfile.c gateway/base/config.c gateway/base/json_table.c gateway/base/json_table.h gateway/api/ gateway/cli/lock.c
-curl      gateway/upstream/ gateway/cli/apiclient.c
+curl      gateway/upstream/curl gateway/cli/apiclient.c
 openssl   gateway/s3/ gateway/http/tls.c gateway/upstream/lean_tls.c
 '
 lib_rx() {

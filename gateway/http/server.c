@@ -7,7 +7,7 @@
  * handler's call into the API: API calls change state and kick.  That is
  * what lets a handler answer synchronously from gw_request_fn, and it is the
  * only place a connection is freed.  On a plain connection the bufferevent's
- * own events stay off (gateway/http/bevio.c): c->rev reads with recv, and
+ * own events stay off (gateway/net/bevio.c): c->rev reads with recv, and
  * gw_http_flush writes queued output at once, from conn_process and from
  * gw_resp_body_write/gw_resp_end; a write calls nothing back (an error comes
  * through on_event, from the bufferevent's next attempt).
@@ -737,7 +737,7 @@ gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *
                           (suseconds_t)((c->lim.write_timeout_ms % 1000) * 1000)};
     (void)bufferevent_set_timeouts(bev, NULL, &wtv);
     /* a plain socket is read by c->rev and written at once (gw_http_flush,
-     * gateway/http/bevio.c); the bufferevent's write event, and with it the
+     * gateway/net/bevio.c); the bufferevent's write event, and with it the
      * write timeout, only runs while the client's window is full */
     evutil_socket_t fd = bufferevent_getfd(bev);
     if (!is_tls && fd >= 0) {

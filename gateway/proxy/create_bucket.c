@@ -13,7 +13,7 @@
 #include "gateway/http/http.h"
 #include "gateway/proxy/refuse.h"
 #include "gateway/s3/s3req.h"
-#include "gateway/upstream/bucket_probe.h"
+#include "gateway/s3client/bucket_probe.h"
 
 /* A CreateBucket waiting for the HEAD of its bucket. */
 struct mkbucket {

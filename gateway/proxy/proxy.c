@@ -26,7 +26,7 @@
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 #include "gateway/upstream/upstream.h"
 #include "store/store.h"
 

@@ -51,7 +51,7 @@ struct store;
 
 /*
  * gw_proxy_new - a proxy forwarding to cfg->upstream through up, re-signing
- * with s3c's signer (gateway/upstream/s3client.h: the gateway's one signer,
+ * with s3c's signer (gateway/s3client/s3client.h: the gateway's one signer,
  * reloaded by its owner).
  * [in] cfg, up, s3c  borrowed; must outlive the proxy (cfg may be swapped
  *                    with gw_proxy_set_config).

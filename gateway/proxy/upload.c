@@ -10,7 +10,7 @@
 #include "gateway/base/config.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 #include "store/store.h"
 
 /* One background abort of a stale upload. */

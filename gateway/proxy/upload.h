@@ -15,7 +15,7 @@
  *    fence; only with fencing.abort_stale_uploads).
  *
  * Event-loop thread only.  The store, the internal S3 client
- * (gateway/upstream/s3client.h, which signs the aborts) and the
+ * (gateway/s3client/s3client.h, which signs the aborts) and the
  * configuration are borrowed and must outlive the object (the configuration
  * until the next gw_upload_set_config).
  */

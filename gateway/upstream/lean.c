@@ -4,7 +4,7 @@
  * TLS by bufferevent_openssl (gateway/upstream/lean_tls.c).  This file keeps
  * the transfers (start, cancel, resume, end, report), the connection pool,
  * the wait queue under max_connections and the timers; it feeds the
- * unreachable streak (gateway/upstream/dispatch.c).  The contract is gateway/upstream/upstream.h's;
+ * unreachable streak (gateway/upstream/upstream.c).  The contract is gateway/upstream/upstream.h's;
  * the re-entrancy rule is in gateway/upstream/lean.h.
  *
  * Pool.  Idle connections are kept per origin (scheme, host, port), newest
@@ -47,6 +47,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+
+static const struct gw_upstream_ops lean_ops;
 
 #define LEAN_MAX_REQ_HEAD ((size_t)256 * 1024) /* request head bytes */
 #define LEAN_IDLE_MIN     32                   /* idle connections kept, at least */
@@ -444,8 +446,8 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the API ---- */
 
-struct gw_lean *
-gw_lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
+static struct gw_lean *
+lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
 {
     if (base == NULL || opts == NULL) {
         return NULL;
@@ -455,7 +457,7 @@ gw_lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
         log_error("out of memory");
         return NULL;
     }
-    up->pub.engine = GW_UPSTREAM_LEAN;
+    up->pub.ops = &lean_ops;
     up->base = base;
     up->opts = *opts;
     TAILQ_INIT(&up->active);
@@ -518,7 +520,7 @@ gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struc
     if (x == NULL) {
         return ERR_NOMEM;
     }
-    x->pub.engine = GW_UPSTREAM_LEAN;
+    x->pub.ops = &lean_ops;
     x->up = up;
     gw_upmsg_head_init(&x->head);
     buf_init(&x->req, LEAN_MAX_REQ_HEAD);
@@ -591,4 +593,64 @@ uint64_t
 gw_lean_body_sent(const struct gw_lean_xfer *x)
 {
     return x != NULL ? x->body_sent : 0;
+}
+
+/* ---- the operations table (gateway/upstream/engine.h) ---- */
+
+/* The engine's structs start with the public header ("pub"), so these casts are exact. */
+static int
+op_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
+              void *arg, struct gw_xfer **out)
+{
+    struct gw_lean_xfer *x = NULL;
+    int err = gw_lean_xfer_start((struct gw_lean *)(void *)up, rq, cbs, arg, &x);
+    *out = x != NULL ? &x->pub : NULL;
+    return err;
+}
+
+static void
+op_resume_send(struct gw_xfer *x)
+{
+    gw_lean_resume_send((struct gw_lean_xfer *)(void *)x);
+}
+
+static void
+op_resume_recv(struct gw_xfer *x)
+{
+    gw_lean_resume_recv((struct gw_lean_xfer *)(void *)x);
+}
+
+static void
+op_cancel(struct gw_xfer *x)
+{
+    gw_lean_xfer_cancel((struct gw_lean_xfer *)(void *)x);
+}
+
+static uint64_t
+op_body_sent(const struct gw_xfer *x)
+{
+    return gw_lean_body_sent((const struct gw_lean_xfer *)(const void *)x);
+}
+
+static void
+op_free(struct gw_upstream *up)
+{
+    gw_lean_free((struct gw_lean *)(void *)up);
+}
+
+static const struct gw_upstream_ops lean_ops = {
+    .name = "lean",
+    .xfer_start = op_xfer_start,
+    .resume_send = op_resume_send,
+    .resume_recv = op_resume_recv,
+    .cancel = op_cancel,
+    .body_sent = op_body_sent,
+    .free = op_free,
+};
+
+struct gw_upstream *
+gw_lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
+{
+    struct gw_lean *up = lean_new(base, opts);
+    return up != NULL ? &up->pub : NULL;
 }

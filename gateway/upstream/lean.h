@@ -196,4 +196,14 @@ struct bufferevent *lean_tls_bev(void *ctx, struct event_base *base, const char 
 /* lean_tls_error - text for the TLS failure queued on bev, in tmp; NULL if none is queued. */
 const char *lean_tls_error(struct bufferevent *bev, char *tmp, size_t len);
 
+/* The engine's side of upstream.h's calls (its operations table, lean.c). */
+MUST_USE int gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq,
+                                const struct gw_xfer_cbs *cbs, void *arg,
+                                struct gw_lean_xfer **out);
+void gw_lean_resume_send(struct gw_lean_xfer *x);
+void gw_lean_resume_recv(struct gw_lean_xfer *x);
+void gw_lean_xfer_cancel(struct gw_lean_xfer *x);
+uint64_t gw_lean_body_sent(const struct gw_lean_xfer *x);
+void gw_lean_free(struct gw_lean *up);
+
 #endif

@@ -5,7 +5,7 @@
  * out (head and the first body bytes queued together, so they leave in one
  * writev; more body as the send window drains) and the response in.  On a
  * plain connection, once connected, the request is written at once, not from
- * the bufferevent's write event (gateway/http/bevio.c: two epoll_ctl calls
+ * the bufferevent's write event (gateway/net/bevio.c: two epoll_ctl calls
  * and a loop turn fewer per request); the write event runs only while the
  * send buffer is full.
  *
@@ -51,7 +51,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "gateway/http/http.h"
+#include "gateway/net/net.h"
 
 /* ---- llhttp callbacks (parser.data is the connection) ---- */
 
@@ -363,7 +363,7 @@ lean_conn_pump(struct gw_lean_xfer *x)
         if (c == NULL || c->rev == NULL || x->ended || x->cancelled) {
             return; /* connecting, or TLS: the bufferevent writes */
         }
-        /* plain and connected: written now (gateway/http/bevio.c); when the
+        /* plain and connected: written now (gateway/net/bevio.c); when the
          * send buffer fills, the write event takes over and conn_write pumps */
         if (!gw_bevio_flush(c->bev) || x->body_done || x->send_paused || c->write_failed) {
             return;

@@ -1,7 +1,7 @@
 /*
  * gateway/upstream/upmsg.h: wire-format helpers of the upstream client.
  *
- * Checks on what gateway/upstream/upstream.c hands to libcurl (URL, method, request
+ * Checks on what gateway/upstream/curl_xfer.c hands to libcurl (URL, method, request
  * headers) and the collector that parses the response head libcurl delivers
  * line by line (CURLOPT_HEADERFUNCTION).  No libcurl, no libevent: plain
  * functions, so the parser can be tested and fuzzed on its own.  Internal to
@@ -16,7 +16,7 @@
 
 #include "common/buf.h"
 #include "common/err.h"
-#include "gateway/http/http.h"
+#include "gateway/net/net.h"
 
 #define GW_UPMSG_HEAD_MAX_BYTES ((size_t)64 * 1024) /* response head bytes, 1xx heads included */
 

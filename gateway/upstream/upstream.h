@@ -13,22 +13,21 @@
  * bounded whatever the object size.  The contract below holds for both.
  *
  * Event-loop thread only.  No callback runs before gw_upstream_xfer_start returns.
- * <curl/curl.h> is included only by gateway/upstream*.c (STYLE R1).
+ * <curl/curl.h> is included only by gateway/upstream/curl*.c (STYLE R1).
  *
  * Room gateway/upstream/ (the gateway's side of the store; the only room with
  * libcurl, make check-deps):
- *   dispatch.c / engine.h  the API below, handed to the engine a client was made by
- *   upstream.c / xfer.c  the curl engine: the multi handle on the loop, transfers
- *   internal.h           the structs upstream.c and xfer.c share
+ *   upstream.c           the API below, each call handed to the engine a client
+ *                        was made by through its operations table
+ *   engine.h             the engine family: the operations table, the headers
+ *                        each engine's structs start with, the constructors
+ *   curl.c / curl_xfer.c the curl engine: the multi handle on the loop /
+ *                        one transfer's libcurl callbacks; curl.h its structs
  *   lean.c / lean_conn.c the lean engine: transfers, the pool, the wait queue /
  *                        one connection (request out, response in through llhttp)
  *   lean_tls.c / lean.h  its TLS set-up (the room's only OpenSSL) / its structs
  *   upmsg.h / upmsg.c    upstream response heads, request sanity checks (both engines)
- *   s3client.h / .c      the one internal S3 client: the one signer (the proxy
- *                        re-signs with it), one reload, the gateway's own calls
- *   elect_s3.h / .c      the s3 election backend, on the S3 client
- *   bucket_probe.h / .c  does a bucket exist (CreateBucket answered 200)
- *   trailer_probe.h / .c does the store take checksum trailers (start-up)
+ * The gateway's own S3 calls on this client are the room gateway/s3client/.
  */
 #ifndef GW_UPSTREAM_H
 #define GW_UPSTREAM_H
@@ -39,7 +38,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
-#include "gateway/http/http.h"
+#include "gateway/net/net.h"
 
 struct event_base;
 struct gw_upstream;

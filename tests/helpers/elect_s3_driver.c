@@ -1,6 +1,6 @@
 /*
  * tests/helpers/elect_s3_driver.c: drives the s3 election backend
- * (gateway/upstream/elect_s3.c) against a real S3 for tests/integration/
+ * (gateway/s3client/elect_s3.c) against a real S3 for tests/integration/
  * test_elect_s3_backend.py.
  *
  * Environment: FG_S3_ENDPOINT (http://127.0.0.1:PORT), FG_S3_ACCESS_KEY,
@@ -38,8 +38,8 @@
 #include "common/num.h"
 #include "election/backend.h"
 #include "gateway/base/config.h"
-#include "gateway/upstream/elect_s3.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/elect_s3.h"
+#include "gateway/s3client/s3client.h"
 #include "gateway/upstream/upstream.h"
 
 #define MAX_ARGS 8

@@ -1,4 +1,4 @@
-"""The s3 election backend (gateway/upstream/elect_s3.c) against a real S3 (Ceph RGW).
+"""The s3 election backend (gateway/s3client/elect_s3.c) against a real S3 (Ceph RGW).
 
 Each test runs tests/helpers/elect_s3_driver (built by `make`) with a script
 of backend operations and checks its JSON results, and what RGW really

@@ -1,6 +1,6 @@
 """SIGHUP reloads the upstream credentials once, for everything the gateway
 signs: forwarded requests, the s3 election backend and the checksum-trailer
-probe share one signer (gateway/upstream/s3client.c).
+probe share one signer (gateway/s3client/s3client.c).
 
 The gateway starts with a wrong upstream secret: RGW refuses what it forwards
 (403 SignatureDoesNotMatch), the election cannot pass its start-up self-test

@@ -11,7 +11,7 @@
  * 200 (with pl_up.xml as its body when set: an S3 answer such as
  * CreateMultipartUpload's).  Requests are
  * written byte for byte by the raw client of http_harness.h; signed ones are
- * signed with AWS Signature Version 4 by gateway/upstream/s3client.h with a
+ * signed with AWS Signature Version 4 by gateway/s3client/s3client.h with a
  * principal's keys, as an S3 client would sign them.
  *
  * Helpers (each returns what a test asserts on):
@@ -57,7 +57,7 @@
 
 #include "gateway/proxy/router.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 #include "tests/unit/testlib.h"
 
 /* The principals of every pipeline (access key, secret). */

@@ -1,7 +1,7 @@
 /*
  * tests/unit/gateway/proxy_harness.h: a gw_proxy behind the in-process
  * gw_server of http_harness.h, for the tests that send client requests
- * through the proxy (proxy/proxy_test.c, upstream/s3client_reload_test.c).
+ * through the proxy (proxy/proxy_test.c, s3client/s3client_reload_test.c).
  *
  *   px_base_init()         th reset, a new base (before anything that needs it)
  *   px_open(handler, connect_ms, timeout_ms)
@@ -23,7 +23,7 @@
 #include "tests/unit/gateway/http_harness.h"
 
 #include "gateway/proxy/proxy.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 #include "gateway/upstream/upstream.h"
 
 static struct gw_upstream *up;  /* the proxy's upstream client (libcurl) */

@@ -93,7 +93,7 @@ test_keepalive(void **state)
     assert_string_not_equal(id1, id2);
     assert_int_equal(th.requests, 2);
     /* a plain connection is read by its own event and written at once
-     * (gateway/http/bevio.c): the bufferevent's events stay off, so a request
+     * (gateway/net/bevio.c): the bufferevent's events stay off, so a request
      * costs no epoll_ctl */
     struct gw_conn *c = TAILQ_FIRST(&srv->conns);
     assert_non_null(c);

@@ -132,7 +132,7 @@ test_head(void **state)
 
 /*
  * The lean engine's plain connection (the active transfer's, else the idle
- * one) is written at once and read by its own event (gateway/http/bevio.c):
+ * one) is written at once and read by its own event (gateway/net/bevio.c):
  * the bufferevent's events stay off, so a request costs no epoll_ctl.  True
  * for the curl engine, which has no such thing.
  */

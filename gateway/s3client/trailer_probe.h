@@ -1,8 +1,8 @@
 /*
- * gateway/upstream/trailer_probe.h: does the upstream take aws-chunked checksum trailers?
+ * gateway/s3client/trailer_probe.h: does the upstream take aws-chunked checksum trailers?
  *
  * upstream.checksum_trailers "auto" asks the upstream itself, once, at start-up,
- * through the internal S3 client (gateway/upstream/s3client.h), in a bucket
+ * through the internal S3 client (gateway/s3client/s3client.h), in a bucket
  * the gateway writes to anyway (the caller picks it: the s3 election
  * backend's, else the first fence rule's), whatever the election backend:
  *

@@ -1,6 +1,16 @@
 /*
- * gateway/upstream/s3client.h: the one internal S3 client: every request the
+ * gateway/s3client/s3client.h: the one internal S3 client: every request the
  * gateway makes to its upstream on its own behalf, and the one signer.
+ *
+ * Room gateway/s3client/ (the gateway's own S3 calls, on the upstream
+ * client of gateway/upstream/):
+ *   s3client.h / .c      the client: the one signer (the proxy re-signs with
+ *                        it), one reload, requests and their answers
+ *   elect_s3.h / .c      the s3 election backend, on the S3 client
+ *   bucket_probe.h / .c  does a bucket exist (CreateBucket answered 200)
+ *   trailer_probe.h / .c does the store take checksum trailers (start-up)
+ * (The multipart aborts, gw_s3client_abort_upload, are called by
+ * gateway/proxy/upload.c.)
  *
  * A struct gw_s3client holds the upstream settings (endpoint, region, path or
  * virtual-hosted addressing, credentials) and the SigV4 signing-key cache, and

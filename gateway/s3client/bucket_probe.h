@@ -1,8 +1,8 @@
 /*
- * gateway/upstream/bucket_probe.h: does a bucket exist for the upstream credentials?
+ * gateway/s3client/bucket_probe.h: does a bucket exist for the upstream credentials?
  *
  * A HEAD of the bucket, a call of the internal S3 client
- * (gateway/upstream/s3client.h: the upstream credentials), in the
+ * (gateway/s3client/s3client.h: the upstream credentials), in the
  * background.  The router uses it to answer a CreateBucket of a bucket that
  * already exists as S3 does (200) while bucket-level writes stay disabled
  * (DESIGN "Request classification": clients such as rclone "ensure" their

@@ -1,6 +1,6 @@
-/* gateway/upstream/s3client.c: the one internal S3 client and its signer (see s3client.h). */
+/* gateway/s3client/s3client.c: the one internal S3 client and its signer (see s3client.h). */
 #define LOG_MODULE "s3client"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * tests/unit/gateway/upstream/s3client_test.c: the signed-request builder against
+ * tests/unit/gateway/s3client/s3client_test.c: the signed-request builder against
  * independently computed signatures (AWS's published S3 GET example from
  * tests/data/sigv4/s3-examples.json, and botocore), URL shapes for both
  * addressing styles, and every refusal.
@@ -17,7 +17,7 @@
 
 #include "common/clock.h"
 #include "gateway/base/config.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 #include "gateway/upstream/upstream.h"
 #include "tests/unit/testdata.h"
 

@@ -1,10 +1,10 @@
 /*
- * gateway/upstream/elect_s3.h: the `s3` election backend: epoch lock files in a
+ * gateway/s3client/elect_s3.h: the `s3` election backend: epoch lock files in a
  * bucket of the upstream, through the gateway's libcurl client.
  *
  * Implements struct elect_backend_ops (election/backend.h; its "Outcomes",
  * "ETags" and "Clocks" sections are the contract).  Each operation is one
- * call of the gateway's internal S3 client (gateway/upstream/s3client.h: its
+ * call of the gateway's internal S3 client (gateway/s3client/s3client.h: its
  * signer, its upstream, its reload); request and response bodies are small
  * and buffered, capped (ELECT_OBJ_MAX for objects, GW_S3CLIENT_ERR_BODY_MAX
  * for error documents; listings are parsed as they stream, gateway/s3/s3xml.h).

@@ -1,5 +1,5 @@
 /*
- * tests/unit/gateway/upstream/elect_s3_test.c: the s3 election backend's pure parts
+ * tests/unit/gateway/s3client/elect_s3_test.c: the s3 election backend's pure parts
  * (status mapping) through its statics, and the
  * asynchronous contract without a store: synchronous refusals run no
  * callback, a refused connection is ERR_UPSTREAM from the loop (never before
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "gateway/base/config.h"
-#include "gateway/upstream/elect_s3.c"
+#include "gateway/s3client/elect_s3.c"
 #include "gateway/upstream/upstream.h"
 
 static void

@@ -1,6 +1,6 @@
 /*
- * tests/unit/gateway/http/bevio_test.c: plain socket bufferevents written at
- * once and read by recv (gateway/http/bevio.c), on a socket pair: output
+ * tests/unit/gateway/net/bevio_test.c: plain socket bufferevents written at
+ * once and read by recv (gateway/net/bevio.c), on a socket pair: output
  * leaves without the event loop, a full send buffer hands the rest to the
  * bufferevent and gets it back, errors are reported by the bufferevent's
  * event callback, reads stop at the high mark and report EOF after the bytes

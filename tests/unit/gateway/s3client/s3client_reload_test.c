@@ -1,7 +1,7 @@
 /*
- * tests/unit/gateway/upstream/s3client_reload_test.c: one signer, one reload.
+ * tests/unit/gateway/s3client/s3client_reload_test.c: one signer, one reload.
  *
- * Every user of the internal S3 client (gateway/upstream/s3client.h) signs
+ * Every user of the internal S3 client (gateway/s3client/s3client.h) signs
  * with it: the proxy re-signing a forwarded client request, the s3 election
  * backend, the background abort of a stale multipart upload, the bucket
  * probe.  After gw_s3client_set_config with new credentials (what serve's
@@ -33,8 +33,8 @@
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/upload.h"
 #include "gateway/s3/s3req.h"
-#include "gateway/upstream/bucket_probe.h"
-#include "gateway/upstream/elect_s3.h"
+#include "gateway/s3client/bucket_probe.h"
+#include "gateway/s3client/elect_s3.h"
 #include "store/store.h"
 #include "tests/unit/testlib.h"
 

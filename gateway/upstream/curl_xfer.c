@@ -1,12 +1,12 @@
 /*
- * gateway/upstream/xfer.c: one upstream transfer's side of gateway/upstream/upstream.c:
+ * gateway/upstream/curl_xfer.c: one transfer's side of the curl engine (curl.c):
  * the callbacks libcurl calls for it (request body, response head and body,
  * with backpressure through CURL_READFUNC_PAUSE / CURL_WRITEFUNC_PAUSE), its
  * request setup (headers copied once, options on the easy handle), and
- * pause/resume.  The re-entrancy rules are in gateway/upstream/upstream.c.
+ * pause/resume.  The re-entrancy rules are in gateway/upstream/curl.c.
  */
 #define LOG_MODULE "upstream"
-#include "gateway/upstream/internal.h"
+#include "gateway/upstream/curl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 
 /* Apply x's pause state to libcurl now, or after the current libcurl call returns. */
 void
-gw_xfer_sync_pause(struct gw_curl_xfer *x)
+gw_curl_xfer_sync_pause(struct gw_curl_xfer *x)
 {
     struct gw_curl *up = x->up;
     if (!x->in_multi && !x->add_pending) {
@@ -25,20 +25,20 @@ gw_xfer_sync_pause(struct gw_curl_xfer *x)
     }
     if (up->depth > 0 || !x->in_multi) {
         x->pause_dirty = true;
-        gw_xfer_queue_pending(x);
+        gw_curl_xfer_queue_pending(x);
         return;
     }
     x->pause_dirty = false;
     up->depth++;
     /* may deliver response bytes libcurl held back, through on_write */
-    CURLcode rc = curl_easy_pause(x->easy, (int)gw_xfer_pause_bits(x));
+    CURLcode rc = curl_easy_pause(x->easy, (int)gw_curl_xfer_pause_bits(x));
     up->depth--;
     if (!x->cancelled && (rc != CURLE_OK || x->cb_err != 0)) {
         /* an error inside curl_easy_pause does not end the transfer in the multi: we do */
-        x->fail_err = x->cb_err != 0 ? x->cb_err : gw_upstream_xfer_result(x, rc);
-        gw_xfer_queue_pending(x);
+        x->fail_err = x->cb_err != 0 ? x->cb_err : gw_curl_xfer_result(x, rc);
+        gw_curl_xfer_queue_pending(x);
     }
-    gw_upstream_after_curl(up);
+    gw_curl_after(up);
 }
 
 /* ---- the transfer callbacks libcurl calls ---- */
@@ -68,7 +68,7 @@ on_read(char *dst, size_t size, size_t nitems, void *arg)
     }
     if (n > 0 && (size_t)n <= want) {
         x->body_sent += (uint64_t)n;
-        gw_xfer_touch(x);
+        gw_curl_xfer_touch(x);
         return (size_t)n;
     }
     if (n == ERR_AGAIN) {
@@ -99,7 +99,7 @@ on_header(char *data, size_t size, size_t nitems, void *arg)
     if (x->head_done) {
         return len; /* trailers of a chunked body: not forwarded */
     }
-    gw_xfer_touch(x);
+    gw_curl_xfer_touch(x);
     int rc = gw_upmsg_head_line(&x->head, data, len);
     if (rc == 1) {
         x->head_done = true;
@@ -146,7 +146,7 @@ on_write(char *data, size_t size, size_t nitems, void *arg)
         x->cb_err = ERR_UPSTREAM;
         return 0;
     }
-    gw_xfer_touch(x);
+    gw_curl_xfer_touch(x);
     int rc = x->cbs.on_body != NULL ? x->cbs.on_body(x->arg, data, len) : 0;
     if (x->cancelled) {
         return 0;
@@ -154,7 +154,7 @@ on_write(char *data, size_t size, size_t nitems, void *arg)
     if (rc == ERR_AGAIN) {
         /* consumed; pause receiving from here (libcurl allows this inside the callback) */
         x->recv_paused = true;
-        CURLcode pc = curl_easy_pause(x->easy, (int)gw_xfer_pause_bits(x));
+        CURLcode pc = curl_easy_pause(x->easy, (int)gw_curl_xfer_pause_bits(x));
         if (pc != CURLE_OK) {
             log_error("curl_easy_pause: %s", curl_easy_strerror(pc));
             x->cb_err = ERR_UPSTREAM;
@@ -306,7 +306,7 @@ setup_easy(struct gw_curl_xfer *x, const struct gw_xfer_req *rq)
 }
 
 int
-gw_xfer_setup(struct gw_curl_xfer *x, const struct gw_xfer_req *rq)
+gw_curl_xfer_setup(struct gw_curl_xfer *x, const struct gw_xfer_req *rq)
 {
     int err = build_headers(x, rq);
     if (err == 0) {
@@ -324,9 +324,9 @@ gw_curl_resume_send(struct gw_curl_xfer *x)
         return;
     }
     x->send_paused = false;
-    gw_xfer_touch(x);
-    gw_upstream_xfer_arm_idle(x, x->up->opts.timeout_ms);
-    gw_xfer_sync_pause(x);
+    gw_curl_xfer_touch(x);
+    gw_curl_xfer_arm_idle(x, x->up->opts.timeout_ms);
+    gw_curl_xfer_sync_pause(x);
 }
 
 void
@@ -336,9 +336,9 @@ gw_curl_resume_recv(struct gw_curl_xfer *x)
         return;
     }
     x->recv_paused = false;
-    gw_xfer_touch(x);
-    gw_upstream_xfer_arm_idle(x, x->up->opts.timeout_ms);
-    gw_xfer_sync_pause(x);
+    gw_curl_xfer_touch(x);
+    gw_curl_xfer_arm_idle(x, x->up->opts.timeout_ms);
+    gw_curl_xfer_sync_pause(x);
 }
 
 uint64_t

@@ -1,13 +1,13 @@
-/* gateway/upstream/bucket_probe.c: HEAD bucket through the internal S3 client (see bucket_probe.h).
+/* gateway/s3client/bucket_probe.c: HEAD bucket through the internal S3 client (see bucket_probe.h).
  */
 #define LOG_MODULE "bucket"
-#include "gateway/upstream/bucket_probe.h"
+#include "gateway/s3client/bucket_probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common/log.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 
 struct gw_bucket_probe {
     struct gw_s3client *s3c; /* borrowed */

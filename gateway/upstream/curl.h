@@ -1,19 +1,19 @@
 /*
- * gateway/upstream/internal.h: internals shared by gateway/upstream/upstream.c (the libcurl
- * multi handle on libevent: socket and timer glue, deferred work, transfer
- * objects and their lifecycle, gw_upstream_new/free, gw_upstream_xfer_start and
- * gw_upstream_xfer_cancel) and gateway/upstream/xfer.c (per-transfer libcurl
- * callbacks, request setup, pause/resume).  Not for other modules: they use
- * gateway/upstream/upstream.h.
+ * gateway/upstream/curl.h: the curl engine's internals, shared by
+ * gateway/upstream/curl.c (the libcurl multi handle on libevent: socket and
+ * timer glue, deferred work, transfer objects and their lifecycle, the
+ * engine's operations table) and gateway/upstream/curl_xfer.c (per-transfer
+ * libcurl callbacks, request setup, pause/resume).  Not for other modules:
+ * they use gateway/upstream/upstream.h.
  *
  * Event-loop thread only.  The re-entrancy and timeout rules are described at
- * the top of gateway/upstream/upstream.c; in short, nothing here that touches the multi
+ * the top of gateway/upstream/curl.c; in short, nothing here that touches the multi
  * handle may run while up->depth > 0: such work is queued on up->pending and
- * applied by gw_upstream_after_curl().  Every pointer is borrowed; struct
+ * applied by gw_curl_after().  Every pointer is borrowed; struct
  * gw_xfer objects are owned by their struct gw_curl.
  */
-#ifndef GW_UPSTREAM_INT_H
-#define GW_UPSTREAM_INT_H
+#ifndef GW_UPSTREAM_CURL_H
+#define GW_UPSTREAM_CURL_H
 
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -27,7 +27,7 @@
 #include "gateway/upstream/upmsg.h"
 #include "gateway/upstream/upstream.h"
 
-struct sock; /* one socket libcurl asked us to watch (gateway/upstream/upstream.c) */
+struct sock; /* one socket libcurl asked us to watch (gateway/upstream/curl.c) */
 
 struct gw_curl_xfer {
     struct gw_xfer pub;                     /* first: the engine tag (gateway/upstream/engine.h) */
@@ -82,21 +82,21 @@ struct gw_curl {
 
 /* x->last_progress_ms = now: a byte moved. */
 static inline void
-gw_xfer_touch(struct gw_curl_xfer *x)
+gw_curl_xfer_touch(struct gw_curl_xfer *x)
 {
     x->last_progress_ms = clock_mono_ms();
 }
 
 /* x's pause state as curl_easy_pause bits. */
 static inline long
-gw_xfer_pause_bits(const struct gw_curl_xfer *x)
+gw_curl_xfer_pause_bits(const struct gw_curl_xfer *x)
 {
     return (x->send_paused ? CURLPAUSE_SEND : 0) | (x->recv_paused ? CURLPAUSE_RECV : 0);
 }
 
-/* Put x on up->pending (once) for gw_upstream_after_curl(). */
+/* Put x on up->pending (once) for gw_curl_after(). */
 static inline void
-gw_xfer_queue_pending(struct gw_curl_xfer *x)
+gw_curl_xfer_queue_pending(struct gw_curl_xfer *x)
 {
     if (!x->pending) {
         x->pending = true;
@@ -105,39 +105,49 @@ gw_xfer_queue_pending(struct gw_curl_xfer *x)
 }
 
 /*
- * gw_upstream_after_curl - once the outermost libcurl call has returned:
+ * gw_curl_after - once the outermost libcurl call has returned:
  * apply deferred work, then report every finished transfer.  Callers'
  * callbacks (on_done) run from here.  A no-op while up->depth > 0 or while it
- * is already running.  (gateway/upstream/upstream.c)
+ * is already running.  (gateway/upstream/curl.c)
  */
-void gw_upstream_after_curl(struct gw_curl *up);
+void gw_curl_after(struct gw_curl *up);
 
 /*
- * gw_upstream_xfer_arm_idle - (re)arm x's inactivity timer to fire in ms (nothing when
- * opts.timeout_ms is 0); logs if it cannot.  (gateway/upstream/upstream.c)
+ * gw_curl_xfer_arm_idle - (re)arm x's inactivity timer to fire in ms (nothing when
+ * opts.timeout_ms is 0); logs if it cannot.  (gateway/upstream/curl.c)
  */
-void gw_upstream_xfer_arm_idle(struct gw_curl_xfer *x, uint64_t ms);
+void gw_curl_xfer_arm_idle(struct gw_curl_xfer *x, uint64_t ms);
 
 /*
- * gw_upstream_xfer_result - the ERR_* (or 0) for a transfer libcurl finished with rc;
- * logs once if libcurl failed it.  (gateway/upstream/upstream.c)
+ * gw_curl_xfer_result - the ERR_* (or 0) for a transfer libcurl finished with rc;
+ * logs once if libcurl failed it.  (gateway/upstream/curl.c)
  */
-int gw_upstream_xfer_result(struct gw_curl_xfer *x, CURLcode rc);
+int gw_curl_xfer_result(struct gw_curl_xfer *x, CURLcode rc);
 
 /*
- * gw_xfer_setup - build x's request headers from rq and set every option of
+ * gw_curl_xfer_setup - build x's request headers from rq and set every option of
  * x->easy (callbacks, timeouts, TLS).  rq's strings are copied or read before
  * the transfer starts, except rq->url and rq->method, which libcurl copies.
  * Returns 0, ERR_NOMEM or ERR_INVAL (logged where libcurl refused).
- * (gateway/upstream/xfer.c)
+ * (gateway/upstream/curl_xfer.c)
  */
-int gw_xfer_setup(struct gw_curl_xfer *x, const struct gw_xfer_req *rq);
+int gw_curl_xfer_setup(struct gw_curl_xfer *x, const struct gw_xfer_req *rq);
 
 /*
- * gw_xfer_sync_pause - apply x's pause state to libcurl now, or queue it for
+ * gw_curl_xfer_sync_pause - apply x's pause state to libcurl now, or queue it for
  * after the current libcurl call returns; may run x's callbacks and
- * gw_upstream_after_curl().  (gateway/upstream/xfer.c)
+ * gw_curl_after().  (gateway/upstream/curl_xfer.c)
  */
-void gw_xfer_sync_pause(struct gw_curl_xfer *x);
+void gw_curl_xfer_sync_pause(struct gw_curl_xfer *x);
+
+/* The engine's side of upstream.h's calls (its operations table, curl.c). */
+MUST_USE int gw_curl_xfer_start(struct gw_curl *up, const struct gw_xfer_req *rq,
+                                const struct gw_xfer_cbs *cbs, void *arg,
+                                struct gw_curl_xfer **out);
+void gw_curl_xfer_cancel(struct gw_curl_xfer *x);
+void gw_curl_free(struct gw_curl *up);
+void gw_curl_resume_send(struct gw_curl_xfer *x);         /* curl_xfer.c */
+void gw_curl_resume_recv(struct gw_curl_xfer *x);         /* curl_xfer.c */
+uint64_t gw_curl_body_sent(const struct gw_curl_xfer *x); /* curl_xfer.c */
 
 #endif

@@ -1,6 +1,6 @@
-/* gateway/upstream/elect_s3.c: the s3 election backend (see elect_s3.h). */
+/* gateway/s3client/elect_s3.c: the s3 election backend (see elect_s3.h). */
 #define LOG_MODULE "elect_s3"
-#include "gateway/upstream/elect_s3.h"
+#include "gateway/s3client/elect_s3.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,10 +14,10 @@
 #include "common/date.h"
 #include "common/log.h"
 #include "common/num.h"
-#include "gateway/http/http.h"
+#include "gateway/net/net.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 
 /* Cap on a listing's bytes: max keys of up to 3 KiB url-encoded, plus per-entry XML. */
 #define ES3_LIST_BYTES_PER_KEY ((size_t)3 * ELECT_KEY_MAX + 1024)

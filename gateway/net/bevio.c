@@ -1,5 +1,5 @@
 /*
- * gateway/http/bevio.c: writing a plain socket bufferevent's output without
+ * gateway/net/bevio.c: writing a plain socket bufferevent's output without
  * its write event.
  *
  * A bufferevent writes only from its write event: queueing a response costs
@@ -21,7 +21,7 @@
  * through the event callback, as before.  So nothing is called back from
  * inside gw_bevio_flush, and its callers need no re-entrancy care.
  */
-#include "gateway/http/http.h"
+#include "gateway/net/net.h"
 
 #include <errno.h>
 #include <event2/buffer.h>

@@ -1,7 +1,7 @@
-/* gateway/upstream/trailer_probe.c: the start-up probe for checksum trailers (see trailer_probe.h).
+/* gateway/s3client/trailer_probe.c: the start-up probe for checksum trailers (see trailer_probe.h).
  */
 #define LOG_MODULE "trailers"
-#include "gateway/upstream/trailer_probe.h"
+#include "gateway/s3client/trailer_probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #include "gateway/s3/checksum.h"
 #include "gateway/s3/chunk_enc.h"
 #include "gateway/s3/sigv4.h"
-#include "gateway/upstream/s3client.h"
+#include "gateway/s3client/s3client.h"
 
 #define PROBE_BACKOFF_MIN_MS 1000
 #define PROBE_BACKOFF_MAX_MS 300000
