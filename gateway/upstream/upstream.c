@@ -1,16 +1,12 @@
 /*
  * gateway/upstream/upstream.c: gateway/upstream/upstream.h's functions: the
  * one public transfer API, each call handed to the engine a client or
- * transfer was made by through its operations table (engine.h), and the
- * unreachable streak both engines keep in the client's header.
+ * transfer was made by through its operations table (engine.h).  The
+ * unreachable streak is streak.c's.
  */
 #include "gateway/upstream/engine.h"
 
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
-
-#include "common/clock.h"
 
 struct gw_upstream *
 gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
@@ -35,43 +31,6 @@ gw_upstream_free(struct gw_upstream *up)
         return;
     }
     up->ops->free(up);
-}
-
-void
-gw_upstream_note_connect_err(struct gw_upstream *up, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    /* NOLINTNEXTLINE: clang-analyzer 14 false positive (va_list "uninitialized") */
-    int n = vsnprintf(up->connect_err, sizeof(up->connect_err), fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        up->connect_err[0] = '\0';
-    } /* else truncated at worst: the text is for people */
-}
-
-void
-gw_upstream_note_connect_failed(struct gw_upstream *up)
-{
-    up->connect_fails++;
-    up->connect_fail_ms = clock_mono_ms();
-}
-
-void
-gw_upstream_note_reached(struct gw_upstream *up)
-{
-    up->connect_fails = 0;
-}
-
-bool
-gw_upstream_unreachable(const struct gw_upstream *up, const char **why)
-{
-    if (up->connect_fails < GW_UPSTREAM_DOWN_AFTER ||
-        clock_mono_ms() - up->connect_fail_ms >= GW_UPSTREAM_DOWN_HOLD_MS) {
-        return false;
-    }
-    *why = up->connect_err;
-    return true;
 }
 
 int
