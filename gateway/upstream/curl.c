@@ -70,7 +70,7 @@
 #include "gateway/upstream/curl.h"
 #include "gateway/upstream/upmsg.h"
 
-static const struct gw_upstream_ops curl_ops;
+GW_UPSTREAM_OPS_DECL(curl);
 
 #define GW_UPSTREAM_MAX_REQ_HEAD ((size_t)256 * 1024) /* request header bytes we copy */
 #define GW_UPSTREAM_IDLE_XFERS   32                   /* parked transfers, at least ... */
@@ -683,60 +683,4 @@ gw_curl_xfer_cancel(struct gw_curl_xfer *x)
 
 /* ---- the operations table (gateway/upstream/engine.h) ---- */
 
-/* The engine's structs start with the public header ("pub"), so these casts are exact. */
-static int
-op_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
-              void *arg, struct gw_xfer **out)
-{
-    struct gw_curl_xfer *x = NULL;
-    int err = gw_curl_xfer_start((struct gw_curl *)(void *)up, rq, cbs, arg, &x);
-    *out = x != NULL ? &x->pub : NULL;
-    return err;
-}
-
-static void
-op_resume_send(struct gw_xfer *x)
-{
-    gw_curl_resume_send((struct gw_curl_xfer *)(void *)x);
-}
-
-static void
-op_resume_recv(struct gw_xfer *x)
-{
-    gw_curl_resume_recv((struct gw_curl_xfer *)(void *)x);
-}
-
-static void
-op_cancel(struct gw_xfer *x)
-{
-    gw_curl_xfer_cancel((struct gw_curl_xfer *)(void *)x);
-}
-
-static uint64_t
-op_body_sent(const struct gw_xfer *x)
-{
-    return gw_curl_body_sent((const struct gw_curl_xfer *)(const void *)x);
-}
-
-static void
-op_free(struct gw_upstream *up)
-{
-    gw_curl_free((struct gw_curl *)(void *)up);
-}
-
-static const struct gw_upstream_ops curl_ops = {
-    .name = "curl",
-    .xfer_start = op_xfer_start,
-    .resume_send = op_resume_send,
-    .resume_recv = op_resume_recv,
-    .cancel = op_cancel,
-    .body_sent = op_body_sent,
-    .free = op_free,
-};
-
-struct gw_upstream *
-gw_curl_new(struct event_base *base, const struct gw_upstream_opts *opts)
-{
-    struct gw_curl *up = curl_new(base, opts);
-    return up != NULL ? &up->pub : NULL;
-}
+GW_UPSTREAM_ENGINE(curl, gw_curl, gw_curl_xfer)

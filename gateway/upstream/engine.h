@@ -59,6 +59,63 @@ void gw_upstream_note_connect_failed(struct gw_upstream *up);
 void gw_upstream_note_reached(struct gw_upstream *up);
 
 /*
+ * GW_UPSTREAM_ENGINE(eng, up_t, x_t) - in an engine's file, after its typed
+ * functions: its operations table (static const struct gw_upstream_ops
+ * eng##_ops, declared earlier with GW_UPSTREAM_OPS_DECL) over
+ * gw_<eng>_xfer_start, _resume_send, _resume_recv, _xfer_cancel, _body_sent
+ * and _free, and its constructor gw_<eng>_new over the file's static
+ * <eng>_new.  Its client struct up_t and transfer struct x_t start with the
+ * public headers (member "pub"), so the casts are exact.  Written once for
+ * the family.
+ */
+#define GW_UPSTREAM_OPS_DECL(eng) static const struct gw_upstream_ops eng##_ops
+
+#define GW_UPSTREAM_ENGINE(eng, up_t, x_t)                                                         \
+    static int eng##_op_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,           \
+                                   const struct gw_xfer_cbs *cbs, void *arg, struct gw_xfer **out) \
+    {                                                                                              \
+        struct x_t *x = NULL;                                                                      \
+        int err = gw_##eng##_xfer_start((struct up_t *)(void *)up, rq, cbs, arg, &x);              \
+        *out = x != NULL ? &x->pub : NULL;                                                         \
+        return err;                                                                                \
+    }                                                                                              \
+    static void eng##_op_resume_send(struct gw_xfer *x)                                            \
+    {                                                                                              \
+        gw_##eng##_resume_send((struct x_t *)(void *)x);                                           \
+    }                                                                                              \
+    static void eng##_op_resume_recv(struct gw_xfer *x)                                            \
+    {                                                                                              \
+        gw_##eng##_resume_recv((struct x_t *)(void *)x);                                           \
+    }                                                                                              \
+    static void eng##_op_cancel(struct gw_xfer *x)                                                 \
+    {                                                                                              \
+        gw_##eng##_xfer_cancel((struct x_t *)(void *)x);                                           \
+    }                                                                                              \
+    static uint64_t eng##_op_body_sent(const struct gw_xfer *x)                                    \
+    {                                                                                              \
+        return gw_##eng##_body_sent((const struct x_t *)(const void *)x);                          \
+    }                                                                                              \
+    static void eng##_op_free(struct gw_upstream *up)                                              \
+    {                                                                                              \
+        gw_##eng##_free((struct up_t *)(void *)up);                                                \
+    }                                                                                              \
+    static const struct gw_upstream_ops eng##_ops = {                                              \
+        .name = #eng,                                                                              \
+        .xfer_start = eng##_op_xfer_start,                                                         \
+        .resume_send = eng##_op_resume_send,                                                       \
+        .resume_recv = eng##_op_resume_recv,                                                       \
+        .cancel = eng##_op_cancel,                                                                 \
+        .body_sent = eng##_op_body_sent,                                                           \
+        .free = eng##_op_free,                                                                     \
+    };                                                                                             \
+    struct gw_upstream *gw_##eng##_new(struct event_base *base,                                    \
+                                       const struct gw_upstream_opts *opts)                        \
+    {                                                                                              \
+        struct up_t *up = eng##_new(base, opts);                                                   \
+        return up != NULL ? &up->pub : NULL;                                                       \
+    }
+
+/*
  * The engines' constructors (the one place that names them: gw_upstream_new).
  * Each returns its client with pub.ops set to its table, or NULL (out of
  * memory, or its library would not start).

@@ -48,7 +48,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-static const struct gw_upstream_ops lean_ops;
+GW_UPSTREAM_OPS_DECL(lean);
 
 #define LEAN_MAX_REQ_HEAD ((size_t)256 * 1024) /* request head bytes */
 #define LEAN_IDLE_MIN     32                   /* idle connections kept, at least */
@@ -485,7 +485,9 @@ gw_lean_free(struct gw_lean *up)
         return;
     }
     struct gw_lean_xfer *x;
-    while ((x = TAILQ_FIRST(&up->active)) != NULL) {
+    struct gw_lean_xfer *next;
+    for (x = TAILQ_FIRST(&up->active); x != NULL; x = next) {
+        next = TAILQ_NEXT(x, link); /* read before x goes */
         xfer_detach(x);
         xfer_free(x);
     }
@@ -597,60 +599,4 @@ gw_lean_body_sent(const struct gw_lean_xfer *x)
 
 /* ---- the operations table (gateway/upstream/engine.h) ---- */
 
-/* The engine's structs start with the public header ("pub"), so these casts are exact. */
-static int
-op_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
-              void *arg, struct gw_xfer **out)
-{
-    struct gw_lean_xfer *x = NULL;
-    int err = gw_lean_xfer_start((struct gw_lean *)(void *)up, rq, cbs, arg, &x);
-    *out = x != NULL ? &x->pub : NULL;
-    return err;
-}
-
-static void
-op_resume_send(struct gw_xfer *x)
-{
-    gw_lean_resume_send((struct gw_lean_xfer *)(void *)x);
-}
-
-static void
-op_resume_recv(struct gw_xfer *x)
-{
-    gw_lean_resume_recv((struct gw_lean_xfer *)(void *)x);
-}
-
-static void
-op_cancel(struct gw_xfer *x)
-{
-    gw_lean_xfer_cancel((struct gw_lean_xfer *)(void *)x);
-}
-
-static uint64_t
-op_body_sent(const struct gw_xfer *x)
-{
-    return gw_lean_body_sent((const struct gw_lean_xfer *)(const void *)x);
-}
-
-static void
-op_free(struct gw_upstream *up)
-{
-    gw_lean_free((struct gw_lean *)(void *)up);
-}
-
-static const struct gw_upstream_ops lean_ops = {
-    .name = "lean",
-    .xfer_start = op_xfer_start,
-    .resume_send = op_resume_send,
-    .resume_recv = op_resume_recv,
-    .cancel = op_cancel,
-    .body_sent = op_body_sent,
-    .free = op_free,
-};
-
-struct gw_upstream *
-gw_lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
-{
-    struct gw_lean *up = lean_new(base, opts);
-    return up != NULL ? &up->pub : NULL;
-}
+GW_UPSTREAM_ENGINE(lean, gw_lean, gw_lean_xfer)
