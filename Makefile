@@ -57,6 +57,17 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $(WARN) -c -o $@ $<
 
+# fencegate_build_info{commit}: the commit built, "unknown" outside a git tree.
+# The stamp file changes only with the commit, so metrics_render.o is rebuilt then.
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(BUILD)/commit.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(BUILD)/obj/gateway/base/metrics_render.o: ALLFLAGS += -DFENCEGATE_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/obj/gateway/base/metrics_render.o: $(BUILD)/commit.stamp
+.PHONY: FORCE
+FORCE:
+
 # llhttp is compiled from Debian's node-llhttp sources, never copied here.
 $(BUILD)/obj/llhttp/llhttp_%.o: $(LLHTTP_SRC_DIR)/%.c
 	@mkdir -p $(dir $@)

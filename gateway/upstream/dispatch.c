@@ -84,6 +84,23 @@ gw_upstream_unreachable(const struct gw_upstream *up, const char **why)
     return true;
 }
 
+void
+gw_upstream_conns(const struct gw_upstream *up, uint64_t *open, uint64_t *idle)
+{
+    *open = 0;
+    *idle = 0;
+    if (up == NULL) {
+        return;
+    }
+    if (up->engine == GW_UPSTREAM_LEAN) {
+        const struct gw_lean *l = (const struct gw_lean *)(const void *)up;
+        *open = gw_lean_conns_open(l);
+        *idle = gw_lean_conns_idle(l);
+    } else {
+        *open = gw_curl_sockets((const struct gw_curl *)(const void *)up);
+    }
+}
+
 int
 gw_upstream_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
                        const struct gw_xfer_cbs *cbs, void *arg, struct gw_xfer **out)

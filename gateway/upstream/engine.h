@@ -57,6 +57,9 @@ MUST_USE int gw_curl_xfer_start(struct gw_curl *up, const struct gw_xfer_req *rq
 void gw_curl_resume_send(struct gw_curl_xfer *x);
 void gw_curl_resume_recv(struct gw_curl_xfer *x);
 void gw_curl_xfer_cancel(struct gw_curl_xfer *x);
+uint64_t gw_curl_sockets(const struct gw_curl *up); /* sockets watched (gw_upstream_conns) */
+uint64_t gw_lean_conns_open(const struct gw_lean *up);
+uint64_t gw_lean_conns_idle(const struct gw_lean *up);
 uint64_t gw_curl_body_sent(const struct gw_curl_xfer *x);
 
 /* The lean engine (gateway/upstream/lean.c); contracts as in upstream.h. */

@@ -592,3 +592,15 @@ gw_lean_body_sent(const struct gw_lean_xfer *x)
 {
     return x != NULL ? x->body_sent : 0;
 }
+
+uint64_t
+gw_lean_conns_open(const struct gw_lean *up)
+{
+    return up->nconns;
+}
+
+uint64_t
+gw_lean_conns_idle(const struct gw_lean *up)
+{
+    return up->nidle;
+}

@@ -678,3 +678,14 @@ gw_curl_xfer_cancel(struct gw_curl_xfer *x)
     }
     xfer_release(x);
 }
+
+uint64_t
+gw_curl_sockets(const struct gw_curl *up)
+{
+    uint64_t n = 0;
+    const struct sock *s;
+    LIST_FOREACH (s, &up->socks, link) {
+        n++;
+    }
+    return n;
+}
