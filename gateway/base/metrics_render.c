@@ -32,7 +32,10 @@ struct out {
     int rc;
 };
 
-static void __attribute__((format(printf, 2, 3))) emit(struct out *o, const char *fmt, ...)
+static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+emit(struct out *o, const char *fmt, ...)
 {
     if (o->rc != 0) {
         return;
