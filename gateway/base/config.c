@@ -32,6 +32,7 @@
 #include "common/num.h"
 #include "gateway/base/config_check.h"
 #include "gateway/base/json_table.h"
+#include "gateway/base/metrics.h"
 
 #define CONFIG_MAX_FILE_BYTES                                                                      \
     ((size_t)4 * 1024 * 1024) /* a config file larger than this is refused */
@@ -612,7 +613,7 @@ static const struct gw_json_table_field audit_fields[] = {
 
 #define ME(m) offsetof(struct gw_config, metrics.m)
 static const struct gw_json_table_field metrics_fields[] = {
-    FU32("max_locks", ME(max_locks), 0, 1000000, 1000),
+    FU32("max_locks", ME(max_locks), 0, GW_METRICS_MAX_LOCKS_MAX, GW_METRICS_MAX_LOCKS_DEFAULT),
 };
 #undef ME
 

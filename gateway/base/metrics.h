@@ -38,6 +38,10 @@
 #define GW_METRICS_OP_NONE           95 /* a request never classified: label "none" */
 #define GW_METRICS_CODES             48 /* code label slots (metrics.c's table) */
 #define GW_METRICS_MAX_LOCKS_DEFAULT 1000
+#define GW_METRICS_MAX_LOCKS_MAX     100000 /* metrics.max_locks' upper bound */
+/* The text's size is at most BASE + PER_LOCK per lock with series (checked by metrics_test). */
+#define GW_METRICS_RENDER_BASE     ((size_t)1024 * 1024)
+#define GW_METRICS_RENDER_PER_LOCK ((size_t)2048)
 
 /* A histogram: counts per bucket (not cumulative; the last is +Inf), sum in ns. */
 struct gw_histo {

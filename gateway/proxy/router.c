@@ -82,8 +82,11 @@ serve_metrics(struct gw_router *rt, struct gw_req *req)
         live.audit_queue_depth = st.queue_depth;
         live.audit_appended = st.audit_appended;
     }
+    /* the text's bound grows with the locks that may have series (metrics.h) */
+    const struct gw_config *cfg = gw_req_config(req);
     struct buf b;
-    buf_init(&b, (size_t)1024 * 1024);
+    buf_init(&b, GW_METRICS_RENDER_BASE +
+                     (cfg->metrics.max_locks + cfg->nfences + 2) * GW_METRICS_RENDER_PER_LOCK);
     if (gw_metrics_render(&b, &live) != 0) {
         buf_cleanup(&b);
         gw_refuse_err(req, ERR_NOMEM, "Could not render metrics.");

@@ -371,8 +371,8 @@ test_ranges(void **state)
                "audit.max_records: must be between 1 and 1000000000000");
     expect_err(MIN_PREFIX ",\"audit\":{\"queue_max\":0}}",
                "audit.queue_max: must be between 1 and 16777216");
-    expect_err(MIN_PREFIX ",\"metrics\":{\"max_locks\":1000001}}",
-               "metrics.max_locks: must be between 0 and 1000000");
+    expect_err(MIN_PREFIX ",\"metrics\":{\"max_locks\":100001}}",
+               "metrics.max_locks: must be between 0 and 100000");
     expect_err(MIN_PREFIX ",\"metrics\":{\"max_lock\":1}}", "metrics.max_lock: unknown key");
     expect_err(MIN_PREFIX ",\"metrics\":{\"max_locks\":\"9\"}}",
                "metrics.max_locks: expected an integer");

@@ -19,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/lockname.h"
 #include "gateway/base/metrics.h"
 
 static int
@@ -290,6 +291,38 @@ test_ten_thousand_locks_stay_bounded(void **state)
     free(t);
 }
 
+/* The worst the default bound allows: 1000 locks with every refusal code and every lease
+ * event, then 10,000 more names; the text stays within what /metrics sizes its buffer for. */
+static void
+test_default_bound_worst_size(void **state)
+{
+    (void)state;
+    assert_int_equal(gw_metrics_locks_init(GW_METRICS_MAX_LOCKS_DEFAULT), 0);
+    static const char *const codes[] = {"StaleFencingToken",   "FencingTokenNotGranted",
+                                        "FencingLeaseExpired", "MissingFencingToken",
+                                        "FencingLockMismatch", "InvalidFencingToken",
+                                        "ServiceUnavailable",  "Other"};
+    char name[LOCK_NAME_MAX + 1];
+    for (int i = 0; i < 11000; i++) {
+        /* the longest names a client may send */
+        (void)snprintf(name, sizeof(name), "%0*d", LOCK_NAME_MAX, i);
+        for (size_t c = 0; c < sizeof(codes) / sizeof(codes[0]); c++) {
+            gw_metrics_fence_refusal(name, codes[c]);
+        }
+        for (int ev = 0; ev < GW_LEASE_EVENTS; ev++) {
+            gw_metrics_lease(name, (enum gw_metrics_lease_event)ev, (uint64_t)i + 1000000000000,
+                             clock_mono_ms() + 1000);
+        }
+    }
+    char *t = render();
+    size_t len = strlen(t);
+    print_message("exposition with %d locks of %d bytes, all codes and events: %zu bytes\n",
+                  GW_METRICS_MAX_LOCKS_DEFAULT, LOCK_NAME_MAX, len);
+    assert_true(len < GW_METRICS_RENDER_BASE +
+                          (size_t)GW_METRICS_MAX_LOCKS_DEFAULT * GW_METRICS_RENDER_PER_LOCK);
+    free(t);
+}
+
 /* The text is what Prometheus reads: checked by promtool when it is installed. */
 static void
 test_promtool_accepts_the_text(void **state)
@@ -333,6 +366,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_lock_bound_and_other, reset, cleanup),
         cmocka_unit_test_setup_teardown(test_lease_events_and_expiry, reset, cleanup),
         cmocka_unit_test_setup_teardown(test_ten_thousand_locks_stay_bounded, reset, cleanup),
+        cmocka_unit_test_setup_teardown(test_default_bound_worst_size, reset, cleanup),
         cmocka_unit_test_setup_teardown(test_promtool_accepts_the_text, reset, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
