@@ -196,6 +196,9 @@ void gw_metrics_fence_refusal(const char *lock, const char *code);
 void gw_metrics_lease(const char *lock, enum gw_metrics_lease_event ev, uint64_t epoch,
                       uint64_t until_ms);
 
+/* gw_metrics_lock_epoch - the election learned that lock's epoch exists (its gauge only rises). */
+void gw_metrics_lock_epoch(const char *lock, uint64_t epoch);
+
 /* gw_metrics_fence_refusals - fence refusals counted so far, every lock and code. */
 uint64_t gw_metrics_fence_refusals(void);
 

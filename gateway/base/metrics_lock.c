@@ -222,6 +222,15 @@ gw_metrics_lease(const char *lock, enum gw_metrics_lease_event ev, uint64_t epoc
     }
 }
 
+void
+gw_metrics_lock_epoch(const char *lock, uint64_t epoch)
+{
+    struct gw_metrics_lock *e = entry(lock);
+    if (e != NULL && !e->special && epoch > e->epoch) {
+        e->epoch = epoch;
+    }
+}
+
 size_t
 gw_metrics_lock_series(void)
 {

@@ -226,8 +226,8 @@ locks(struct out *o)
         }
     }
     family(o, "fencegate_lock_epoch", "gauge",
-           "The highest epoch (fencing token) this gateway's election has granted, renewed, "
-           "released or expired, by lock.");
+           "The highest epoch (fencing token) this gateway knows, by lock: granted here or "
+           "learned from the epoch files.");
     for (struct gw_metrics_lock *e = gw_metrics_lock_first(); e != NULL; e = e->order) {
         if (!e->special && e->epoch != 0) {
             text(o, "fencegate_lock_epoch");

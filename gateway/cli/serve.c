@@ -314,6 +314,7 @@ on_epoch_learned(void *arg, const char *lock, uint64_t epoch)
 {
     struct serve *s = arg;
     gw_fence_learn(s->fence, lock, epoch);
+    gw_metrics_lock_epoch(lock, epoch); /* fencegate_lock_epoch: as this gateway knows it */
 }
 
 static int

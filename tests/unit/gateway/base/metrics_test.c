@@ -254,6 +254,14 @@ test_lease_events_and_expiry(void **state)
     assert_int_equal(sample(t, "fencegate_lock_epoch{lock=\"jobs\"}"), 2);
     assert_int_equal(sample(t, "fencegate_lease_expiries_total{lock=\"other-gw\"}"), 1);
     free(t);
+    /* an epoch learned from the files (another gateway's grant) raises the gauge, never lowers it
+     */
+    gw_metrics_lock_epoch("jobs", 9);
+    gw_metrics_lock_epoch("jobs", 4);
+    t = render();
+    assert_int_equal(sample(t, "fencegate_lock_epoch{lock=\"jobs\"}"), 9);
+    assert_int_equal(sample(t, "fencegate_lease_grants_total{lock=\"jobs\"}"), 2);
+    free(t);
 }
 
 /* 10,000 invented lock names: the exposition stays the same size once the bound is met. */
