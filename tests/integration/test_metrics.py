@@ -260,6 +260,7 @@ def test_scenario_counts_exactly(gateway, rgw, bucket, tmp_path):
         relay.close()
 
 
+@pytest.mark.slow  # 10,000 audited refusals: about 15 s, longer under ASan
 def test_ten_thousand_invented_locks_stay_bounded(gateway, rgw, bucket, tmp_path):
     """Every write naming an invented lock is refused (FencingTokenNotGranted) and
     counted; past metrics.max_locks they share lock="_other"."""
