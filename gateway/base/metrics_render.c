@@ -11,7 +11,6 @@
 #include "gateway/base/metrics_int.h"
 
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -32,25 +31,13 @@ struct out {
     int rc;
 };
 
-static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-emit(struct out *o, const char *fmt, ...)
-{
-    if (o->rc != 0) {
-        return;
-    }
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof(line)) {
-        o->rc = ERR_TOOBIG; /* our own formats only; label values go through label() */
-        return;
-    }
-    o->rc = buf_append(o->b, line, (size_t)n);
-}
+/* Formatted text into o (our own formats; label values go through label()). */
+#define EMIT(o, ...)                                                                               \
+    do {                                                                                           \
+        if ((o)->rc == 0) {                                                                        \
+            (o)->rc = buf_printf((o)->b, __VA_ARGS__);                                             \
+        }                                                                                          \
+    } while (0)
 
 static void
 text(struct out *o, const char *s)
@@ -96,21 +83,21 @@ label(struct out *o, const char *sep, const char *key, const char *value)
 static void
 family(struct out *o, const char *name, const char *type, const char *help)
 {
-    emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    EMIT(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void
 scalar(struct out *o, const char *name, const char *type, const char *help, uint64_t v)
 {
     family(o, name, type, help);
-    emit(o, "%s %llu\n", name, (unsigned long long)v);
+    EMIT(o, "%s %llu\n", name, (unsigned long long)v);
 }
 
 /* Seconds from ns, exactly. */
 static void
 seconds(struct out *o, uint64_t ns)
 {
-    emit(o, "%llu.%09llu", (unsigned long long)(ns / 1000000000ULL),
+    EMIT(o, "%llu.%09llu", (unsigned long long)(ns / 1000000000ULL),
          (unsigned long long)(ns % 1000000000ULL));
 }
 
@@ -127,16 +114,16 @@ histo(struct out *o, const char *name, const char *key, const char *value, const
         } else {
             (void)snprintf(le, sizeof(le), "+Inf");
         }
-        emit(o, "%s_bucket", name);
+        EMIT(o, "%s_bucket", name);
         if (key != NULL) {
             label(o, "{", key, value);
         }
         label(o, key != NULL ? "," : "{", "le", le);
-        emit(o, "} %llu\n", (unsigned long long)cum);
+        EMIT(o, "} %llu\n", (unsigned long long)cum);
     }
     const char *sfx[2] = {"_sum", "_count"};
     for (int k = 0; k < 2; k++) {
-        emit(o, "%s%s", name, sfx[k]);
+        EMIT(o, "%s%s", name, sfx[k]);
         if (key != NULL) {
             label(o, "{", key, value);
             text(o, "}");
@@ -145,7 +132,7 @@ histo(struct out *o, const char *name, const char *key, const char *value, const
         if (k == 0) {
             seconds(o, h->sum_ns);
         } else {
-            emit(o, "%llu", (unsigned long long)h->count);
+            EMIT(o, "%llu", (unsigned long long)h->count);
         }
         text(o, "\n");
     }
@@ -180,7 +167,7 @@ requests(struct out *o, const struct gw_metrics_live *live)
             text(o, "fencegate_requests_total");
             label(o, "{", "operation", op_label(live, op, tmp, sizeof(tmp)));
             label(o, ",", "code", gw_metrics_code_label(c));
-            emit(o, "} %llu\n", (unsigned long long)v);
+            EMIT(o, "} %llu\n", (unsigned long long)v);
         }
     }
     const struct {
@@ -221,7 +208,7 @@ locks(struct out *o)
                 text(o, "fencegate_fence_refusals_total");
                 label(o, "{", "lock", e->name);
                 label(o, ",", "code", gw_metrics_fence_code(c));
-                emit(o, "} %llu\n", (unsigned long long)e->refusals[c]);
+                EMIT(o, "} %llu\n", (unsigned long long)e->refusals[c]);
             }
         }
     }
@@ -232,7 +219,7 @@ locks(struct out *o)
         if (!e->special && e->epoch != 0) {
             text(o, "fencegate_lock_epoch");
             label(o, "{", "lock", e->name);
-            emit(o, "} %llu\n", (unsigned long long)e->epoch);
+            EMIT(o, "} %llu\n", (unsigned long long)e->epoch);
         }
     }
     family(o, "fencegate_lock_lease_remaining_seconds", "gauge",
@@ -263,7 +250,7 @@ locks(struct out *o)
             }
             text(o, ev_names[ev][0]);
             label(o, "{", "lock", e->name);
-            emit(o, "} %llu\n", (unsigned long long)e->events[ev]);
+            EMIT(o, "} %llu\n", (unsigned long long)e->events[ev]);
         }
     }
 }
@@ -388,9 +375,9 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
            "Response body bytes sent to clients.", m->bytes_out);
     family(&o, "fencegate_upstream_errors_total", "counter",
            "Upstream transfers that failed: connect (could not connect, or broke) or timeout.");
-    emit(&o, "fencegate_upstream_errors_total{kind=\"connect\"} %llu\n",
+    EMIT(&o, "fencegate_upstream_errors_total{kind=\"connect\"} %llu\n",
          (unsigned long long)m->upstream_errors[GW_UPERR_CONNECT]);
-    emit(&o, "fencegate_upstream_errors_total{kind=\"timeout\"} %llu\n",
+    EMIT(&o, "fencegate_upstream_errors_total{kind=\"timeout\"} %llu\n",
          (unsigned long long)m->upstream_errors[GW_UPERR_TIMEOUT]);
     scalar(&o, "fencegate_upstream_connections_open", "gauge",
            "Upstream connections open (busy and idle).", live->upstream_open);
