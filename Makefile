@@ -1,10 +1,10 @@
-# fencegate build.  Targets: all check unit integration js-deps lint check-deps fuzz
+# fencegate build.  Targets: all check check-deploy unit integration js-deps lint check-deps fuzz
 # fuzz-smoke bench fault-long fault-bypass deps run demo clean.  Sources, unit tests (tests/unit/**/
 # *_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
 #
 #   make deps                      install Debian packages (root)
 #   make                           build/fencegate
-#   make check                     unit + integration tests
+#   make check                     deploy/ rules and dashboard, unit + integration tests
 #   make js-deps                   npm packages of the JS client tests, into build/js
 #   make SAN=address,undefined check   the same under sanitizers (in build/san)
 
@@ -47,7 +47,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check unit integration js-deps lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
+.PHONY: all check check-deploy unit integration js-deps lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
         bench-windows bench-stays-up \
         fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -56,6 +56,17 @@ all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $(WARN) -c -o $@ $<
+
+# fencegate_build_info{commit}: the commit built, "unknown" outside a git tree.
+# The stamp file changes only with the commit, so metrics_render.o is rebuilt then.
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(BUILD)/commit.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(BUILD)/obj/gateway/base/metrics_render.o: ALLFLAGS += -DFENCEGATE_COMMIT='"$(GIT_COMMIT)"'
+$(BUILD)/obj/gateway/base/metrics_render.o: $(BUILD)/commit.stamp
+.PHONY: FORCE
+FORCE:
 
 # llhttp is compiled from Debian's node-llhttp sources, never copied here.
 $(BUILD)/obj/llhttp/llhttp_%.o: $(LLHTTP_SRC_DIR)/%.c
@@ -91,7 +102,12 @@ $(BUILD)/tests/helpers/preload/%.so: tests/helpers/preload/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=c11 -fPIC -shared $(WARN) -Wno-missing-prototypes -o $@ $< -ldl
 
-check: unit integration
+check: check-deploy unit integration
+
+# deploy/'s alerting rules (promtool check + test rules) and Grafana dashboard
+# (queries parse, name only exported metrics); needs Debian's prometheus.
+check-deploy:
+	$(PYTHON) tests/deploy/check_deploy.py
 
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)

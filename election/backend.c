@@ -1,7 +1,10 @@
-/* election/backend.c: argument checks in front of a backend's operations table. */
+/* election/backend.c: argument checks in front of a backend's operations table, and the
+ * optional timing of each call (elect_backend_set_timing). */
 #include "election/backend.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static bool
 key_ok(const char *key)
@@ -11,6 +14,136 @@ key_ok(const char *key)
     }
     size_t n = strlen(key);
     return n >= 1 && n <= ELECT_KEY_MAX;
+}
+
+/* ---- timing (elect_backend_set_timing) ---- */
+
+/* One call being timed: the caller's callback, called through ours. */
+struct elect_be_timed {
+    struct elect_be_timed *next;   /* in be->timed */
+    struct elect_be_timed **pprev; /* the pointer to this one */
+    struct elect_backend *be;
+    enum elect_be_op op;
+    uint64_t t0; /* monotonic ns at the start */
+    union {
+        elect_be_write_fn *write;
+        elect_be_get_fn *get;
+        elect_be_list_fn *list;
+        elect_be_del_fn *del;
+    } cb;
+    void *arg;
+};
+
+static uint64_t
+now_ns(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void
+elect_backend_set_timing(struct elect_backend *be, elect_be_timing_fn *fn, void *arg)
+{
+    be->timing = fn;
+    be->timing_arg = arg;
+}
+
+/* A record for a call of op, linked; NULL when not timing (or out of memory). */
+static struct elect_be_timed *
+timed_new(struct elect_backend *be, enum elect_be_op op, void *arg)
+{
+    if (be->timing == NULL) {
+        return NULL;
+    }
+    struct elect_be_timed *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return NULL;
+    }
+    t->be = be;
+    t->op = op;
+    t->arg = arg;
+    t->t0 = now_ns();
+    t->next = be->timed;
+    if (t->next != NULL) {
+        t->next->pprev = &t->next;
+    }
+    t->pprev = &be->timed;
+    be->timed = t;
+    return t;
+}
+
+/* Unlink t and tell the timing hook; the caller then calls t's callback and frees t. */
+static void
+timed_end(struct elect_be_timed *t)
+{
+    *t->pprev = t->next;
+    if (t->next != NULL) {
+        t->next->pprev = t->pprev;
+    }
+    uint64_t now = now_ns();
+    if (t->be->timing != NULL) {
+        t->be->timing(t->be->timing_arg, t->op, now > t->t0 ? now - t->t0 : 0);
+    }
+}
+
+/* A call that did not start: no callback will come. */
+static void
+timed_drop(struct elect_be_timed *t)
+{
+    *t->pprev = t->next;
+    if (t->next != NULL) {
+        t->next->pprev = t->pprev;
+    }
+    free(t);
+}
+
+/* elect_be_write_fn, registered by elect_backend_create/replace when timing */
+static void
+on_timed_write(void *arg, int err, const struct elect_obj_meta *meta)
+{
+    struct elect_be_timed *t = arg;
+    timed_end(t);
+    elect_be_write_fn *cb = t->cb.write;
+    void *cb_arg = t->arg;
+    free(t);
+    cb(cb_arg, err, meta);
+}
+
+/* elect_be_get_fn, registered by elect_backend_get when timing */
+static void
+on_timed_get(void *arg, int err, const char *body, size_t len, const struct elect_obj_meta *meta)
+{
+    struct elect_be_timed *t = arg;
+    timed_end(t);
+    elect_be_get_fn *cb = t->cb.get;
+    void *cb_arg = t->arg;
+    free(t);
+    cb(cb_arg, err, body, len, meta);
+}
+
+/* elect_be_list_fn, registered by elect_backend_list when timing */
+static void
+on_timed_list(void *arg, int err, const char *const *keys, size_t n, bool truncated)
+{
+    struct elect_be_timed *t = arg;
+    timed_end(t);
+    elect_be_list_fn *cb = t->cb.list;
+    void *cb_arg = t->arg;
+    free(t);
+    cb(cb_arg, err, keys, n, truncated);
+}
+
+/* elect_be_del_fn, registered by elect_backend_del when timing */
+static void
+on_timed_del(void *arg, int err)
+{
+    struct elect_be_timed *t = arg;
+    timed_end(t);
+    elect_be_del_fn *cb = t->cb.del;
+    void *cb_arg = t->arg;
+    free(t);
+    cb(cb_arg, err);
 }
 
 int
@@ -23,7 +156,16 @@ elect_backend_create(struct elect_backend *be, const char *key, const char *body
     if (len > ELECT_OBJ_MAX) {
         return ERR_TOOBIG;
     }
-    return be->ops->create(be, key, body, len, cb, arg);
+    struct elect_be_timed *t = timed_new(be, ELECT_BE_CREATE, arg);
+    if (t == NULL) {
+        return be->ops->create(be, key, body, len, cb, arg);
+    }
+    t->cb.write = cb;
+    int rc = be->ops->create(be, key, body, len, on_timed_write, t);
+    if (rc != 0) {
+        timed_drop(t);
+    }
+    return rc;
 }
 
 int
@@ -39,7 +181,16 @@ elect_backend_replace(struct elect_backend *be, const char *key, const char *eta
     if (len > ELECT_OBJ_MAX) {
         return ERR_TOOBIG;
     }
-    return be->ops->replace(be, key, etag, form, body, len, cb, arg);
+    struct elect_be_timed *t = timed_new(be, ELECT_BE_REPLACE, arg);
+    if (t == NULL) {
+        return be->ops->replace(be, key, etag, form, body, len, cb, arg);
+    }
+    t->cb.write = cb;
+    int rc = be->ops->replace(be, key, etag, form, body, len, on_timed_write, t);
+    if (rc != 0) {
+        timed_drop(t);
+    }
+    return rc;
 }
 
 int
@@ -48,7 +199,16 @@ elect_backend_get(struct elect_backend *be, const char *key, elect_be_get_fn *cb
     if (be == NULL || !key_ok(key) || cb == NULL) {
         return ERR_INVAL;
     }
-    return be->ops->get(be, key, cb, arg);
+    struct elect_be_timed *t = timed_new(be, ELECT_BE_GET, arg);
+    if (t == NULL) {
+        return be->ops->get(be, key, cb, arg);
+    }
+    t->cb.get = cb;
+    int rc = be->ops->get(be, key, on_timed_get, t);
+    if (rc != 0) {
+        timed_drop(t);
+    }
+    return rc;
 }
 
 int
@@ -62,7 +222,16 @@ elect_backend_list(struct elect_backend *be, const char *prefix, const char *sta
     if (start_after != NULL && start_after[0] == '\0') {
         start_after = NULL;
     }
-    return be->ops->list(be, prefix, start_after, max, cb, arg);
+    struct elect_be_timed *t = timed_new(be, ELECT_BE_LIST, arg);
+    if (t == NULL) {
+        return be->ops->list(be, prefix, start_after, max, cb, arg);
+    }
+    t->cb.list = cb;
+    int rc = be->ops->list(be, prefix, start_after, max, on_timed_list, t);
+    if (rc != 0) {
+        timed_drop(t);
+    }
+    return rc;
 }
 
 int
@@ -71,7 +240,16 @@ elect_backend_del(struct elect_backend *be, const char *key, elect_be_del_fn *cb
     if (be == NULL || !key_ok(key) || cb == NULL) {
         return ERR_INVAL;
     }
-    return be->ops->del(be, key, cb, arg);
+    struct elect_be_timed *t = timed_new(be, ELECT_BE_DEL, arg);
+    if (t == NULL) {
+        return be->ops->del(be, key, cb, arg);
+    }
+    t->cb.del = cb;
+    int rc = be->ops->del(be, key, on_timed_del, t);
+    if (rc != 0) {
+        timed_drop(t);
+    }
+    return rc;
 }
 
 const char *
@@ -89,7 +267,13 @@ elect_backend_free(struct elect_backend *be)
     if (be == NULL) {
         return;
     }
+    struct elect_be_timed *t = be->timed; /* cancelled with the backend: no callbacks */
     be->ops->free(be);
+    while (t != NULL) {
+        struct elect_be_timed *next = t->next;
+        free(t);
+        t = next;
+    }
 }
 
 int

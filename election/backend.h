@@ -160,12 +160,36 @@ struct elect_backend_ops {
     void (*free)(struct elect_backend *be);
 };
 
-/* Embedded by every implementation; filled in by its constructor. */
+/* The operations, as elect_be_timing_fn names them. */
+enum elect_be_op {
+    ELECT_BE_CREATE = 0,
+    ELECT_BE_REPLACE,
+    ELECT_BE_GET,
+    ELECT_BE_LIST,
+    ELECT_BE_DEL,
+};
+
+/* elect_be_timing_fn - a call of op finished after ns nanoseconds (monotonic), whatever its err. */
+typedef void elect_be_timing_fn(void *arg, enum elect_be_op op, uint64_t ns);
+
+struct elect_be_timed;
+
+/* Embedded by every implementation; filled in by its constructor (zeroed: no timing). */
 struct elect_backend {
     const struct elect_backend_ops *ops; /* static table of the implementation */
-    const char *name; /* for logs and /readyz, e.g. "dir:/var/lib/x" or "s3:locks";
-                         owned by the implementation, valid until free */
+    const char *name;             /* for logs and /readyz, e.g. "dir:/var/lib/x" or "s3:locks";
+                                     owned by the implementation, valid until free */
+    elect_be_timing_fn *timing;   /* NULL, or told of every call's duration */
+    void *timing_arg;             /* its argument */
+    struct elect_be_timed *timed; /* calls being timed, in flight (backend.c owns them) */
 };
+
+/*
+ * elect_backend_set_timing - from now on, tell fn how long each call took
+ * (for metrics).  Each timed call costs one small allocation; a call that
+ * cannot get it runs untimed.  Loop thread only.
+ */
+void elect_backend_set_timing(struct elect_backend *be, elect_be_timing_fn *fn, void *arg);
 
 /*
  * elect_backend_create - create key with body, only if key does not exist

@@ -405,6 +405,37 @@ call_unlink(struct elect_call *c)
     }
 }
 
+/* Tell the lease observer what call c, answered 0, did (elect_lease_fn). */
+static void
+lease_event(const struct elect_call *c, const struct elect_info *info, uint64_t now, bool granted)
+{
+    elect_lease_fn *obs = c->e->lease_obs;
+    if (obs == NULL) {
+        return;
+    }
+    void *arg = c->e->lease_obs_arg;
+    uint64_t until = info->live ? now + info->expires_in_ms : 0;
+    switch (c->kind) {
+    case CALL_ACQUIRE:
+        if (granted) {
+            obs(arg, info->lock, ELECT_EV_GRANT, c->token, until);
+            if (c->took_over) {
+                obs(arg, info->lock, ELECT_EV_TAKEOVER, c->token, until);
+            }
+        }
+        break;
+    case CALL_RENEW:
+        obs(arg, info->lock, ELECT_EV_RENEW, c->token, until);
+        break;
+    case CALL_RELEASE:
+        obs(arg, info->lock, ELECT_EV_RELEASE, c->token, 0);
+        break;
+    case CALL_GET:
+    default:
+        break;
+    }
+}
+
 /*
  * Answer a call and free it.  It leaves its list before its callback runs,
  * so a callback that starts new calls (and so pumps this lock) never meets it.
@@ -416,9 +447,17 @@ elect_call_complete(struct elect_call *c, int err, bool with_lease)
     elect_done_fn *cb = c->done ? NULL : c->cb;
     c->done = true;
     c->cb = NULL;
-    if (cb != NULL) {
+    if (cb != NULL || (err == 0 && c->e->lease_obs != NULL)) {
         struct elect_info info;
-        elect_info_fill(c->e, c->lk, clock_mono_ms(), &info);
+        uint64_t now = clock_mono_ms();
+        elect_info_fill(c->e, c->lk, now, &info);
+        if (err == 0) {
+            lease_event(c, &info, now, with_lease);
+        }
+        if (cb == NULL) {
+            call_free(c);
+            return;
+        }
         if (with_lease) {
             (void)snprintf(info.lease_id, sizeof(info.lease_id), "%s", c->lease_id);
         }

@@ -307,6 +307,26 @@ MUST_USE int elect_epoch_check(struct elect *e, const char *lock, uint64_t epoch
  */
 void elect_set_learn(struct elect *e, elect_learn_fn *fn, void *arg);
 
+/* What happened to a lease, for elect_lease_fn (metrics). */
+enum elect_lease_event {
+    ELECT_EV_GRANT = 0, /* an acquire here was granted epoch */
+    ELECT_EV_RENEW,     /* a renewal here succeeded */
+    ELECT_EV_RELEASE,   /* a release here succeeded */
+    ELECT_EV_EXPIRE,    /* epoch's lease ran out and was rewritten expired:true here */
+    ELECT_EV_TAKEOVER,  /* a grant that followed such an expiry (after its ELECT_EV_GRANT) */
+};
+
+/*
+ * elect_lease_fn - lease event ev of lock's epoch; until_ms is the lease's end
+ * on the monotonic clock (clock_mono_ms) for grants and renewals, else 0.
+ * Called on the loop just before the call's own callback.
+ */
+typedef void elect_lease_fn(void *arg, const char *lock, enum elect_lease_event ev, uint64_t epoch,
+                            uint64_t until_ms);
+
+/* elect_set_lease_observer - install the observer of lease events.  NULL to remove. */
+void elect_set_lease_observer(struct elect *e, elect_lease_fn *fn, void *arg);
+
 /*
  * elect_window_peek - what memory alone says of epoch's window at now.
  * [out] w  filled on 0

@@ -74,6 +74,7 @@ struct elect_call {
     uint64_t read_sent;                    /* mono ms the last GET of this call was sent */
     int expire_attempts;                   /* acquire: takeover rewrites refused so far (bounded) */
     bool read_fresh;                       /* renew: the record was read by this call */
+    bool took_over;                        /* acquire: it expired a run-out lease first */
     bool superseded;               /* renew/release: a newer epoch exists; answer after a refresh */
     struct elect_lockfile rec;     /* renew/release: the epoch's record as read; acquire: written */
     char etag[ELECT_ETAG_MAX + 1]; /* renew/release: its etag */
@@ -163,6 +164,8 @@ struct elect {
     uint64_t started;      /* mono ms of elect_new */
     elect_learn_fn *learn; /* told of every new latest epoch, or NULL */
     void *learn_arg;
+    elect_lease_fn *lease_obs; /* told of grants, renewals, releases, expiries; or NULL */
+    void *lease_obs_arg;
     uint64_t timer_at; /* mono ms the timer is armed for (0 = disarmed) */
     struct elect_lock *table[ELECT_NBUCKETS];
     LIST_HEAD(elect_gc_list, elect_lock) gc_list;

@@ -285,6 +285,10 @@ on_expire(void *arg, int err, const struct elect_obj_meta *meta)
         uint64_t now = clock_mono_ms();
         elect_observe(lk, &c->rec, meta->etag, NULL, c->sent, now);
         lk->expired_by_us = true;
+        c->took_over = true;
+        if (c->e->lease_obs != NULL) {
+            c->e->lease_obs(c->e->lease_obs_arg, lk->name, ELECT_EV_EXPIRE, c->rec.epoch, 0);
+        }
         log_info("lock %s: epoch %llu expired (its lease ran out) before granting the next",
                  lk->name, (unsigned long long)c->rec.epoch);
         /* It was the latest and unexpired until our If-Match landed, so no newer epoch

@@ -106,6 +106,13 @@ elect_free_at(const struct elect_lock *lk)
 }
 
 void
+elect_set_lease_observer(struct elect *e, elect_lease_fn *fn, void *arg)
+{
+    e->lease_obs = fn;
+    e->lease_obs_arg = arg;
+}
+
+void
 elect_set_learn(struct elect *e, elect_learn_fn *fn, void *arg)
 {
     e->learn = fn;

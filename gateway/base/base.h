@@ -10,7 +10,10 @@
  *                               or a file, listen addresses
  *   json_table.h / .c           declarative JSON key tables the loader walks
  *                               (unknown keys and wrong types refused, by path)
- *   metrics.h / metrics.c       the process counters and their Prometheus text
+ *   metrics.h / metrics.c       the counters and histograms, per-request accounting
+ *   metrics_lock.c              the per-lock series and their bound (metrics.max_locks)
+ *   metrics_render.c            the Prometheus text, process series from /proc/self
+ *   metrics_int.h               what metrics_lock.c shares with metrics_render.c
  *
  * A new configuration key goes in config.c (and the README's table); a new
  * counter in metrics.h and metrics.c.

@@ -32,6 +32,7 @@
 #include "common/num.h"
 #include "gateway/base/config_check.h"
 #include "gateway/base/json_table.h"
+#include "gateway/base/metrics.h"
 
 #define CONFIG_MAX_FILE_BYTES                                                                      \
     ((size_t)4 * 1024 * 1024) /* a config file larger than this is refused */
@@ -610,6 +611,12 @@ static const struct gw_json_table_field audit_fields[] = {
 };
 #undef AU
 
+#define ME(m) offsetof(struct gw_config, metrics.m)
+static const struct gw_json_table_field metrics_fields[] = {
+    FU32("max_locks", ME(max_locks), 0, GW_METRICS_MAX_LOCKS_MAX, GW_METRICS_MAX_LOCKS_DEFAULT),
+};
+#undef ME
+
 /* GW_JSON_TABLE_CUSTOM for "auth", "fencing", "limits", "audit" (base: that member of struct
  * gw_config) */
 static int
@@ -640,6 +647,13 @@ on_audit(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
                               (char *)dst - offsetof(struct gw_config, audit), NULL, NULL);
 }
 
+static int
+on_metrics(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
+{
+    return gw_json_table_walk(c, path, v, metrics_fields, GW_JSON_TABLE_NFIELDS(metrics_fields),
+                              (char *)dst - offsetof(struct gw_config, metrics), NULL, NULL);
+}
+
 /* ---- the top level ---- */
 
 #define TOP(m) offsetof(struct gw_config, m)
@@ -658,6 +672,7 @@ static const struct gw_json_table_field top_fields[] = {
     FCUSTOM("fencing", TOP(fencing), on_fencing),
     FCUSTOM("limits", TOP(limits), on_limits),
     FCUSTOM("audit", TOP(audit), on_audit),
+    FCUSTOM("metrics", TOP(metrics), on_metrics),
 };
 #undef TOP
 

@@ -162,6 +162,11 @@ struct gw_config {
         uint32_t queue_max;      /* store operations queued at most; a refusal whose record
                                     cannot be queued is answered 503 SlowDown; default 65536 */
     } audit;
+
+    struct {
+        uint32_t max_locks; /* locks not named by a fences rule that get series of their own on
+                               /metrics; later ones count as lock="_other"; default 1000 */
+    } metrics;
 };
 
 /*

@@ -150,6 +150,17 @@ start_trailers(struct serve *s)
     return 0;
 }
 
+/* The lock table's bound, and every fences rule's lock labelled whatever it (metrics.h). */
+static int
+apply_metrics(const struct gw_config *cfg)
+{
+    int rc = gw_metrics_locks_init(cfg->metrics.max_locks);
+    for (size_t i = 0; rc == 0 && i < cfg->nfences; i++) {
+        rc = gw_metrics_lock_pin(cfg->fences[i].lock);
+    }
+    return rc;
+}
+
 /* evsignal_new: SIGHUP */
 static void
 on_reload_signal(evutil_socket_t sig, short what, void *arg)
@@ -182,6 +193,9 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
         log_warn("requests to the upstream keep being signed with the previous upstream settings");
     }
     apply_trailers(s, cfg);
+    if (apply_metrics(cfg) != 0) {
+        log_warn("out of memory: some fences rules' locks may count under lock=\"_other\"");
+    }
     (void)log_set_level(cfg->log_level);
     s->old[s->nold++] = s->cfg;
     s->cfg = cfg;
@@ -228,6 +242,32 @@ open_store(struct serve *s, char *errbuf, size_t errlen)
     return 0;
 }
 
+/* elect_lease_fn: lease events become the per-lock series. */
+static void
+on_lease_event(void *arg, const char *lock, enum elect_lease_event ev, uint64_t epoch,
+               uint64_t until_ms)
+{
+    (void)arg;
+    static const enum gw_metrics_lease_event map[] = {
+        [ELECT_EV_GRANT] = GW_LEASE_GRANT,       [ELECT_EV_RENEW] = GW_LEASE_RENEW,
+        [ELECT_EV_RELEASE] = GW_LEASE_RELEASE,   [ELECT_EV_EXPIRE] = GW_LEASE_EXPIRE,
+        [ELECT_EV_TAKEOVER] = GW_LEASE_TAKEOVER,
+    };
+    if ((unsigned)ev < sizeof(map) / sizeof(map[0])) {
+        gw_metrics_lease(lock, map[ev], epoch, until_ms);
+    }
+}
+
+/* elect_be_timing_fn: fencegate_election_backend_seconds{op}. */
+static void
+on_backend_timing(void *arg, enum elect_be_op op, uint64_t ns)
+{
+    (void)arg;
+    if ((unsigned)op < GW_BEOP_COUNT) { /* the two enums list the operations alike */
+        gw_histo_observe(&gw_metrics.backend_seconds[op], ns);
+    }
+}
+
 static int
 open_election(struct serve *s, char *errbuf, size_t errlen)
 {
@@ -247,6 +287,7 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
             return ERR_INVAL;
         }
     }
+    elect_backend_set_timing(be, on_backend_timing, s);
     struct elect_opts o;
     elect_opts_init(&o);
     o.base = s->base;
@@ -272,6 +313,7 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
     }
     gw_fence_follow_election(s->fence, s->elect, cfg->fencing.commit_margin_ms,
                              cfg->fencing.complete_margin_ms);
+    elect_set_lease_observer(s->elect, on_lease_event, s);
     log_info("election on %s (%s; write windows: commit margin %u ms, complete margin %u ms%s)",
              cfg->election.backend == GW_ELECT_DIR ? cfg->election.path : cfg->election.bucket,
              cfg->election.shared ? "shared" : "this gateway only", cfg->fencing.commit_margin_ms,
@@ -307,7 +349,8 @@ static void
 serve_cleanup(struct serve *s)
 {
     gw_server_free(s->srv);
-    elect_free(s->elect);              /* before the S3 client: the s3 backend uses it */
+    elect_free(s->elect); /* before the S3 client: the s3 backend uses it */
+    gw_metrics_locks_free();
     gw_trailer_probe_free(s->trprobe); /* before the S3 client: cancels its calls */
     gw_proxy_free(s->proxy);
     if (s->fence != NULL) {
@@ -509,6 +552,10 @@ gw_cmd_serve(int argc, char **argv)
         return 1;
     }
     (void)log_set_level(s.cfg->log_level);
+    if (apply_metrics(s.cfg) != 0) {
+        (void)fprintf(stderr, "fencegate: out of memory\n");
+        return 1;
+    }
     (void)signal(SIGPIPE, SIG_IGN);
     tune_malloc();
 

@@ -28,14 +28,15 @@ enum tstate {
 struct flock;
 
 struct gw_fence_ticket {
-    struct flock *lk;                        /* the lock */
-    uint64_t epoch;                          /* the token claimed */
-    enum tstate state;                       /* where it is */
-    bool sent;                               /* the request was completely handed upstream */
-    bool cancelled;                          /* released while a store/lookup callback is pending */
-    bool holding;                            /* admitted, its last byte held for a window */
-    bool parked;                             /* skipped in this judge pass (waits for a read) */
-    uint32_t margin;                         /* commit margin for its last byte (ms) */
+    struct flock *lk;  /* the lock */
+    uint64_t epoch;    /* the token claimed */
+    enum tstate state; /* where it is */
+    bool sent;         /* the request was completely handed upstream */
+    bool cancelled;    /* released while a store/lookup callback is pending */
+    bool holding;      /* admitted, its last byte held for a window */
+    bool parked;       /* skipped in this judge pass (waits for a read) */
+    uint64_t hold_ns;  /* monotonic ns its hold began (window read, barrier, last byte); 0 none */
+    uint32_t margin;   /* commit margin for its last byte (ms) */
     gw_fence_admit_fn *admitted;             /* verdict callback */
     gw_fence_cut_fn *cut;                    /* barrier / window callback */
     gw_fence_resume_fn *resume;              /* the held last byte may go */
@@ -244,9 +245,21 @@ ticket_drop(struct gw_fence_ticket *t)
 }
 
 /* Ends a ticket with a negative verdict. */
+/* A hold of t (metrics.h fencegate_fence_hold_seconds) ended: observe it once. */
+static void
+hold_end(struct gw_fence_ticket *t)
+{
+    if (t->hold_ns != 0) {
+        uint64_t now = gw_metrics_now_ns();
+        gw_histo_observe(&gw_metrics.fence_hold_seconds, now > t->hold_ns ? now - t->hold_ns : 0);
+        t->hold_ns = 0;
+    }
+}
+
 static void
 reject(struct gw_fence_ticket *t, int err, uint64_t current)
 {
+    hold_end(t);
     gw_fence_admit_fn *cb = t->admitted;
     void *arg = t->arg;
     ticket_drop(t);
@@ -492,8 +505,12 @@ cut_ticket(struct gw_fence_ticket *t, int err, uint64_t current)
 {
     gw_fence_cut_fn *cut = t->cut;
     void *arg = t->arg;
+    hold_end(t);
+    /* the code gw_fence_cut_refusal answers with */
+    gw_metrics_fence_refusal(t->lk->name, err == ERR_FENCED    ? "StaleFencingToken"
+                                          : err == ERR_EXPIRED ? "FencingLeaseExpired"
+                                                               : "ServiceUnavailable");
     ticket_drop(t);
-    gw_metrics.fence_rejections++;
     cut(arg, err, current);
 }
 
@@ -511,6 +528,7 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
         enum wv v = window_verdict(lk, t->epoch, t->margin, &err, &current);
         if (v == WV_YES) {
             t->holding = false;
+            hold_end(t);
             t->resume(t->arg);
         } else if (v == WV_NO) {
             gw_metrics.window_cuts++;
@@ -536,6 +554,7 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
         start_advance(t);
     } else {
         t->state = T_ADMITTED;
+        hold_end(t);
         t->admitted(t->arg, 0, t->epoch);
     }
 }
@@ -556,6 +575,14 @@ judge(struct flock *lk)
     }
     for (t = next_decidable(lk); t != NULL; t = next_decidable(lk)) {
         judge_one(lk, t);
+    }
+    /* what this pass could not decide is held (a window read, the barrier) from now */
+    uint64_t now_ns = 0;
+    TAILQ_FOREACH (t, &lk->tickets, link) {
+        if (t->hold_ns == 0 && !t->cancelled && (t->state == T_WAITING || t->holding)) {
+            now_ns = now_ns != 0 ? now_ns : gw_metrics_now_ns();
+            t->hold_ns = now_ns;
+        }
     }
     if (lk->abort_upto != 0 && !older_in_flight(lk, lk->abort_upto)) {
         uint64_t upto = lk->abort_upto;
@@ -744,6 +771,7 @@ gw_fence_ticket_may_finish(struct gw_fence_ticket *t)
     /* Held: judged from the loop (a read if need be), then resume or cut. */
     if (!t->holding) {
         gw_metrics.window_holds++;
+        t->hold_ns = gw_metrics_now_ns();
     }
     t->holding = true;
     static const struct timeval soon = {0, 0};

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "election/elect.h"
+#include "gateway/base/metrics.h"
 
 /* elect_check_fn: the asynchronous end of lookup. */
 struct lookup {
@@ -61,6 +62,7 @@ static void
 on_epoch_learned(void *arg, const char *lock, uint64_t epoch)
 {
     gw_fence_learn(arg, lock, epoch);
+    gw_metrics_lock_epoch(lock, epoch); /* fencegate_lock_epoch: as this gateway knows it */
 }
 
 void

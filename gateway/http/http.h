@@ -153,6 +153,8 @@ const char *gw_req_query(const struct gw_req *req);  /* raw target after '?', ""
 int gw_req_version_minor(const struct gw_req *req);  /* 0 or 1 (HTTP/1.x) */
 const char *gw_req_id(const struct gw_req *req); /* unique request id (hex), for logs and errors */
 const char *gw_req_peer(const struct gw_req *req); /* client address "ip:port" */
+/* gw_req_metrics - req's accounting (gateway/base/metrics.h); valid while req is. */
+struct gw_metrics_req *gw_req_metrics(struct gw_req *req);
 bool gw_req_is_tls(const struct gw_req *req);
 const struct gw_config *
 gw_req_config(const struct gw_req *req); /* config in force for this request */

@@ -24,6 +24,7 @@
 
 #include "common/buf.h"
 #include "gateway/base/config.h"
+#include "gateway/base/metrics.h"
 #include "gateway/http/http.h"
 
 struct bufferevent;
@@ -226,6 +227,7 @@ struct gw_req {
     int64_t resp_length;          /* declared Content-Length, -1 if none */
     uint64_t resp_sent;           /* body bytes queued */
     bool want_drain;              /* on_output_drained is due once below half the cap */
+    struct gw_metrics_req acct;   /* its metrics accounting, all of it (base/metrics.h) */
 };
 
 /* ---- gateway/http/server.c ---- */

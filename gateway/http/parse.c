@@ -518,6 +518,7 @@ gw_http_req_free(struct gw_req *req)
     if (req == NULL) {
         return;
     }
+    gw_metrics_req_end(&req->acct); /* counted once, when the request is over */
     if (req->body != NULL) {
         evbuffer_free(req->body);
     }
@@ -561,6 +562,7 @@ gw_http_req_new(struct gw_conn *c)
     req->conn = c;
     req->cfg = c->cfg;
     gw_http_new_id(req->id);
+    gw_metrics_req_begin(&req->acct);
     req->method = t->data;
     req->target = t->data + c->url_off;
     req->path = t->data + path_off;

@@ -69,6 +69,12 @@ gw_req_peer(const struct gw_req *req)
     return req->conn->peer;
 }
 
+struct gw_metrics_req *
+gw_req_metrics(struct gw_req *req)
+{
+    return &req->acct;
+}
+
 bool
 gw_req_is_tls(const struct gw_req *req)
 {

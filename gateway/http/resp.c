@@ -184,7 +184,11 @@ gw_http_send_error(struct gw_conn *c, struct gw_req *req, int status, const char
                                  "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n"
                                  "Content-Length: %d\r\nConnection: close\r\n\r\n",
                                  status, reason(status), date_now(c->srv), id, blen);
-    gw_metrics_count_status(status); /* the server's own 400/408/411/414/431/505 too */
+    if (req != NULL) { /* the server's own 400/408/411/414/431/505 too */
+        gw_metrics_req_status(&req->acct, status);
+    } else {
+        gw_metrics_count_unparsed(status);
+    }
     if (rc < 0 || (!(req != NULL && req->is_head) && evbuffer_add(out, body, (size_t)blen) != 0)) {
         c->dead = true;
     }
@@ -297,7 +301,7 @@ gw_resp_body_begin(struct gw_req *req, int64_t content_length)
         req->want_close = true;
     }
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    gw_metrics_count_status(req->status); /* every response is counted here, once */
+    gw_metrics_req_status(&req->acct, req->status); /* counted when req is freed */
     /* the head in three pieces, copied, not formatted: the server's lines before
      * the handler's, then the framing (RFC 9110 section 8.6: for HEAD and 304
      * Content-Length is the length a GET would have) */

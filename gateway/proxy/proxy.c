@@ -73,6 +73,8 @@ struct preq {
     char *query;          /* owned; fenced Create/Complete/Abort: the raw query, for
                              gw_upload_response (also once the client is gone) */
     int status;           /* the upstream's status */
+    uint64_t sent_ns;     /* monotonic ns the transfer started; 0 before */
+    unsigned op;          /* the request's operation index (metrics.h) */
     bool held;            /* fenced: the body's last byte is held for a write window */
     char held_byte;       /* ... that byte */
     bool start_pending;   /* fenced, body-less: the head waits for a write window */
@@ -201,9 +203,9 @@ finish_error(struct preq *p, int err, const char *what)
 {
     struct gw_req *req = p->req;
     if (err == ERR_TIMEOUT) {
-        gw_metrics.upstream_timeouts++;
+        gw_metrics.upstream_errors[GW_UPERR_TIMEOUT]++;
     } else if (err == ERR_UPSTREAM) {
-        gw_metrics.upstream_errors++;
+        gw_metrics.upstream_errors[GW_UPERR_CONNECT]++;
     }
     struct gw_refusal bf;
     if (p->head_sent) {
@@ -285,6 +287,10 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     int64_t content_length = -1;
 
     p->status = status;
+    if (p->sent_ns != 0) {
+        uint64_t now = gw_metrics_now_ns();
+        gw_metrics_upstream_duration(p->op, now > p->sent_ns ? now - p->sent_ns : 0);
+    }
     if (p->detached) {
         return 0; /* the client is gone: only the outcome matters */
     }
@@ -478,6 +484,8 @@ start_transfer(struct preq *p)
         return rc;
     }
     gw_metrics.proxied++;
+    p->sent_ns = gw_metrics_now_ns();
+    p->op = gw_req_metrics(p->req)->op;
     if (p->is_write) {
         gw_metrics.writes++;
     }

@@ -46,8 +46,9 @@ reply(struct gw_req *req, const struct gw_refusal *r)
 struct refusal_wait {
     struct gw_req *req; /* NULL once the request died */
     struct gw_refusal r;
-    bool cut;    /* end by cutting the connection (the head was already sent) */
-    char strs[]; /* lock, code, message: r's strings, copied */
+    bool cut;           /* end by cutting the connection (the head was already sent) */
+    uint64_t queued_ns; /* monotonic ns the record was queued (audit_commit_seconds) */
+    char strs[];        /* lock, code, message: r's strings, copied */
 };
 
 static void
@@ -74,6 +75,11 @@ wait_done(void *arg, int err, uint64_t seq)
 {
     struct refusal_wait *w = arg;
     (void)seq;
+    if (err == 0) { /* measured on the loop: the store's thread touches no counter */
+        uint64_t now = gw_metrics_now_ns();
+        gw_histo_observe(&gw_metrics.audit_commit_seconds,
+                         now > w->queued_ns ? now - w->queued_ns : 0);
+    }
     struct gw_req *req = w->req;
     if (req != NULL) {
         gw_req_set_ops(req, NULL, NULL);
@@ -106,6 +112,7 @@ wait_new(struct gw_req *req, const struct gw_refusal *r, bool cut)
     w->req = req;
     w->r = *r;
     w->cut = cut;
+    w->queued_ns = gw_metrics_now_ns();
     w->r.lock = memcpy(w->strs, lock, ll);
     w->r.code = memcpy(w->strs + ll, r->code, cl);
     w->r.message = memcpy(w->strs + ll + cl, msg, ml);
@@ -147,7 +154,7 @@ static void
 account(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *r)
 {
     if (r->count == GW_REFUSAL_FENCE) {
-        gw_metrics.fence_rejections++;
+        gw_metrics_fence_refusal(r->lock, r->code);
     } else if (r->count == GW_REFUSAL_CLASSIFY) {
         gw_metrics.classify_refusals++;
     }

@@ -30,12 +30,63 @@ send_text(struct gw_req *req, int status, const char *content_type, const char *
     gw_resp_simple(req, status, content_type, text, strlen(text));
 }
 
-static void
-serve_metrics(struct gw_req *req)
+/* The operation label of index op (metrics.h): the classifier's names. */
+static const char *
+op_name(unsigned op)
 {
+    return op < GW_S3_OP_COUNT ? gw_s3_op_name((enum gw_s3_op)op) : NULL;
+}
+
+_Static_assert(GW_S3_OP_COUNT < GW_METRICS_OP_NONE, "metrics.h: GW_METRICS_OPS too small");
+
+/*
+ * Whether /readyz answers 200; otherwise *why is the text to answer (static
+ * or in text, which holds n bytes).
+ */
+static bool
+ready_now(struct gw_router *rt, const char **why, char *text, size_t n)
+{
+    const char *because = NULL;
+    if (!rt->ready) {
+        *why = rt->not_ready != NULL ? rt->not_ready : "not ready\n";
+        return false;
+    }
+    if (rt->elect != NULL && !elect_ready(rt->elect, &because)) {
+        /* the backend's precondition self-test has not passed: no leases */
+        (void)snprintf(text, n, "election not ready: %s\n",
+                       because != NULL ? because : "self-test running");
+        *why = text;
+        return false;
+    }
+    if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &because)) {
+        /* the last transfers could not connect: this gateway cannot forward */
+        (void)snprintf(text, n, "upstream unreachable: %s\n", because);
+        *why = text;
+        return false;
+    }
+    return true;
+}
+
+static void
+serve_metrics(struct gw_router *rt, struct gw_req *req)
+{
+    char text[512];
+    const char *why = NULL;
+    struct gw_metrics_live live = {.op_name = op_name};
+    live.ready = ready_now(rt, &why, text, sizeof(text));
+    gw_upstream_conns(rt->upstream, &live.upstream_open, &live.upstream_idle);
+    if (rt->store != NULL) {
+        struct store_stats st;
+        store_stats_get(rt->store, &st);
+        live.audit_queue_depth = st.queue_depth;
+        live.audit_appended = st.audit_appended;
+    }
+    /* the text's bound grows with the locks that may have series (metrics.h) */
+    const struct gw_config *cfg = gw_req_config(req);
     struct buf b;
-    buf_init(&b, (size_t)64 * 1024);
-    if (gw_metrics_render(&b) != 0) {
+    buf_init(&b, GW_METRICS_RENDER_BASE +
+                     (cfg->metrics.max_locks + cfg->nfences + 2) * GW_METRICS_RENDER_PER_LOCK);
+    if (gw_metrics_render(&b, &live) != 0) {
         buf_cleanup(&b);
         gw_refuse_err(req, ERR_NOMEM, "Could not render metrics.");
         return;
@@ -55,27 +106,16 @@ serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const ch
     }
     if (strcmp(path, "/readyz") == 0 && get) {
         const char *why = NULL;
-        if (!rt->ready) {
-            send_text(req, 503, "text/plain",
-                      rt->not_ready != NULL ? rt->not_ready : "not ready\n");
-        } else if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
-            /* the backend's precondition self-test has not passed: no leases */
-            char text[512];
-            (void)snprintf(text, sizeof(text), "election not ready: %s\n",
-                           why != NULL ? why : "self-test running");
-            send_text(req, 503, "text/plain", text);
-        } else if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
-            /* the last transfers could not connect: this gateway cannot forward */
-            char text[512];
-            (void)snprintf(text, sizeof(text), "upstream unreachable: %s\n", why);
-            send_text(req, 503, "text/plain", text);
-        } else {
+        char text[512];
+        if (ready_now(rt, &why, text, sizeof(text))) {
             send_text(req, 200, "text/plain", "ready\n");
+        } else {
+            send_text(req, 503, "text/plain", why);
         }
         return true;
     }
     if (strcmp(path, "/metrics") == 0 && get) {
-        serve_metrics(req);
+        serve_metrics(rt, req);
         return true;
     }
     return false;
@@ -426,6 +466,8 @@ gw_router_on_request(struct gw_req *req, void *arg)
     const char *path = gw_req_path(req);
 
     gw_metrics.requests++;
+    struct gw_metrics_req *m = gw_req_metrics(req);
+    gw_metrics_req_set_op(m, GW_S3_OP_GATEWAY_API);
     if (serve_own(rt, req, method, path)) {
         return;
     }
@@ -443,6 +485,7 @@ gw_router_on_request(struct gw_req *req, void *arg)
                            gw_req_header(req, "x-method-override") != NULL,
     };
     int parsed = gw_s3req_parse(&in, &s3);
+    gw_metrics_req_set_op(m, s3.op); /* a request refused here keeps what was found */
     if (parsed != 0 && parsed != ERR_DENIED) {
         gw_refuse_reply(req, s3.refuse_status, s3.refuse_code, s3.refuse_msg);
         return;

@@ -681,6 +681,18 @@ gw_curl_xfer_cancel(struct gw_curl_xfer *x)
     xfer_release(x);
 }
 
+void
+gw_curl_conns(const struct gw_curl *up, uint64_t *open, uint64_t *idle)
+{
+    uint64_t n = 0;
+    const struct sock *s;
+    LIST_FOREACH (s, &up->socks, link) {
+        n++;
+    }
+    *open = n;
+    *idle = 0; /* libcurl keeps its connection cache to itself */
+}
+
 /* ---- the operations table (gateway/upstream/engine.h) ---- */
 
 GW_UPSTREAM_ENGINE(curl, gw_curl, gw_curl_xfer)

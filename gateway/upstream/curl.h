@@ -149,5 +149,7 @@ void gw_curl_free(struct gw_curl *up);
 void gw_curl_resume_send(struct gw_curl_xfer *x);         /* curl_xfer.c */
 void gw_curl_resume_recv(struct gw_curl_xfer *x);         /* curl_xfer.c */
 uint64_t gw_curl_body_sent(const struct gw_curl_xfer *x); /* curl_xfer.c */
+/* the sockets libcurl has this client watch, as open; idle unknown (0) */
+void gw_curl_conns(const struct gw_curl *up, uint64_t *open, uint64_t *idle);
 
 #endif

@@ -31,6 +31,7 @@ struct gw_upstream_ops {
     void (*resume_recv)(struct gw_xfer *x);
     void (*cancel)(struct gw_xfer *x);
     uint64_t (*body_sent)(const struct gw_xfer *x);
+    void (*conns)(const struct gw_upstream *up, uint64_t *open, uint64_t *idle);
     void (*free)(struct gw_upstream *up);
 };
 
@@ -62,8 +63,8 @@ void gw_upstream_note_reached(struct gw_upstream *up);
  * GW_UPSTREAM_ENGINE(eng, up_t, x_t) - in an engine's file, after its typed
  * functions: its operations table (static const struct gw_upstream_ops
  * eng##_ops, declared earlier with GW_UPSTREAM_OPS_DECL) over
- * gw_<eng>_xfer_start, _resume_send, _resume_recv, _xfer_cancel, _body_sent
- * and _free, and its constructor gw_<eng>_new over the file's static
+ * gw_<eng>_xfer_start, _resume_send, _resume_recv, _xfer_cancel, _body_sent,
+ * _conns and _free, and its constructor gw_<eng>_new over the file's static
  * <eng>_new.  Its client struct up_t and transfer struct x_t start with the
  * public headers (member "pub"), so the casts are exact.  Written once for
  * the family.
@@ -95,6 +96,10 @@ void gw_upstream_note_reached(struct gw_upstream *up);
     {                                                                                              \
         return gw_##eng##_body_sent((const struct x_t *)(const void *)x);                          \
     }                                                                                              \
+    static void eng##_op_conns(const struct gw_upstream *up, uint64_t *open, uint64_t *idle)       \
+    {                                                                                              \
+        gw_##eng##_conns((const struct up_t *)(const void *)up, open, idle);                       \
+    }                                                                                              \
     static void eng##_op_free(struct gw_upstream *up)                                              \
     {                                                                                              \
         gw_##eng##_free((struct up_t *)(void *)up);                                                \
@@ -106,6 +111,7 @@ void gw_upstream_note_reached(struct gw_upstream *up);
         .resume_recv = eng##_op_resume_recv,                                                       \
         .cancel = eng##_op_cancel,                                                                 \
         .body_sent = eng##_op_body_sent,                                                           \
+        .conns = eng##_op_conns,                                                                   \
         .free = eng##_op_free,                                                                     \
     };                                                                                             \
     struct gw_upstream *gw_##eng##_new(struct event_base *base,                                    \

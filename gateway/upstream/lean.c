@@ -597,6 +597,13 @@ gw_lean_body_sent(const struct gw_lean_xfer *x)
     return x != NULL ? x->body_sent : 0;
 }
 
+void
+gw_lean_conns(const struct gw_lean *up, uint64_t *open, uint64_t *idle)
+{
+    *open = up->nconns;
+    *idle = up->nidle;
+}
+
 /* ---- the operations table (gateway/upstream/engine.h) ---- */
 
 GW_UPSTREAM_ENGINE(lean, gw_lean, gw_lean_xfer)

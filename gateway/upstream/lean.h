@@ -204,6 +204,7 @@ void gw_lean_resume_send(struct gw_lean_xfer *x);
 void gw_lean_resume_recv(struct gw_lean_xfer *x);
 void gw_lean_xfer_cancel(struct gw_lean_xfer *x);
 uint64_t gw_lean_body_sent(const struct gw_lean_xfer *x);
+void gw_lean_conns(const struct gw_lean *up, uint64_t *open, uint64_t *idle);
 void gw_lean_free(struct gw_lean *up);
 
 #endif

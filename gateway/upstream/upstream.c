@@ -79,3 +79,13 @@ gw_xfer_body_sent(const struct gw_xfer *x)
     }
     return x->ops->body_sent(x);
 }
+
+void
+gw_upstream_conns(const struct gw_upstream *up, uint64_t *open, uint64_t *idle)
+{
+    *open = 0;
+    *idle = 0;
+    if (up != NULL) {
+        up->ops->conns(up, open, idle);
+    }
+}

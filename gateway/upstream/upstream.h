@@ -131,6 +131,13 @@ struct gw_upstream *gw_upstream_new(struct event_base *base, const struct gw_ups
  */
 bool gw_upstream_unreachable(const struct gw_upstream *up, const char **why);
 
+/*
+ * gw_upstream_conns - the connections open now (busy and idle) and those idle
+ * in the pool, for /metrics.  The curl engine counts the sockets it watches as
+ * open and knows no idle ones (libcurl keeps its cache to itself).  NULL: 0, 0.
+ */
+void gw_upstream_conns(const struct gw_upstream *up, uint64_t *open, uint64_t *idle);
+
 /* gw_upstream_free - cancel every transfer (no on_done) and free.  NULL-safe. */
 void gw_upstream_free(struct gw_upstream *up);
 

@@ -51,6 +51,9 @@
 #   BENCH_SYSCALLS=SECS  after the table, strace -c gw_auth under BENCH_PERF_CASE
 #                    for SECS s: system calls per request by name (a count
 #                    other processes on the machine cannot disturb)
+#   BENCH_METRICS_COST=0  skip the last table: metrics on against off, in
+#                    instructions per small request (tests/bench/metrics_cost.sh;
+#                    BENCH_METRICS_BASELINE=BIN compares with a build without them)
 #   BENCH_KEEP=1     keep the temp dir
 # Every process started here is stopped by PID in the EXIT trap; nothing is
 # killed by name.
@@ -396,4 +399,14 @@ if [ "$SYSCALL_SECS" != 0 ]; then
     awk -v n="$n" '$1 ~ /^[0-9.]+$/ && NF >= 5 && $NF != "total" {c = $4; name = $NF; tot += c; row[name] = c}
         END {for (k in row) if (row[k] / n >= 0.01) printf "%-16s %6.2f\n", k, row[k] / n
              printf "%-16s %6.2f\n", "total", tot / n}' "$T/strace.out" | sort -k2 -rn
+fi
+
+# ---- metrics on against off: the accounting's instructions per small request ----
+# The metrics cannot be switched off at run time, so their cost is measured in
+# instructions under callgrind (tests/bench/metrics_cost.sh), which the
+# machine's other load cannot disturb; BENCH_METRICS_BASELINE=BIN adds a build
+# without the accounting (e.g. the commit before issue 23) for the difference.
+if [ "${BENCH_METRICS_COST:-1}" != 0 ] && command -v valgrind >/dev/null; then
+    echo
+    bash "$ROOT/tests/bench/metrics_cost.sh" "$BIN" "${BENCH_METRICS_BASELINE:-}"
 fi

@@ -215,7 +215,7 @@ def metrics(gw):
         conn.close()
     out = {}
     for line in text.splitlines():
-        if line.startswith("fencegate_") and " " in line:
+        if line.startswith("fencegate_") and " " in line and "{" not in line:
             k, v = line.split(" ", 1)
             out[k[len("fencegate_"):]] = int(v)
     return out
@@ -269,7 +269,8 @@ def main():
     print(f"attackers' connections opened: {stats['half']} half-open, {stats['slow']} slow "
           f"uploads, {stats['flood']} flood ({stats['connect_errors']} connect errors)")
     print(f"slow uploads answered: {stats['slow_answers']}")
-    for k in ("client_conns_refused", "client_transfers_refused", "slow_bodies_cut", "idle_shed"):
+    for k in ("client_connections_refused_total", "client_transfers_refused_total",
+              "slow_bodies_cut_total", "idle_connections_shed_total"):
         print(f"  fencegate_{k} during the abuse run: {m1.get(k, 0) - m0.get(k, 0)}")
     ratio = under["p99"] / base["p99"] if base["p99"] > 0 else float("inf")
     ok = ratio <= 2.0 and under["errors"] == 0 and base["errors"] == 0

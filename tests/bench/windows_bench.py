@@ -7,7 +7,7 @@ window 5000 ms), and prints:
 
   * epoch-file reads per lock per gateway per second while a holder renews at
     a third of its lease and writes through the gateway that granted it and
-    through another one (fencegate_window_reads from /metrics);
+    through another one (fencegate_write_window_reads_total from /metrics);
   * hand-over after a release: a single gateway (dir backend, not shared) and
     a shared s3 election;
   * hand-over after a lease ran out (time from the last renewal to the grant);
@@ -79,7 +79,7 @@ def window_cost(rgw, work, bucket, locks):
     b = gateway(rgw, work, "cost-b", dict(cfg, gateway_id="cost-b"))
     lease = 15000
     g = api(a, f"{LOCK}/acquire", {"holder": "w", "lease_ms": lease}).json()
-    r0 = {gw.name: metric(gw, "fencegate_window_reads") for gw in (a, b)}
+    r0 = {gw.name: metric(gw, "fencegate_write_window_reads_total") for gw in (a, b)}
     t0 = time.monotonic()
     next_renew = t0 + lease / 3000
     writes = {a.name: 0, b.name: 0}
@@ -98,7 +98,7 @@ def window_cost(rgw, work, bucket, locks):
     secs = time.monotonic() - t0
     rows = []
     for gw in (a, b):
-        reads = metric(gw, "fencegate_window_reads") - r0[gw.name]
+        reads = metric(gw, "fencegate_write_window_reads_total") - r0[gw.name]
         role = "granted and renews" if gw is a else "reads only"
         rows.append((gw.name, role, writes[gw.name], reads, reads / secs))
     api(a, f"{LOCK}/release", {"token": g["token"], "lease_id": g["lease_id"]})

@@ -11,7 +11,8 @@ import time
 class DelayRelay:
     """A TCP relay between the gateway and RGW that holds a request carrying
     `x-test-delay-ms` for that long after receiving it completely, before
-    passing it on.  It simulates a slow upstream, not S3: RGW still stores.
+    passing it on, and answers one carrying `x-test-break` by closing the
+    connection (a broken upstream).  It simulates a slow upstream, not S3: RGW still stores.
     Every complete request it passes on is kept in `requests` (raw bytes),
     so tests can check what the gateway really sent upstream.
 
@@ -117,6 +118,9 @@ class DelayRelay:
                 if req is None:
                     return
                 head = req.split(b"\r\n\r\n", 1)[0].lower()
+                if b"\r\nx-test-break:" in head:
+                    self.log.append(("broke", time.monotonic()))
+                    return
                 tag = None
                 for line in head.split(b"\r\n"):
                     if line.startswith(b"x-test-delay-ms:"):

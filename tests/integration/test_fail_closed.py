@@ -212,7 +212,7 @@ def test_abuse_requests_refused_and_store_unchanged(fcgw, rgw, bucket):
     assert len(refused) >= len(CASES) - 1, refused  # "//?delete" is refused by the URI parser
     assert {"POST", "PUT", "DELETE", "COPY", "MOVE", "GET"} <= methods, methods
     m = requests.get(f"{gw.url}/metrics", timeout=10).text
-    line = [x for x in m.splitlines() if x.startswith("fencegate_classify_refusals ")]
+    line = [x for x in m.splitlines() if x.startswith("fencegate_classify_refusals_total ")]
     assert line and int(line[0].split()[1]) >= len(CASES) - 1, line
 
 

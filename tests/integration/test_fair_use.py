@@ -58,7 +58,7 @@ def metric(gw, name):
     st, body = normal_get(gw, "/metrics", bound_s=5.0)
     assert st == 200
     for line in body.decode().splitlines():
-        if line.startswith(f"fencegate_{name} "):
+        if line.startswith(f"fencegate_{name}_total "):
             return int(line.split()[1])
     raise AssertionError(f"no metric {name}")
 
@@ -156,7 +156,7 @@ def test_connection_flood_from_one_address_does_not_block_another(gateway, bucke
             st, _ = normal_get(gw, "/healthz", bound_s=1.0)
             assert st == 200
         assert time.monotonic() - t0 < 2.0
-        refused = metric(gw, "client_conns_refused")
+        refused = metric(gw, "client_connections_refused")
         assert refused >= 400 - 16 - 10, refused
         open_ = sum(1 for s in flood if not closed_by_peer(s, 0.05))
         assert open_ <= 16, open_
@@ -223,7 +223,7 @@ def test_oldest_idle_connection_is_shed_at_the_limit(gateway, bucket):
         # each new connection closed the oldest idle one, in order
         assert [closed_by_peer(s, 0.5) for s in idle[:3]] == [True] * 3
         assert not any(closed_by_peer(s, 0.05) for s in idle[3:])
-        assert metric(gw, "idle_shed") == 4  # and one more for the metrics request
+        assert metric(gw, "idle_connections_shed") == 4  # and one more for the metrics request
     finally:
         for s in idle:
             s.close()

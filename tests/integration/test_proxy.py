@@ -424,7 +424,8 @@ def test_health_and_metrics(gateway):
     assert requests.get(f"{gw.url}/readyz", timeout=5).status_code == 200
     m = requests.get(f"{gw.url}/metrics", timeout=5)
     assert m.status_code == 200
-    assert "fencegate_requests" in m.text
+    assert "\nfencegate_requests_total{" in m.text
+    assert "# TYPE fencegate_request_duration_seconds histogram\n" in m.text
 
 
 def test_aws_cli_every_operation(gateway, rgw, bucket, tmp_path):

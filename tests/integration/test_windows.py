@@ -178,8 +178,8 @@ def test_renewing_holder_keeps_writing(gateway, rgw, bucket, locks_bucket):
         time.sleep(0.1)
     assert n > 10
     reads = [ln for ln in requests.get(f"{b.url}/metrics", timeout=10).text.splitlines()
-             if ln.startswith("fencegate_window_reads ")]
-    assert reads, "no window_reads metric"
+             if ln.startswith("fencegate_write_window_reads_total ")]
+    assert reads, "no write_window_reads_total metric"
     # one read per shared window (1 s) or so, never one per write
     assert int(reads[0].split()[1]) <= n // 2, (reads, n)
 

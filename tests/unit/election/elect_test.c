@@ -302,6 +302,95 @@ test_cancel_waiting(void **state)
     assert_true(info.released);
 }
 
+/* ---- the metrics hooks: lease events and backend call timing ---- */
+
+struct lease_log {
+    int n;
+    enum elect_lease_event ev[16];
+    uint64_t epoch[16];
+    uint64_t until[16];
+};
+
+/* elect_lease_fn */
+static void
+on_lease(void *arg, const char *lock, enum elect_lease_event ev, uint64_t epoch, uint64_t until_ms)
+{
+    struct lease_log *l = arg;
+    assert_string_equal(lock, "L");
+    assert_true(l->n < 16);
+    l->ev[l->n] = ev;
+    l->epoch[l->n] = epoch;
+    l->until[l->n] = until_ms;
+    l->n++;
+}
+
+/* elect_be_timing_fn */
+static void
+on_timing(void *arg, enum elect_be_op op, uint64_t ns)
+{
+    unsigned *counts = arg;
+    (void)ns;
+    assert_true((unsigned)op <= ELECT_BE_DEL);
+    counts[op]++;
+}
+
+static void
+test_lease_observer_and_backend_timing(void **state)
+{
+    struct env *v = *state;
+    struct elect_opts o;
+    char gb[16];
+    env_opts(v, &o, gb, sizeof(gb));
+    o.backend = mem_backend_new(v->ms);
+    unsigned counts[ELECT_BE_DEL + 1] = {0};
+    elect_backend_set_timing(o.backend, on_timing, counts);
+    struct elect *e = NULL;
+    assert_int_equal(elect_new(&o, &e), 0);
+    v->e[v->ne++] = e;
+    assert_int_equal(elect_start(e), 0);
+    run(v);
+    assert_true(elect_ready(e, NULL));
+    assert_true(counts[ELECT_BE_CREATE] >= 2); /* the self-test's creates were timed */
+    struct lease_log l = {0};
+    elect_set_lease_observer(e, on_lease, &l);
+    struct res a, b, q;
+    acquire_ok(v, e, "L", "A", 1000, &a);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.ev[0], ELECT_EV_GRANT);
+    assert_int_equal(l.epoch[0], a.info.token);
+    assert_true(l.until[0] > v->now && l.until[0] <= v->now + 1000);
+    advance(v, 300, 10);
+    assert_int_equal(renew(v, e, "L", a.info.token, a.info.lease_id, &q), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.ev[1], ELECT_EV_RENEW);
+    assert_true(l.until[1] > l.until[0]);
+    /* a failed renewal is no event */
+    assert_int_equal(renew(v, e, "L", a.info.token, "00", &q), ERR_DENIED);
+    assert_int_equal(l.n, 2);
+    advance(v, 3000, 10); /* A stops renewing: B takes over */
+    acquire_ok(v, e, "L", "B", 1000, &b);
+    assert_int_equal(l.n, 5);
+    assert_int_equal(l.ev[2], ELECT_EV_EXPIRE);
+    assert_int_equal(l.epoch[2], a.info.token);
+    assert_int_equal(l.ev[3], ELECT_EV_GRANT);
+    assert_int_equal(l.ev[4], ELECT_EV_TAKEOVER);
+    assert_int_equal(l.epoch[4], b.info.token);
+    assert_int_equal(release(v, e, "L", b.info.token, b.info.lease_id, &q), 0);
+    assert_int_equal(l.n, 6);
+    assert_int_equal(l.ev[5], ELECT_EV_RELEASE);
+    assert_int_equal(l.until[5], 0);
+    /* an acquire after a release is a grant, not a takeover */
+    struct res c;
+    acquire_ok(v, e, "L", "C", 1000, &c);
+    assert_int_equal(l.n, 7);
+    assert_int_equal(l.ev[6], ELECT_EV_GRANT);
+    assert_true(counts[ELECT_BE_REPLACE] >= 3 && counts[ELECT_BE_GET] >= 1 &&
+                counts[ELECT_BE_LIST] >= 1);
+    /* calls still in flight when the election is freed (teardown): nothing leaks */
+    struct res d;
+    acquire(v, e, "M", "D", 1000, 0, &d);
+}
+
 /* ---- renew / release ---- */
 
 static void
@@ -720,6 +809,7 @@ main(void)
                                                              : "error");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lease_rules),
+        cmocka_unit_test_setup_teardown(test_lease_observer_and_backend_timing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_selftest_forms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_selftest_refuses_ignored_if_none_match, setup,
                                         teardown),

@@ -407,21 +407,43 @@ pl_ask(const char *who, const char *method, const char *target, const char *head
         }                                                                                          \
     } while (0)
 
-/* A counter of GET /metrics ("fence_rejections" for fencegate_fence_rejections). */
+/*
+ * The sum of family name's samples on GET /metrics whose line holds filter
+ * (NULL: every sample), e.g. ("fencegate_requests_total", "code=\"4").
+ */
 static uint64_t
-pl_metric(const char *name)
+pl_metric_where(const char *name, const char *filter)
 {
     struct resp r;
     assert_int_equal(pl_get("/metrics", &r), 200);
-    char want[128];
-    (void)snprintf(want, sizeof(want), "\nfencegate_%s ", name);
-    const char *p = strstr(buf_cstr(&r.body), want);
-    if (p == NULL) {
+    char type[160];
+    (void)snprintf(type, sizeof(type), "\n# TYPE %s ", name);
+    if (strstr(buf_cstr(&r.body), type) == NULL) {
         fail_msg("no metric %s", name);
     }
-    uint64_t v = strtoull(p + strlen(want), NULL, 10);
+    uint64_t sum = 0;
+    size_t nl = strlen(name);
+    for (const char *p = buf_cstr(&r.body); p != NULL && *p != '\0';) {
+        const char *end = strchr(p, '\n');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len > nl && strncmp(p, name, nl) == 0 && (p[nl] == ' ' || p[nl] == '{')) {
+            char line[1024];
+            (void)snprintf(line, sizeof(line), "%.*s", (int)len, p);
+            if (filter == NULL || strstr(line, filter) != NULL) {
+                sum += strtoull(strrchr(line, ' ') + 1, NULL, 10);
+            }
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
     resp_cleanup(&r);
-    return v;
+    return sum;
+}
+
+/* A family's total on GET /metrics ("fencegate_fence_refusals_total": every lock and code). */
+static uint64_t
+pl_metric(const char *name)
+{
+    return pl_metric_where(name, NULL);
 }
 
 /*

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "gateway/base/config.h"
+#include "gateway/base/metrics.h"
 #include "tests/unit/gateway/config_harness.h"
 
 static void
@@ -221,6 +222,7 @@ test_defaults(void **state)
     assert_int_equal(cfg->audit.retention_days, 30);
     assert_int_equal(cfg->audit.max_records, 1000000);
     assert_int_equal(cfg->audit.queue_max, 65536);
+    assert_int_equal(cfg->metrics.max_locks, GW_METRICS_MAX_LOCKS_DEFAULT);
     gw_config_free(cfg);
 }
 
@@ -369,6 +371,11 @@ test_ranges(void **state)
                "audit.max_records: must be between 1 and 1000000000000");
     expect_err(MIN_PREFIX ",\"audit\":{\"queue_max\":0}}",
                "audit.queue_max: must be between 1 and 16777216");
+    expect_err(MIN_PREFIX ",\"metrics\":{\"max_locks\":100001}}",
+               "metrics.max_locks: must be between 0 and 100000");
+    expect_err(MIN_PREFIX ",\"metrics\":{\"max_lock\":1}}", "metrics.max_lock: unknown key");
+    expect_err(MIN_PREFIX ",\"metrics\":{\"max_locks\":\"9\"}}",
+               "metrics.max_locks: expected an integer");
     expect_err(MIN_PREFIX ",\"limits\":{\"max_object_bytes\":0}}",
                "limits.max_object_bytes: must be between 1 and 5497558138880");
     expect_err(MIN_PREFIX ",\"election\":{\"backend\":\"dir\",\"path\":\"p\",\"keep_epochs\":0}}",

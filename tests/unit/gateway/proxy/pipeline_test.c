@@ -58,11 +58,13 @@ test_own_endpoints(void **state)
     assert_false(pl_last.reached);
     assert_int_equal(pl_ask(PL_ANONYMOUS, "GET", "/readyz", NULL, ""), 200);
     assert_string_equal(buf_cstr(&pl_last.body), "ready\n");
-    uint64_t requests = pl_metric("requests");
+    uint64_t requests = pl_metric("fencegate_requests_received_total");
     assert_int_equal(pl_ask(PL_ANONYMOUS, "GET", "/metrics", NULL, ""), 200);
-    assert_non_null(strstr(buf_cstr(&pl_last.body), "\nfencegate_fence_rejections "));
+    assert_non_null(
+        strstr(buf_cstr(&pl_last.body), "\n# TYPE fencegate_fence_refusals_total counter\n"));
     assert_false(pl_last.reached);
-    assert_int_equal(pl_metric("requests"), requests + 2); /* that one and this one */
+    assert_int_equal(pl_metric("fencegate_requests_received_total"),
+                     requests + 2); /* that one and this one */
     assert_int_equal(pl_up.requests, 0);
 }
 
@@ -71,7 +73,7 @@ static void
 test_read_forwarded_resigned(void **state)
 {
     (void)state;
-    uint64_t proxied = pl_metric("proxied");
+    uint64_t proxied = pl_metric("fencegate_requests_forwarded_total");
     pl_up.resp_len = 7;
     assert_int_equal(pl_ask(PL_WORKER, "GET", "/data/orders/x?versionId=1", NULL, ""), 200);
     pl_expect(200, NULL, true);
@@ -79,7 +81,7 @@ test_read_forwarded_resigned(void **state)
     assert_memory_equal(pl_up.head, "GET /data/orders/x?versionId=1 HTTP/1.1\r\n", 41);
     assert_true(pl_upstream_has("Authorization: AWS4-HMAC-SHA256 Credential=" PL_UP_AK "/"));
     assert_false(has_ci(pl_up.head, PL_WORKER));
-    assert_int_equal(pl_metric("proxied"), proxied + 1);
+    assert_int_equal(pl_metric("fencegate_requests_forwarded_total"), proxied + 1);
 }
 
 /* A lock granted through the JSON API; its token then opens the fence. */
@@ -111,20 +113,20 @@ static void
 test_auth_good_signature_passes(void **state)
 {
     (void)state;
-    uint64_t writes = pl_metric("writes");
+    uint64_t writes = pl_metric("fencegate_writes_forwarded_total");
     assert_int_equal(pl_ask(PL_WORKER, "PUT", "/data/free/k", NULL, "abc"), 200);
     pl_expect(200, NULL, true);
     assert_memory_equal(pl_up.head, "PUT /data/free/k HTTP/1.1\r\n", 27);
     assert_true(pl_upstream_has("Authorization: AWS4-HMAC-SHA256 Credential=" PL_UP_AK "/"));
     assert_int_equal(pl_up.cl, 3);
-    assert_int_equal(pl_metric("writes"), writes + 1);
+    assert_int_equal(pl_metric("fencegate_writes_forwarded_total"), writes + 1);
 }
 
 static void
 test_auth_wrong_signature_refused(void **state)
 {
     (void)state;
-    uint64_t r4xx = pl_metric("responses_4xx");
+    uint64_t r4xx = pl_metric_where("fencegate_requests_total", "code=\"4");
     pl_ask_f(PL_WORKER, PL_BAD_SIG, "GET", "/data/free/k", NULL, "");
     pl_expect(403, "SignatureDoesNotMatch", false);
     pl_ask_f(PL_WORKER, PL_BAD_SIG, "PUT", "/data/free/k", NULL, "abc");
@@ -134,7 +136,7 @@ test_auth_wrong_signature_refused(void **state)
              "{\"holder\":\"w1\"}");
     pl_expect(403, "SignatureDoesNotMatch", false);
     assert_int_equal(pl_up.requests, 0);
-    assert_int_equal(pl_metric("responses_4xx"), r4xx + 3);
+    assert_int_equal(pl_metric_where("fencegate_requests_total", "code=\"4"), r4xx + 3);
 }
 
 /* A body that does not match its signed hash never completes upstream (body.c holds the
@@ -169,7 +171,7 @@ test_principal_bounds(void **state)
 {
     (void)state;
     uint64_t t = pl_acquire("orders", "w1", lid, sizeof(lid));
-    uint64_t refusals = pl_metric("classify_refusals");
+    uint64_t refusals = pl_metric("fencegate_classify_refusals_total");
     const char *h = token_hdr(t);
     pl_ask(PL_OTHER, "PUT", "/data/orders/x", h, "zz");
     pl_expect(403, "AccessDenied", false);
@@ -177,7 +179,7 @@ test_principal_bounds(void **state)
     pl_ask(PL_OTHER, "PUT", "/data/orders/x", NULL, "zz"); /* without a token too */
     pl_expect(403, "AccessDenied", false);
     expect_audited("refused", "orders");
-    assert_int_equal(pl_metric("classify_refusals"), refusals + 2);
+    assert_int_equal(pl_metric("fencegate_classify_refusals_total"), refusals + 2);
     pl_ask(PL_OTHER, "PUT", "/elsewhere/k", NULL, "zz");
     pl_expect(403, "AccessDenied", false);
     pl_ask(PL_OTHER, "GET", "/elsewhere/k", NULL, "");
@@ -209,7 +211,7 @@ test_fence_stale_token(void **state)
     assert_int_equal(put_fenced(t2), 200); /* the higher token advances the fence */
     pl_expect(200, NULL, true);
     assert_int_equal(pl_fence_token("orders"), t2);
-    uint64_t rejections = pl_metric("fence_rejections");
+    uint64_t rejections = pl_metric("fencegate_fence_refusals_total");
     int before = pl_up.requests;
     put_fenced(t1);
     pl_expect(409, "StaleFencingToken", false);
@@ -219,7 +221,7 @@ test_fence_stale_token(void **state)
     uint64_t token = 0;
     assert_string_equal(pl_audit_kind(pl_last.request_id, NULL, 0, &token), "stale");
     assert_int_equal(token, t1);
-    assert_int_equal(pl_metric("fence_rejections"), rejections + 1);
+    assert_int_equal(pl_metric("fencegate_fence_refusals_total"), rejections + 1);
     assert_int_equal(pl_up.requests, before);
     assert_int_equal(pl_fence_token("orders"), t2);
     /* the current token still passes */
@@ -232,11 +234,11 @@ test_fence_token_not_granted(void **state)
 {
     (void)state;
     uint64_t t = pl_acquire("orders", "w1", lid, sizeof(lid));
-    uint64_t rejections = pl_metric("fence_rejections");
+    uint64_t rejections = pl_metric("fencegate_fence_refusals_total");
     put_fenced(t + 5);
     pl_expect(409, "FencingTokenNotGranted", false);
     expect_audited("not_granted", "orders");
-    assert_int_equal(pl_metric("fence_rejections"), rejections + 1);
+    assert_int_equal(pl_metric("fencegate_fence_refusals_total"), rejections + 1);
 }
 
 /* A fenced write without a token: 428 (the rule requires one), audited. */
@@ -244,13 +246,13 @@ static void
 test_fence_missing_token(void **state)
 {
     (void)state;
-    uint64_t rejections = pl_metric("fence_rejections");
+    uint64_t rejections = pl_metric("fencegate_fence_refusals_total");
     pl_ask(PL_WORKER, "PUT", "/data/orders/x", NULL, "hello");
     pl_expect(428, "MissingFencingToken", false);
     expect_audited("missing_token", "orders");
     pl_ask(PL_WORKER, "DELETE", "/data/orders/x", NULL, "");
     pl_expect(428, "MissingFencingToken", false);
-    assert_int_equal(pl_metric("fence_rejections"), rejections + 2);
+    assert_int_equal(pl_metric("fencegate_fence_refusals_total"), rejections + 2);
     assert_int_equal(pl_up.requests, 0);
 }
 
@@ -274,12 +276,12 @@ static void
 refused(const char *method, const char *target, const char *headers, const char *body, int status,
         const char *code)
 {
-    uint64_t refusals = pl_metric("classify_refusals");
+    uint64_t refusals = pl_metric("fencegate_classify_refusals_total");
     int before = pl_up.requests;
     pl_ask(PL_WORKER, method, target, headers, body);
     pl_expect(status, code, false);
     expect_audited("refused", "");
-    assert_int_equal(pl_metric("classify_refusals"), refusals + 1);
+    assert_int_equal(pl_metric("fencegate_classify_refusals_total"), refusals + 1);
     assert_int_equal(pl_up.requests, before);
 }
 
@@ -323,11 +325,11 @@ test_delete_objects_fenced(void **state)
     pl_release("orders", t1, lid);
     uint64_t t2 = pl_acquire("orders", "w2", lid, sizeof(lid));
     assert_int_equal(put_fenced(t2), 200);
-    uint64_t rejections = pl_metric("fence_rejections");
+    uint64_t rejections = pl_metric("fencegate_fence_refusals_total");
     delete_objects(t1);
     pl_expect(409, "StaleFencingToken", false);
     expect_audited("stale", "orders");
-    assert_int_equal(pl_metric("fence_rejections"), rejections + 1);
+    assert_int_equal(pl_metric("fencegate_fence_refusals_total"), rejections + 1);
     /* the current token deletes: the document goes upstream as sent */
     delete_objects(t2);
     pl_expect(200, NULL, true);
@@ -378,7 +380,7 @@ test_upload_parts_of_older_epoch_refused(void **state)
     uint64_t t2;
     uint64_t t1 = upload_then_advance(&t2);
     assert_int_equal(put_fenced(t2), 200);
-    uint64_t rejections = pl_metric("fence_rejections");
+    uint64_t rejections = pl_metric("fencegate_fence_refusals_total");
     pl_ask(PL_WORKER, "PUT", "/data/orders/big?partNumber=2&uploadId=u1", NULL, "part2");
     pl_expect(409, "StaleFencingToken", false);
     uint64_t token = 0;
@@ -390,7 +392,7 @@ test_upload_parts_of_older_epoch_refused(void **state)
            "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag></Part>"
            "</CompleteMultipartUpload>");
     pl_expect(409, "StaleFencingToken", false);
-    assert_true(pl_metric("fence_rejections") >= rejections + 2);
+    assert_true(pl_metric("fencegate_fence_refusals_total") >= rejections + 2);
 }
 
 /* When the lock advances, the older epoch's upload is aborted at the upstream. */

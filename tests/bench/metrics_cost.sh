@@ -1,0 +1,127 @@
+#!/bin/bash
+# metrics_cost.sh: what the metrics cost a small request, in instructions
+# (callgrind), a figure the machine's other load cannot disturb.  Called by
+# make bench-proxy (its "metrics on against off" row) and alone:
+#
+#   tests/bench/metrics_cost.sh [BIN [BASELINE_BIN]]
+#
+# The gateway (no principals, no election, no fences: parse, re-sign,
+# forward) runs under valgrind --tool=callgrind in front of an nginx dav
+# origin on tmpfs; after a warm-up, instrumentation is switched on for N
+# GET 1 KiB (then N PUT 1 KiB) on one keep-alive connection, and dumped.
+# Reported per request:
+#   total     every instruction the gateway ran (Ir)
+#   metrics   instructions in the metrics code itself: self cost of every
+#             gw_metrics_* and gw_histo_* function (the per-request
+#             accounting, the clock reads' wrappers) -- the cost metrics
+#             "off" would save, but for the clock reads: the vDSO's
+#             clock_gettime is counted apart ("clock", every caller's,
+#             libevent's included, so an upper bound)
+# With BASELINE_BIN (a build without this accounting, e.g. the commit before
+# issue 23) the same total is measured for it, and the difference printed.
+# Environment: METRICS_COST_N (requests per case, 2000), FENCEGATE_BIN.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BIN=${1:-${FENCEGATE_BIN:-build/fencegate}}
+BASE_BIN=${2:-}
+N=${METRICS_COST_N:-2000}
+NGINX=${NGINX:-/usr/sbin/nginx}
+PY=/usr/bin/python3
+HELPER=$ROOT/tests/bench/proxy_bench_helper.py
+for t in valgrind callgrind_control callgrind_annotate "$NGINX"; do
+    command -v "$t" >/dev/null || { echo "metrics_cost: $t missing" >&2; exit 2; }
+done
+T=$(mktemp -d /dev/shm/fg-mcost.XXXXXX)
+BENCH=metrics_cost.sh
+# shellcheck source=tests/bench/lib.sh
+. "$ROOT/tests/bench/lib.sh"
+ORG_PID="" GW_PID=""
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    stop_pid "$GW_PID"
+    stop_pid "$ORG_PID"
+    rm -rf "$T"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+read -r ORG_PORT GW_PORT <<<"$("$PY" "$HELPER" ports 2)"
+mkdir -p "$T/origin/bench" "$T/gw-data"
+head -c 1024 /dev/urandom >"$T/origin/bench/obj"
+head -c 1024 /dev/urandom >"$T/body"
+nginx_conf origin "$ORG_PORT" 1 "root $T/origin;
+        location / { dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw; }"
+start_nginx origin
+ORG_PID=$!
+wait_code "http://127.0.0.1:$ORG_PORT/bench/obj" 200 || { echo "origin down" >&2; exit 1; }
+cat >"$T/gw.json" <<JSON
+{"listen": ["127.0.0.1:$GW_PORT"], "data_dir": "$T/gw-data", "log_level": "warn",
+ "upstream": {"endpoint": "http://127.0.0.1:$ORG_PORT", "region": "us-east-1",
+  "addressing": "path", "access_key": "ORIGINIGNORESTHIS", "secret_key": "origin-ignores-this"}}
+JSON
+
+# requests METHOD N: N requests of 1 KiB on one keep-alive connection
+requests() {
+    "$PY" - "$GW_PORT" "$1" "$2" "$T/body" <<'PYEOF'
+import http.client, sys
+port, method, n, body = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), open(sys.argv[4], "rb").read()
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+for i in range(n):
+    if method == "GET":
+        c.request("GET", "/bench/obj")
+    else:
+        c.request("PUT", f"/bench/put-{i % 16}", body=body)
+    r = c.getresponse()
+    r.read()
+    assert r.status in (200, 201, 204), r.status
+PYEOF
+}
+
+# measure BIN: prints "CASE total metrics clock" per case (Ir per request)
+measure() {
+    local bin=$1 out
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.out.%p" \
+        "$bin" serve -c "$T/gw.json" </dev/null >"$T/gw.log" 2>&1 &
+    GW_PID=$!
+    local i
+    for ((i = 0; i < 20; i++)); do # valgrind starts slowly: up to 5 minutes
+        wait_code "http://127.0.0.1:$GW_PORT/readyz" 200 && break
+    done
+    [ "$i" -lt 20 ] || { tail "$T/gw.log" >&2; exit 1; }
+    for m in GET PUT; do
+        requests "$m" 200 # warm: pool, allocator, first-use paths
+        callgrind_control -i on "$GW_PID" >/dev/null 2>&1
+        callgrind_control -z "$GW_PID" >/dev/null 2>&1
+        requests "$m" "$N"
+        callgrind_control -d "metrics-cost-$m" "$GW_PID" >/dev/null 2>&1
+        callgrind_control -i off "$GW_PID" >/dev/null 2>&1
+        out=$(ls -t "$T"/cg.out.* | head -1)
+        callgrind_annotate --threshold=100 "$out" 2>/dev/null | awk -v m="$m" -v n="$N" '
+            function num(s) { gsub(/,/, "", s); return s + 0 }
+            /PROGRAM TOTALS/ { total = num($1) }
+            /:(gw_metrics_|gw_histo_)/ { metrics += num($1) }
+            /:(__vdso_)?clock_gettime/ { clock += num($1) }
+            END { printf "%s %.0f %.0f %.0f\n", m, total / n, metrics / n, clock / n }'
+        rm -f "$out"
+    done
+    stop_pid "$GW_PID"
+    GW_PID=""
+}
+
+echo "== metrics cost: callgrind, $N requests per case after 200 warm-up, $(date -u '+%Y-%m-%d %H:%M UTC')"
+measure "$BIN" >"$T/new"
+if [ -n "$BASE_BIN" ]; then measure "$BASE_BIN" >"$T/base"; fi
+echo "| case | Ir per request | metrics code | clock_gettime, all callers | metrics code share |${BASE_BIN:+ baseline build | difference |}"
+echo "| --- | ---: | ---: | ---: | ---: |${BASE_BIN:+ ---: | ---: |}"
+while read -r m total metrics clock; do
+    line="| $m 1 KiB | $total | $metrics | $clock | $(awk -v a="$metrics" -v c="$clock" -v t="$total" 'BEGIN { printf "%.2f %%", 100 * a / t }') |"
+    if [ -n "$BASE_BIN" ]; then
+        read -r _ btotal _ _ < <(grep "^$m " "$T/base")
+        line="$line $btotal | $(awk -v a="$total" -v b="$btotal" 'BEGIN { printf "%+.2f %%", 100 * (a - b) / b }') |"
+    fi
+    echo "$line"
+done <"$T/new"
