@@ -56,6 +56,10 @@ gw_metrics_render(struct buf *out)
             "Requests answered 503 SlowDown: their address held max_transfers_per_client."),
         ROW(idle_shed, "counter", "Idle connections closed to admit new ones at max_connections."),
         ROW(slow_bodies_cut, "counter", "Request bodies cut: slower than min_body_rate."),
+        ROW(traceparent_invalid_total, "counter",
+            "Malformed W3C traceparent headers, ignored (still forwarded)."),
+        ROW(access_log_dropped_total, "counter",
+            "Access-log lines dropped because the writer was behind."),
 #undef ROW
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

@@ -37,6 +37,8 @@ struct gw_metrics {
     uint64_t client_transfers_refused;    /* requests answered 503: address over its share */
     uint64_t idle_shed;                   /* idle connections closed at the connection limit */
     uint64_t slow_bodies_cut;             /* bodies cut under limits.min_body_rate */
+    uint64_t traceparent_invalid_total;   /* traceparent headers ignored as malformed */
+    uint64_t access_log_dropped_total;    /* access-log lines dropped: the writer was behind */
 };
 
 /* The one instance. */

@@ -16,6 +16,7 @@
 #include "gateway/base/metrics.h"
 #include "gateway/cli/check_config.h"
 #include "gateway/fence/fence.h"
+#include "gateway/http/access.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/proxy.h"
 #include "gateway/proxy/router.h"
@@ -175,6 +176,11 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     }
     apply_trailers(s, cfg);
     (void)log_set_level(cfg->log_level);
+    (void)log_set_format(cfg->log_format);
+    /* reopened even when unchanged: logrotate renamed the file and sent SIGHUP */
+    if (gw_access_open(cfg->access_log, errbuf, sizeof(errbuf)) != 0) {
+        log_error("%s; the access log goes on as before", errbuf);
+    }
     s->old[s->nold++] = s->cfg;
     s->cfg = cfg;
     log_info("configuration reloaded from %s", cfg->path);
@@ -501,7 +507,12 @@ gw_cmd_serve(int argc, char **argv)
         return 1;
     }
     (void)log_set_level(s.cfg->log_level);
+    (void)log_set_format(s.cfg->log_format);
     (void)signal(SIGPIPE, SIG_IGN);
+    if (gw_access_open(s.cfg->access_log, errbuf, sizeof(errbuf)) != 0) {
+        log_error("%s", errbuf);
+        goto out;
+    }
     tune_malloc();
 
     s.base = new_event_base();
@@ -589,5 +600,6 @@ gw_cmd_serve(int argc, char **argv)
     status = 0;
 out:
     serve_cleanup(&s);
+    gw_access_close(); /* the last lines, written before exit */
     return status;
 }

@@ -13,6 +13,7 @@
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
+#include "gateway/http/access.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/body.h"
@@ -759,6 +760,9 @@ gw_router_on_request(struct gw_req *req, void *arg)
                            gw_req_header(req, "x-method-override") != NULL,
     };
     int parsed = gw_s3req_parse(&in, &s3);
+    if (parsed == 0 || parsed == ERR_DENIED) {
+        gw_access_note_s3(req, s3.name, s3.bucket, s3.key);
+    }
     if (parsed != 0 && parsed != ERR_DENIED) {
         gw_refuse_reply(req, s3.refuse_status, s3.refuse_code, s3.refuse_msg);
         return;
@@ -775,6 +779,9 @@ gw_router_on_request(struct gw_req *req, void *arg)
         gw_auth_cleanup(&auth);
         gw_s3req_cleanup(&s3);
         return;
+    }
+    if (auth.principal != NULL) {
+        gw_access_note_principal(req, auth.principal->name);
     }
     log_debug("req %s: %s %s bucket=%s principal=%s", gw_req_id(req), method, s3.name, s3.bucket,
               auth.principal != NULL ? auth.principal->name : "(anonymous)");
