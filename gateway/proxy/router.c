@@ -10,6 +10,7 @@
 #include "election/elect.h"
 #include "gateway/api/api.h"
 #include "gateway/api/locks.h"
+#include "gateway/api/status_page.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
@@ -46,6 +47,47 @@ serve_metrics(struct gw_req *req)
     buf_cleanup(&b);
 }
 
+/* Whether /readyz answers 200; else text says why (one line). */
+static bool
+readiness(const struct gw_router *rt, char *text, size_t len)
+{
+    const char *why = NULL;
+    if (!rt->ready) {
+        (void)snprintf(text, len, "%s", rt->not_ready != NULL ? rt->not_ready : "not ready\n");
+        return false;
+    }
+    if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
+        /* the backend's precondition self-test has not passed: no leases */
+        (void)snprintf(text, len, "election not ready: %s\n",
+                       why != NULL ? why : "self-test running");
+        return false;
+    }
+    if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
+        /* the last transfers could not connect: this gateway cannot forward */
+        (void)snprintf(text, len, "upstream unreachable: %s\n", why);
+        return false;
+    }
+    (void)snprintf(text, len, "%s", "");
+    return true;
+}
+
+/* GET /_fencegate/: the status page (gateway/api/status_page.c), with what only we know. */
+static void
+status_page(struct gw_router *rt, struct gw_req *req)
+{
+    char why[512];
+    const char *unreach = NULL;
+    const struct gw_config *cfg = gw_req_config(req);
+    struct gw_status_ready rd = {
+        .ready = readiness(rt, why, sizeof(why)),
+        .why = why,
+        .upstream = cfg->upstream.endpoint,
+        .upstream_ok = rt->upstream == NULL || !gw_upstream_unreachable(rt->upstream, &unreach),
+        .gateway = cfg->gateway_id,
+    };
+    gw_status_page_handle(req, rt->elect, rt->store, &rd);
+}
+
 /* The gateway's own endpoints.  Returns true if req was answered. */
 static bool
 serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const char *path)
@@ -56,23 +98,11 @@ serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const ch
         return true;
     }
     if (strcmp(path, "/readyz") == 0 && get) {
-        const char *why = NULL;
-        if (!rt->ready) {
-            send_text(req, 503, "text/plain",
-                      rt->not_ready != NULL ? rt->not_ready : "not ready\n");
-        } else if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
-            /* the backend's precondition self-test has not passed: no leases */
-            char text[512];
-            (void)snprintf(text, sizeof(text), "election not ready: %s\n",
-                           why != NULL ? why : "self-test running");
-            send_text(req, 503, "text/plain", text);
-        } else if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
-            /* the last transfers could not connect: this gateway cannot forward */
-            char text[512];
-            (void)snprintf(text, sizeof(text), "upstream unreachable: %s\n", why);
-            send_text(req, 503, "text/plain", text);
-        } else {
+        char text[512];
+        if (readiness(rt, text, sizeof(text))) {
             send_text(req, 200, "text/plain", "ready\n");
+        } else {
+            send_text(req, 503, "text/plain", text);
         }
         return true;
     }
@@ -796,6 +826,9 @@ gw_router_on_request(struct gw_req *req, void *arg)
     } else if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
                (path[20] == '\0' || path[20] == '/')) {
         gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);
+    } else if (s3.op == GW_S3_OP_GATEWAY_API &&
+               (strcmp(path, "/_fencegate/") == 0 || strcmp(path, "/_fencegate") == 0)) {
+        status_page(rt, req); /* authenticated like the JSON API */
     } else if (s3.op == GW_S3_OP_GATEWAY_API) {
         gw_api_handle(req, rt->store); /* authenticated like everything else */
     } else {
