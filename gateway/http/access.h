@@ -39,12 +39,16 @@
 
 struct gw_req;
 
-#define GW_ACCESS_FLUSH_MS    100                        /* the writer wakes at least this often */
-#define GW_ACCESS_FLUSH_BYTES ((size_t)64 * 1024)        /* ... and at once past this many bytes */
-#define GW_ACCESS_MAX_PENDING ((size_t)8 * 1024 * 1024)  /* lines waiting beyond this are dropped  \
-                                                          */
-#define GW_ACCESS_LINE_MAX           ((size_t)16 * 1024) /* one line's cap (keys are 1 KiB in S3) */
-#define GW_ACCESS_STATUS_CLIENT_GONE 499 /* logged for a client that left first (nginx) */
+/* The writer wakes at least every GW_ACCESS_FLUSH_MS, and at once past
+ * GW_ACCESS_FLUSH_BYTES waiting; lines beyond GW_ACCESS_MAX_PENDING waiting are
+ * dropped; one line is at most GW_ACCESS_LINE_MAX (S3 keys are 1 KiB). */
+#define GW_ACCESS_FLUSH_MS    100
+#define GW_ACCESS_FLUSH_BYTES ((size_t)64 * 1024)
+#define GW_ACCESS_MAX_PENDING ((size_t)8 * 1024 * 1024)
+#define GW_ACCESS_LINE_MAX    ((size_t)16 * 1024)
+
+/* The status logged for a client that left before its answer (nginx's 499). */
+#define GW_ACCESS_STATUS_CLIENT_GONE 499
 
 /* What the access-log line of one request says beyond HTTP.  Strings owned (NULL: null). */
 struct gw_access {
