@@ -259,3 +259,29 @@ def test_log_format_json(gateway, rgw, bucket, tmp_path):
     assert refusal[0]["module"] == "refuse" and f"trace {t}" in refusal[0]["msg"]
     assert not refusal[0]["msg"].startswith("req ")  # the id moved to its own key
     assert any(o["msg"].startswith("listening on") for o in objs)
+
+
+def test_principal_and_server_refusals_logged(gateway, rgw, bucket, tmp_path):
+    """A signed request names its principal; a head the server refuses before any
+    request exists (malformed, too large) still gets its line."""
+    ak, sk = "AKIAFENCEGATEWORKER", "worker-secret-0123456789abcdefghij"
+    gw, relay, log = start(gateway, rgw, bucket, tmp_path,
+                           principals=[{"name": "worker", "access_key": ak, "secret_key": sk}])
+    try:
+        c = gw.client(access_key=ak, secret_key=sk)
+        r = c.put_object(Bucket=bucket, Key="free/signed", Body=b"abc")
+        gid = r["ResponseMetadata"]["HTTPHeaders"]["x-fencegate-request-id"]
+        o = line_where(log, request_id=gid)
+        assert (o["principal"], o["operation"], o["status"], o["bytes_in"]) == \
+            ("worker", "PutObject", 200, 3)
+        s = socket.create_connection(("127.0.0.1", gw.port))
+        s.sendall(b"GARBAGE\r\n\r\n")
+        s.settimeout(10)
+        answer = s.recv(4096).decode("latin-1")
+        s.close()
+        assert answer.startswith("HTTP/1.1 400"), answer
+        sid = answer.split("x-amz-request-id: ", 1)[1].split("\r\n", 1)[0]
+        o = line_where(log, request_id=sid)
+        assert (o["status"], o["method"], o["error_code"]) == (400, None, code_of(answer))
+    finally:
+        relay.close()
