@@ -292,43 +292,58 @@ on_refusal(void *arg, const struct store_audit_rec *rec)
     return 0;
 }
 
+/* Records one page render reads from the audit log at most (bounded work on the loop). */
+#define SCAN_MAX ((size_t)2 * STORE_AUDIT_LIMIT_MAX)
+
 /*
  * The last refusals, newest first.  The audit log is read oldest first, so
- * the newest are looked for in widening windows (a minute, an hour, a day,
- * everything), each read bounded by STORE_AUDIT_LIMIT_MAX records.
+ * the newest are looked for in widening windows (10 s, a minute, an hour, a
+ * day, 30 days), reading at most SCAN_MAX records in each.  A window holding
+ * more than that would not reach its newest records: the narrower window
+ * before it, whose records are the newest (if fewer than wanted), is shown.
  */
 static int
 render_refusals(struct buf *b, struct store *st)
 {
-    static const int64_t windows[] = {60000, 3600000, 86400000, 0};
-    struct ring *g = calloc(1, sizeof(*g));
+    static const int64_t windows[] = {10000, 60000, 3600000, 86400000, 30LL * 86400000};
+    struct ring *g = calloc(2, sizeof(*g)); /* the window being read, and the one before */
     if (g == NULL) {
         return ERR_NOMEM;
     }
     struct timespec ts;
     (void)clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    const struct ring *best = NULL; /* the newest records found so far */
+    const struct ring *last = &g[0];
     for (size_t w = 0; w < sizeof(windows) / sizeof(windows[0]); w++) {
-        g->n = 0;
-        struct store_audit_query q = {.since_ms = windows[w] != 0 ? now - windows[w] : 0,
-                                      .limit = STORE_AUDIT_LIMIT_MAX};
-        struct store_audit_cursor next;
+        struct ring *r = best == &g[0] ? &g[1] : &g[0];
+        r->n = 0;
+        last = r;
+        struct store_audit_query q = {.since_ms = now - windows[w], .limit = STORE_AUDIT_LIMIT_MAX};
+        struct store_audit_cursor next = {.set = false};
         do {
-            if (store_audit_query(st, &q, on_refusal, g, &next) != 0) {
+            if (store_audit_query(st, &q, on_refusal, r, &next) != 0) {
+                next.set = false;
                 break;
             }
             q.after = next;
-        } while (next.set && g->n < (size_t)10 * STORE_AUDIT_LIMIT_MAX);
-        if (g->n >= GW_STATUS_PAGE_REFUSALS) {
+        } while (next.set && r->n < SCAN_MAX);
+        if (next.set) {
+            break; /* too many to reach this window's newest: keep the narrower one's */
+        }
+        best = r;
+        if (r->n >= GW_STATUS_PAGE_REFUSALS) {
             break;
         }
     }
+    /* even 10 s held more than SCAN_MAX: the last of those read, close to the newest */
+    const struct ring *shownr = best != NULL ? best : last;
     int rc = buf_append_str(b, "<h2>Last refusals</h2>\n<table id=refusals><tr><th>Time<th>Code"
                                "<th>Kind<th>Lock<th>Token<th>Current<th>Principal<th>Request"
                                "<th>Trace</tr>\n");
-    size_t shown = g->n < GW_STATUS_PAGE_REFUSALS ? g->n : GW_STATUS_PAGE_REFUSALS;
+    size_t shown = shownr->n < GW_STATUS_PAGE_REFUSALS ? shownr->n : GW_STATUS_PAGE_REFUSALS;
     for (size_t i = 0; rc == 0 && i < shown; i++) {
-        const struct refusal *x = &g->r[(g->n - 1 - i) % GW_STATUS_PAGE_REFUSALS];
+        const struct refusal *x = &shownr->r[(shownr->n - 1 - i) % GW_STATUS_PAGE_REFUSALS];
         char what[STORE_METHOD_MAX + STORE_BUCKET_MAX + STORE_KEY_MAX + 4];
         (void)snprintf(what, sizeof(what), "%s /%s/%s", x->method, x->bucket, x->key);
         rc = buf_append_str(b, "<tr>");
