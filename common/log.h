@@ -7,6 +7,15 @@
  * the calling function.  fatal() logs and exits(1).
  * Never pass secrets, Authorization values or signing keys (STYLE R8).
  * Thread-safe: each line is written with one write(2).
+ *
+ * Two formats (log_set_format): "text", the default,
+ *   2026-11-27T18:39:23.123Z info refuse carry_out: req 0123456789abcdef: ...
+ * and "json", one object per line, the message escaped by common/jsonstr.h:
+ *   {"time":"...","level":"info","module":"refuse","func":"carry_out",
+ *    "request_id":"0123456789abcdef","msg":"..."}
+ * where request_id is taken from the house prefix "req <id>: " of gateway
+ * lines (STYLE R8), which is then left out of msg; lines without one have
+ * no request_id key.
  */
 #ifndef COMMON_LOG_H
 #define COMMON_LOG_H
@@ -34,6 +43,12 @@ extern enum log_level log_threshold;
  * Returns 0, or ERR_INVAL for an unknown name (threshold unchanged).
  */
 int log_set_level(const char *name);
+
+/*
+ * log_set_format - "text" or "json".  Returns 0, or ERR_INVAL for another name
+ * (format unchanged).  Call from one thread, before or between lines.
+ */
+int log_set_format(const char *name);
 
 /* log_write - backend of the macros; use the macros. */
 void log_write(enum log_level level, const char *module, const char *func, const char *fmt, ...)

@@ -1,5 +1,6 @@
 #include "store/record.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* A bounded writer and reader over a byte array. */
@@ -114,19 +115,29 @@ get_str(struct rd *r, char *dst, size_t cap)
     dst[n] = '\0';
 }
 
-/* Check the tag and version; returns 0, ERR_INVAL or ERR_VERSION. */
+/* Check the tag and version (at most max; *ver, when given, gets it); returns 0, ERR_INVAL or
+ * ERR_VERSION. */
 static int
-get_header(struct rd *r, uint8_t tag)
+get_header_v(struct rd *r, uint8_t tag, uint8_t max, uint8_t *ver)
 {
     uint8_t t = get_u8(r);
     uint8_t v = get_u8(r);
     if (r->bad || t != tag || v == 0) {
         return ERR_INVAL;
     }
-    if (v > STORE_REC_VERSION) {
+    if (v > max) {
         return ERR_VERSION;
     }
+    if (ver != NULL) {
+        *ver = v;
+    }
     return 0;
+}
+
+static int
+get_header(struct rd *r, uint8_t tag)
+{
+    return get_header_v(r, tag, STORE_REC_VERSION, NULL);
 }
 
 static int
@@ -225,8 +236,9 @@ store_rec_audit_encode(const struct store_audit_rec *r, uint8_t *out, size_t cap
         return ERR_INVAL;
     }
     struct wr w = {.p = out, .cap = cap};
+    bool traced = r->trace_id != NULL && r->trace_id[0] != '\0';
     put_u8(&w, STORE_REC_AUDIT);
-    put_u8(&w, STORE_REC_VERSION);
+    put_u8(&w, traced ? STORE_REC_AUDIT_VERSION : STORE_REC_VERSION);
     put_u64(&w, (uint64_t)r->time_ms);
     put_u8(&w, (uint8_t)r->kind);
     put_u64(&w, r->token);
@@ -240,6 +252,9 @@ store_rec_audit_encode(const struct store_audit_rec *r, uint8_t *out, size_t cap
     put_str(&w, r->operation, STORE_OPERATION_MAX);
     put_str(&w, r->request_id, STORE_REQID_MAX);
     put_str(&w, r->user_agent, STORE_UA_MAX);
+    if (traced) {
+        put_str(&w, r->trace_id, STORE_TRACE_MAX);
+    }
     return wr_result(&w, len);
 }
 
@@ -262,7 +277,8 @@ store_rec_audit_decode(const uint8_t *p, size_t len, struct store_audit_rec *out
                        struct store_rec_scratch *scratch)
 {
     struct rd r = {.p = p, .len = len};
-    int err = get_header(&r, STORE_REC_AUDIT);
+    uint8_t ver = 0;
+    int err = get_header_v(&r, STORE_REC_AUDIT, STORE_REC_AUDIT_VERSION, &ver);
     if (err != 0) {
         return err;
     }
@@ -282,6 +298,13 @@ store_rec_audit_decode(const uint8_t *p, size_t len, struct store_audit_rec *out
     out->operation = get_scratch_str(&r, scratch, &pos, STORE_OPERATION_MAX);
     out->request_id = get_scratch_str(&r, scratch, &pos, STORE_REQID_MAX);
     out->user_agent = get_scratch_str(&r, scratch, &pos, STORE_UA_MAX);
+    out->trace_id = "";
+    if (ver >= 2) {
+        out->trace_id = get_scratch_str(&r, scratch, &pos, STORE_TRACE_MAX);
+        if (out->trace_id[0] == '\0') {
+            r.bad = true; /* written as version 1 when there is none: canonical */
+        }
+    }
     if (r.bad || r.off != r.len || kind < 1 || kind > STORE_AUDIT_KIND_MAX) {
         return ERR_INVAL;
     }

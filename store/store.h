@@ -72,6 +72,7 @@
 #define STORE_KEY_MAX       1024
 #define STORE_OPERATION_MAX 32
 #define STORE_UA_MAX        256
+#define STORE_TRACE_MAX     32 /* a W3C trace id: 32 hex digits */
 #define STORE_UPLOAD_ID_MAX                                                                        \
     382 /* longer upload ids are not tracked: 1 + lock + id is an                                  \
            LMDB key (<= 511 bytes) */
@@ -160,6 +161,7 @@ struct store_audit_rec {
     const char *operation;      /* S3 operation, e.g. "PutObject" */
     const char *request_id;     /* gateway request id */
     const char *user_agent;     /* User-Agent header */
+    const char *trace_id;       /* W3C trace id of the request (traceparent), NULL or "": none */
 };
 
 /* A position in the audit log: the last record seen.  Zeroed = the start. */

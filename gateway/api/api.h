@@ -9,6 +9,7 @@
  *   locks.h / locks.c          the election endpoints (acquire, renew, release,
  *                              show and long-poll)
  *   json_audit.h / json_audit.c audit records as JSON (also for `fencegate audit`)
+ *   status_page.h / status_page.c GET /_fencegate/: the HTML status page
  */
 #ifndef GW_API_H
 #define GW_API_H

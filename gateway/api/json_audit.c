@@ -6,85 +6,14 @@
 #include <string.h>
 
 #include "common/date.h"
+#include "common/jsonstr.h"
 #include "common/num.h"
-
-/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 if invalid
- * (RFC 3629 section 4: no overlongs, no surrogates, nothing past U+10FFFF). */
-static size_t
-utf8_seq_len(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    size_t len;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) {
-            lo = 0xA0;
-        } else if (c == 0xED) {
-            hi = 0x9F;
-        }
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) {
-            lo = 0x90;
-        } else if (c == 0xF4) {
-            hi = 0x8F;
-        }
-    } else {
-        return 0;
-    }
-    if (n < len || p[1] < lo || p[1] > hi) {
-        return 0;
-    }
-    for (size_t i = 2; i < len; i++) {
-        if (p[i] < 0x80 || p[i] > 0xBF) {
-            return 0;
-        }
-    }
-    return len;
-}
 
 int
 gw_json_audit_str_append(struct buf *b, const char *s)
 {
-    int err = buf_append(b, "\"", 1);
-    const unsigned char *p = (const unsigned char *)(s == NULL ? "" : s);
-    size_t n = strlen((const char *)p);
-    size_t i = 0;
-    while (err == 0 && i < n) {
-        unsigned char c = p[i];
-        if (c == '"' || c == '\\') {
-            char esc[2] = {'\\', (char)c};
-            err = buf_append(b, esc, 2);
-            i++;
-        } else if (c < 0x20 || c == 0x7f) {
-            err = buf_printf(b, "\\u%04x", c);
-            i++;
-        } else if (c < 0x80) {
-            size_t j = i;
-            while (j < n && p[j] >= 0x20 && p[j] < 0x7f && p[j] != '"' && p[j] != '\\') {
-                j++;
-            }
-            err = buf_append(b, p + i, j - i);
-            i = j;
-        } else {
-            size_t len = utf8_seq_len(p + i, n - i);
-            if (len == 0) {
-                err = buf_append_str(b, "\\ufffd");
-                i++;
-            } else {
-                err = buf_append(b, p + i, len);
-                i += len;
-            }
-        }
-    }
-    if (err == 0) {
-        err = buf_append(b, "\"", 1);
-    }
-    return err;
+    /* the one escaper (common/jsonstr.c), shared with the access log and JSON logs */
+    return jsonstr_append_cstr(b, s != NULL ? s : "");
 }
 
 void
@@ -198,6 +127,12 @@ gw_json_audit_rec_append(struct buf *b, const struct store_audit_rec *r)
         if (err == 0) {
             err = gw_json_audit_str_append(b, strs[i].value);
         }
+    }
+    if (err == 0) {
+        /* null without one (records before trace ids, requests without a traceparent) */
+        bool traced = r->trace_id != NULL && r->trace_id[0] != '\0';
+        err = buf_append_str(b, ",\"trace_id\":");
+        err = err != 0 ? err : jsonstr_append_cstr(b, traced ? r->trace_id : NULL);
     }
     if (err == 0) {
         err = buf_append(b, "}", 1);

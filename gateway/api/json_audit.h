@@ -7,8 +7,9 @@
  *    "kind":"stale","lock":"orders","token":41,"current_token":42,
  *    "principal":"worker","client":"192.0.2.7:51234","method":"PUT",
  *    "bucket":"data","key":"orders/1","operation":"PutObject",
- *    "request_id":"...","user_agent":"..."}
- * ("token"/"current_token" are null when 0).  Strings are escaped per RFC 8259
+ *    "request_id":"...","user_agent":"...","trace_id":"4bf9..."}
+ * ("token"/"current_token" are null when 0, "trace_id" null when the request
+ * brought no valid traceparent).  Strings are escaped per RFC 8259
  * section 7; bytes that are not valid UTF-8 become U+FFFD, so the output is
  * always valid JSON whatever a client put in its key or User-Agent.
  * Written by hand (no jansson needed).  Pure functions, any thread.

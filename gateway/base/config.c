@@ -62,6 +62,7 @@
 #define V_DOMAIN   gw_config_valid_domain, "a DNS name such as \"s3.example.com\""
 #define V_AKEY     gw_config_valid_access_key, "an access key ([A-Za-z0-9._~+-]{1,128})"
 #define V_LOGLEVEL gw_config_valid_log_level, "\"debug\", \"info\", \"warn\" or \"error\""
+#define V_LOGFMT   gw_config_valid_log_format, "\"text\" or \"json\""
 #define REQ        GW_JSON_TABLE_REQUIRED
 #define SCR        GW_JSON_TABLE_SCRATCH
 
@@ -662,6 +663,8 @@ static const struct gw_json_table_field top_fields[] = {
     FSTR("data_dir", TOP(data_dir), REQ, 1, 0, NULL, V_NONE),
     FSTR("gateway_id", TOP(gateway_id), 0, 1, 255, NULL, V_TOKEN),
     FSTR("log_level", TOP(log_level), 0, 1, 0, "info", V_LOGLEVEL),
+    FSTR("log_format", TOP(log_format), 0, 1, 0, "text", V_LOGFMT),
+    FSTR("access_log", TOP(access_log), 0, 1, 0, "off", V_NONE),
     FBOOL("allow_anonymous", TOP(allow_anonymous), false),
     FLIST("virtual_host_domains", TOP(virtual_host_domains), V_DOMAIN),
     FCUSTOM("upstream", TOP(upstream), on_upstream),
@@ -888,6 +891,8 @@ gw_config_free(struct gw_config *cfg)
     free(cfg->data_dir);
     free(cfg->gateway_id);
     free(cfg->log_level);
+    free(cfg->log_format);
+    free(cfg->access_log);
     gw_json_table_strlist_free(cfg->virtual_host_domains);
     free(cfg->upstream.endpoint);
     free(cfg->upstream.region);

@@ -77,6 +77,8 @@ struct gw_config {
     char
         *gateway_id; /* owned; this gateway's name in lock files ("granted_by"); default hostname */
     char *log_level; /* owned; "debug", "info", "warn", "error" */
+    char *log_format;     /* owned; "text" (default) or "json": one object per line */
+    char *access_log;     /* owned; "off" (default), "stderr" or a file path (reopened on SIGHUP) */
     bool allow_anonymous; /* no principals and a non-loopback listener are allowed together */
     char **virtual_host_domains; /* owned, NULL-terminated: "s3.example.com" means
                                     bucket.s3.example.com is virtual-hosted style */

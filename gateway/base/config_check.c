@@ -109,6 +109,12 @@ gw_config_valid_log_level(const char *s)
            strcmp(s, "error") == 0;
 }
 
+bool
+gw_config_valid_log_format(const char *s)
+{
+    return strcmp(s, "text") == 0 || strcmp(s, "json") == 0;
+}
+
 /* ---- secrets from the environment or a file ---- */
 
 int

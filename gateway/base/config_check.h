@@ -29,6 +29,7 @@ bool gw_config_valid_access_key(const char *s); /* [A-Za-z0-9._~+-]{1,128} */
 bool gw_config_valid_token(const char *s);      /* printable ASCII, no spaces or quotes, <= 255 */
 bool gw_config_valid_env_name(const char *s);   /* an environment variable name */
 bool gw_config_valid_log_level(const char *s);  /* "debug", "info", "warn" or "error" */
+bool gw_config_valid_log_format(const char *s); /* "text" or "json" */
 
 /*
  * gw_config_secret_from_env - copy the secret in environment variable var.

@@ -430,6 +430,12 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
            "Idle connections closed to admit new ones at max_connections.", m->idle_shed);
     scalar(&o, "fencegate_slow_bodies_cut_total", "counter",
            "Request bodies cut: slower than min_body_rate.", m->slow_bodies_cut);
+    scalar(&o, "fencegate_traceparent_invalid_total", "counter",
+           "Malformed W3C traceparent headers, ignored (still forwarded).",
+           m->traceparent_invalid_total);
+    scalar(&o, "fencegate_access_log_dropped_total", "counter",
+           "Access-log lines dropped because the writer was behind.",
+           m->access_log_dropped_total);
     process(&o);
     return o.rc;
 }

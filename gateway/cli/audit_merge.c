@@ -24,6 +24,7 @@ struct mrec {
     char operation[STORE_OPERATION_MAX + 1]; /* rec.operation */
     char request_id[STORE_REQID_MAX + 1];    /* rec.request_id */
     char user_agent[STORE_UA_MAX + 1];       /* rec.user_agent */
+    char trace_id[STORE_TRACE_MAX + 1];      /* rec.trace_id */
 };
 
 /* One store's side of the merge. */
@@ -57,6 +58,7 @@ on_page_rec(void *arg, const struct store_audit_rec *r)
     copy_str(m->operation, sizeof(m->operation), r->operation);
     copy_str(m->request_id, sizeof(m->request_id), r->request_id);
     copy_str(m->user_agent, sizeof(m->user_agent), r->user_agent);
+    copy_str(m->trace_id, sizeof(m->trace_id), r->trace_id);
     m->rec = *r;
     m->rec.lock = m->lock;
     m->rec.principal = m->principal;
@@ -67,6 +69,7 @@ on_page_rec(void *arg, const struct store_audit_rec *r)
     m->rec.operation = m->operation;
     m->rec.request_id = m->request_id;
     m->rec.user_agent = m->user_agent;
+    m->rec.trace_id = m->trace_id;
     return 0;
 }
 

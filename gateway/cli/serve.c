@@ -17,6 +17,7 @@
 #include "gateway/cli/check_config.h"
 #include "gateway/cli/sdnotify.h"
 #include "gateway/fence/fence.h"
+#include "gateway/http/access.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/proxy.h"
 #include "gateway/proxy/router.h"
@@ -197,6 +198,11 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
         log_warn("out of memory: some fences rules' locks may count under lock=\"_other\"");
     }
     (void)log_set_level(cfg->log_level);
+    (void)log_set_format(cfg->log_format);
+    /* reopened even when unchanged: logrotate renamed the file and sent SIGHUP */
+    if (gw_access_open(cfg->access_log, errbuf, sizeof(errbuf)) != 0) {
+        log_error("%s; the access log goes on as before", errbuf);
+    }
     s->old[s->nold++] = s->cfg;
     s->cfg = cfg;
     log_info("configuration reloaded from %s", cfg->path);
@@ -556,7 +562,13 @@ gw_cmd_serve(int argc, char **argv)
         (void)fprintf(stderr, "fencegate: out of memory\n");
         return 1;
     }
+
+    (void)log_set_format(s.cfg->log_format);
     (void)signal(SIGPIPE, SIG_IGN);
+    if (gw_access_open(s.cfg->access_log, errbuf, sizeof(errbuf)) != 0) {
+        log_error("%s", errbuf);
+        goto out;
+    }
     tune_malloc();
 
     s.base = new_event_base();
@@ -646,5 +658,6 @@ gw_cmd_serve(int argc, char **argv)
     status = 0;
 out:
     serve_cleanup(&s);
+    gw_access_close(); /* the last lines, written before exit */
     return status;
 }

@@ -78,6 +78,8 @@
  *   req.c         gw_req_*: what a handler reads (method, target, headers, body)
  *   resp.c        gw_resp_*: what a handler writes; every status counted here
  *   fair.c        per-client shares (connections, transfers), minimum body rate
+ *   access.c / access.h  the access log: one JSON line per request, written by a
+ *                 thread of its own; struct gw_access, what a handler notes for it
  *   tls.c / tls.h the TLS listener (bufferevent_openssl)
  *   internal.h    the structs the files above share, nothing for other rooms
  */

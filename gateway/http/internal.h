@@ -25,6 +25,8 @@
 #include "common/buf.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
+
+#include "gateway/http/access.h"
 #include "gateway/http/http.h"
 
 struct bufferevent;
@@ -228,7 +230,17 @@ struct gw_req {
     uint64_t resp_sent;           /* body bytes queued */
     bool want_drain;              /* on_output_drained is due once below half the cap */
     struct gw_metrics_req acct;   /* its metrics accounting, all of it (base/metrics.h) */
+
+    struct gw_access access;      /* what its access-log line says (gateway/http/access.h) */
 };
+
+/* ---- gateway/http/access.c ---- */
+
+/* gw_http_access_request - queue req's access-log line (the request is ending). */
+void gw_http_access_request(struct gw_req *req);
+
+/* gw_http_access_refused - the line of a head refused before a request existed. */
+void gw_http_access_refused(struct gw_conn *c, const char *id, int status, const char *code);
 
 /* ---- gateway/http/server.c ---- */
 

@@ -523,6 +523,7 @@ gw_http_req_free(struct gw_req *req)
         evbuffer_free(req->body);
     }
     buf_cleanup(&req->resp_head);
+    gw_access_cleanup(&req->access);
     free(req);
 }
 
@@ -583,5 +584,6 @@ gw_http_req_new(struct gw_conn *c)
         expect != NULL && strcasecmp(expect, "100-continue") == 0 && req->version_minor == 1;
     req->resp_length = -1;
     buf_init(&req->resp_head, GW_HTTP_RESP_HEAD);
+    gw_access_init(&req->access, gw_req_header(req, "traceparent"));
     return req;
 }

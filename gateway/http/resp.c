@@ -162,10 +162,15 @@ gw_http_send_error(struct gw_conn *c, struct gw_req *req, int status, const char
     const char *id = idbuf;
     if (req != NULL) {
         id = req->id;
+        if (req->resp == GW_RESP_NONE) {
+            req->status = status;
+            gw_access_note_error(req, code);
+        }
         req->resp = GW_RESP_ENDED;
         req->want_close = true;
     } else {
         gw_http_new_id(idbuf);
+        gw_http_access_refused(c, idbuf, status, code);
     }
     c->closing = true;
     /* code and msg are our own constants: nothing to escape */
@@ -322,6 +327,12 @@ gw_resp_body_begin(struct gw_req *req, int64_t content_length)
     }
     if (!req->has_id_hdr) {
         STAGE_LIT(&pre, "x-amz-request-id: ");
+        stage_str(&pre, req->id);
+        STAGE_LIT(&pre, "\r\n");
+    } else {
+        /* the store's id is passed on; ours still names the request in the
+         * gateway's logs, access log and audit records */
+        STAGE_LIT(&pre, "x-fencegate-request-id: ");
         stage_str(&pre, req->id);
         STAGE_LIT(&pre, "\r\n");
     }

@@ -256,6 +256,7 @@ finish_req(struct gw_conn *c)
     bool again = req->keep_alive && !req->want_close && req->body_done && !c->srv->draining;
     c->req = NULL;
     c->nrequests++;
+    gw_http_access_request(req);
     gw_http_req_free(req);
     if (!again) {
         c->closing = true;
@@ -274,6 +275,7 @@ abort_req(struct gw_conn *c, int err)
         return;
     }
     req->aborted = true;
+    req->access.abort_err = err;
     log_info("%s %s: aborted: %s", req->id, c->peer, err_str(err));
     if (req->ops != NULL && req->ops->on_abort != NULL) {
         req->ops->on_abort(req, err, req->ops_arg);
@@ -434,6 +436,9 @@ gw_http_conn_free(struct gw_conn *c)
 {
     struct gw_server *srv = c->srv;
     abort_req(c, ERR_CLOSED);
+    if (c->req != NULL) {
+        gw_http_access_request(c->req);
+    }
     gw_http_req_free(c->req);
     c->req = NULL;
     if (c->rev != NULL) {

@@ -16,6 +16,7 @@
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
+#include "gateway/http/access.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/body.h"
@@ -294,6 +295,7 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     if (p->detached) {
         return 0; /* the client is gone: only the outcome matters */
     }
+    gw_access_note_upstream_head(req, status);
     gw_resp_start(req, status);
     for (size_t i = 0; i < n; i++) {
         const struct gw_header *h = &headers[i];
@@ -478,6 +480,9 @@ start_transfer(struct preq *p)
         /* no body, or an empty one: the head is the whole request (G3) */
         gw_fence_ticket_sent(p->ticket);
     }
+    if (p->req != NULL) {
+        gw_access_note_upstream_start(p->req);
+    }
     int rc = gw_upstream_xfer_start(p->px->up, &xr, &xfer_cbs, p, &p->x);
     gw_s3client_msg_cleanup(&p->msg); /* the transfer copied what it needs */
     if (rc != 0) {
@@ -621,6 +626,7 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
         return FWD_OK;
     }
     p->ticket = fenced->ticket;
+    gw_access_note_fence(f->req, fenced->lock, fenced->token);
     gw_fence_ticket_rebind(p->ticket, on_cut, on_resume, p);
     p->fence = fenced->fence;
     p->store = fenced->store;

@@ -9,6 +9,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "gateway/base/metrics.h"
+#include "gateway/http/access.h"
 #include "gateway/http/http.h"
 #include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
@@ -26,6 +27,7 @@ reply(struct gw_req *req, const struct gw_refusal *r)
         {"Token", tok},
         {"CurrentToken", cur},
     };
+    gw_access_note_error(req, r->code);
     struct buf body;
     char bare[GW_S3ERR_BARE_MAX];
     size_t len = 0;
@@ -139,6 +141,7 @@ audit(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const cha
         .operation = s3->name,
         .request_id = gw_req_id(req),
         .user_agent = gw_req_header(req, "user-agent"),
+        .trace_id = gw_access_trace_id(req),
     };
     int rc = store_audit_append(st, &rec, w != NULL ? wait_done : NULL, w);
     if (rc != 0) {
@@ -158,17 +161,21 @@ account(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *
     } else if (r->count == GW_REFUSAL_CLASSIFY) {
         gw_metrics.classify_refusals++;
     }
+    gw_access_note_fence(req, r->lock, r->token);
     if (r->count == GW_REFUSAL_UNCOUNTED && r->audit == 0) {
         return;
     }
+    const char *trace = gw_access_trace_id(req);
     if (r->tokens) {
-        log_info("req %s: %s %s refused (%d %s), lock %s token %llu current %llu: %s",
+        log_info("req %s: %s %s refused (%d %s), lock %s token %llu current %llu%s%s: %s",
                  gw_req_id(req), gw_req_method(req), s3->name, r->status, r->code,
                  r->lock != NULL ? r->lock : "", (unsigned long long)r->token,
-                 (unsigned long long)r->current, r->message);
+                 (unsigned long long)r->current, trace != NULL ? ", trace " : "",
+                 trace != NULL ? trace : "", r->message);
     } else {
-        log_info("req %s: %s %s refused (%d %s): %s", gw_req_id(req), gw_req_method(req), s3->name,
-                 r->status, r->code, r->message);
+        log_info("req %s: %s %s refused (%d %s)%s%s: %s", gw_req_id(req), gw_req_method(req),
+                 s3->name, r->status, r->code, trace != NULL ? ", trace " : "",
+                 trace != NULL ? trace : "", r->message);
     }
 }
 

@@ -10,9 +10,11 @@
 #include "election/elect.h"
 #include "gateway/api/api.h"
 #include "gateway/api/locks.h"
+#include "gateway/api/status_page.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
+#include "gateway/http/access.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/create_bucket.h"
@@ -39,31 +41,27 @@ op_name(unsigned op)
 
 _Static_assert(GW_S3_OP_COUNT < GW_METRICS_OP_NONE, "metrics.h: GW_METRICS_OPS too small");
 
-/*
- * Whether /readyz answers 200; otherwise *why is the text to answer (static
- * or in text, which holds n bytes).
- */
+/* Whether /readyz answers 200; else text says why (one line). */
 static bool
-ready_now(struct gw_router *rt, const char **why, char *text, size_t n)
+readiness(const struct gw_router *rt, char *text, size_t len)
 {
-    const char *because = NULL;
+    const char *why = NULL;
     if (!rt->ready) {
-        *why = rt->not_ready != NULL ? rt->not_ready : "not ready\n";
+        (void)snprintf(text, len, "%s", rt->not_ready != NULL ? rt->not_ready : "not ready\n");
         return false;
     }
-    if (rt->elect != NULL && !elect_ready(rt->elect, &because)) {
+    if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
         /* the backend's precondition self-test has not passed: no leases */
-        (void)snprintf(text, n, "election not ready: %s\n",
-                       because != NULL ? because : "self-test running");
-        *why = text;
+        (void)snprintf(text, len, "election not ready: %s\n",
+                       why != NULL ? why : "self-test running");
         return false;
     }
-    if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &because)) {
+    if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
         /* the last transfers could not connect: this gateway cannot forward */
-        (void)snprintf(text, n, "upstream unreachable: %s\n", because);
-        *why = text;
+        (void)snprintf(text, len, "upstream unreachable: %s\n", why);
         return false;
     }
+    (void)snprintf(text, len, "%s", "");
     return true;
 }
 
@@ -71,9 +69,8 @@ static void
 serve_metrics(struct gw_router *rt, struct gw_req *req)
 {
     char text[512];
-    const char *why = NULL;
     struct gw_metrics_live live = {.op_name = op_name};
-    live.ready = ready_now(rt, &why, text, sizeof(text));
+    live.ready = readiness(rt, text, sizeof(text));
     gw_upstream_conns(rt->upstream, &live.upstream_open, &live.upstream_idle);
     if (rt->store != NULL) {
         struct store_stats st;
@@ -95,6 +92,23 @@ serve_metrics(struct gw_router *rt, struct gw_req *req)
     buf_cleanup(&b);
 }
 
+/* GET /_fencegate/: the status page (gateway/api/status_page.c), with what only we know. */
+static void
+status_page(struct gw_router *rt, struct gw_req *req)
+{
+    char why[512];
+    const char *unreach = NULL;
+    const struct gw_config *cfg = gw_req_config(req);
+    struct gw_status_ready rd = {
+        .ready = readiness(rt, why, sizeof(why)),
+        .why = why,
+        .upstream = cfg->upstream.endpoint,
+        .upstream_ok = rt->upstream == NULL || !gw_upstream_unreachable(rt->upstream, &unreach),
+        .gateway = cfg->gateway_id,
+    };
+    gw_status_page_handle(req, rt->elect, rt->store, &rd);
+}
+
 /* The gateway's own endpoints.  Returns true if req was answered. */
 static bool
 serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const char *path)
@@ -105,12 +119,11 @@ serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const ch
         return true;
     }
     if (strcmp(path, "/readyz") == 0 && get) {
-        const char *why = NULL;
         char text[512];
-        if (ready_now(rt, &why, text, sizeof(text))) {
+        if (readiness(rt, text, sizeof(text))) {
             send_text(req, 200, "text/plain", "ready\n");
         } else {
-            send_text(req, 503, "text/plain", why);
+            send_text(req, 503, "text/plain", text);
         }
         return true;
     }
@@ -486,6 +499,9 @@ gw_router_on_request(struct gw_req *req, void *arg)
     };
     int parsed = gw_s3req_parse(&in, &s3);
     gw_metrics_req_set_op(m, s3.op); /* a request refused here keeps what was found */
+    if (parsed == 0 || parsed == ERR_DENIED) {
+        gw_access_note_s3(req, s3.name, s3.bucket, s3.key);
+    }
     if (parsed != 0 && parsed != ERR_DENIED) {
         gw_refuse_reply(req, s3.refuse_status, s3.refuse_code, s3.refuse_msg);
         return;
@@ -503,6 +519,9 @@ gw_router_on_request(struct gw_req *req, void *arg)
         gw_s3req_cleanup(&s3);
         return;
     }
+    if (auth.principal != NULL) {
+        gw_access_note_principal(req, auth.principal->name);
+    }
     log_debug("req %s: %s %s bucket=%s principal=%s", gw_req_id(req), method, s3.name, s3.bucket,
               auth.principal != NULL ? auth.principal->name : "(anonymous)");
     if (parsed == ERR_DENIED) {
@@ -516,6 +535,9 @@ gw_router_on_request(struct gw_req *req, void *arg)
     } else if (s3.op == GW_S3_OP_GATEWAY_API && strncmp(path, "/_fencegate/v1/locks", 20) == 0 &&
                (path[20] == '\0' || path[20] == '/')) {
         gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);
+    } else if (s3.op == GW_S3_OP_GATEWAY_API &&
+               (strcmp(path, "/_fencegate/") == 0 || strcmp(path, "/_fencegate") == 0)) {
+        status_page(rt, req); /* authenticated like the JSON API */
     } else if (s3.op == GW_S3_OP_GATEWAY_API) {
         gw_api_handle(req, rt->store); /* authenticated like everything else */
     } else {

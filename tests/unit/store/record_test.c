@@ -132,6 +132,60 @@ test_audit_roundtrip(void **state)
     assert_int_equal(store_rec_audit_encode(&r, buf, 10, &len), ERR_TOOBIG);
 }
 
+/* An audit record as fencegate wrote it before trace ids
+ * (tests/fuzz/corpus/store_record/audit_stale): still read, byte for byte the
+ * same when written again without a trace id; with one it is version 2. */
+static const uint8_t v1_record[] = {
+    0x41, 0x01, 0x4b, 0x9a, 0x9a, 0xfd, 0xa1, 0x01, 0x00, 0x00, 0x01, 0x29, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x06, 0x00, 0x6f, 0x72, 0x64,
+    0x65, 0x72, 0x73, 0x06, 0x00, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x0f, 0x00, 0x31, 0x39, 0x32,
+    0x2e, 0x30, 0x2e, 0x32, 0x2e, 0x37, 0x3a, 0x35, 0x31, 0x32, 0x33, 0x34, 0x03, 0x00, 0x50, 0x55,
+    0x54, 0x04, 0x00, 0x64, 0x61, 0x74, 0x61, 0x08, 0x00, 0x6f, 0x72, 0x64, 0x65, 0x72, 0x73, 0x2f,
+    0x31, 0x09, 0x00, 0x50, 0x75, 0x74, 0x4f, 0x62, 0x6a, 0x65, 0x63, 0x74, 0x10, 0x00, 0x30, 0x31,
+    0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x0e, 0x00,
+    0x61, 0x77, 0x73, 0x2d, 0x63, 0x6c, 0x69, 0x2f, 0x32, 0x2e, 0x31, 0x33, 0x2e, 0x30};
+
+static void
+test_audit_trace_id_versions(void **state)
+{
+    (void)state;
+    struct store_audit_rec g;
+    struct store_rec_scratch sc;
+    assert_int_equal(store_rec_audit_decode(v1_record, sizeof(v1_record), &g, &sc), 0);
+    assert_string_equal(g.lock, "orders");
+    assert_string_equal(g.trace_id, "");
+    uint8_t buf[STORE_REC_AUDIT_MAX];
+    size_t len = 0;
+    assert_int_equal(store_rec_audit_encode(&g, buf, sizeof(buf), &len), 0);
+    assert_int_equal(len, sizeof(v1_record));
+    assert_memory_equal(buf, v1_record, len); /* no trace id: version 1, unchanged */
+
+    struct store_audit_rec r = g;
+    r.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    assert_int_equal(buf[1], STORE_REC_AUDIT_VERSION);
+    assert_int_equal(len, sizeof(v1_record) + 2 + 32);
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), 0);
+    assert_string_equal(g.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_string_equal(g.user_agent, "aws-cli/2.13.0");
+    for (size_t i = 0; i < len; i++) {
+        assert_int_equal(store_rec_audit_decode(buf, i, &g, &sc), ERR_INVAL);
+    }
+    /* version 2 with an empty trace id is not canonical: refused */
+    uint8_t odd[sizeof(v1_record) + 2];
+    memcpy(odd, v1_record, sizeof(v1_record));
+    odd[1] = STORE_REC_AUDIT_VERSION;
+    odd[sizeof(v1_record)] = 0;
+    odd[sizeof(v1_record) + 1] = 0;
+    assert_int_equal(store_rec_audit_decode(odd, sizeof(odd), &g, &sc), ERR_INVAL);
+    /* a version 1 record followed by a trace id is not one either */
+    memcpy(odd, v1_record, sizeof(v1_record));
+    assert_int_equal(store_rec_audit_decode(odd, sizeof(odd), &g, &sc), ERR_INVAL);
+    /* a later version is a newer fencegate's */
+    odd[1] = STORE_REC_AUDIT_VERSION + 1;
+    assert_int_equal(store_rec_audit_decode(odd, sizeof(v1_record), &g, &sc), ERR_VERSION);
+}
+
 static void
 test_audit_caps(void **state)
 {
@@ -230,9 +284,13 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fence_roundtrip), cmocka_unit_test(test_fence_damaged),
-        cmocka_unit_test(test_elect_roundtrip), cmocka_unit_test(test_audit_roundtrip),
-        cmocka_unit_test(test_audit_caps),      cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_fence_roundtrip),
+        cmocka_unit_test(test_fence_damaged),
+        cmocka_unit_test(test_elect_roundtrip),
+        cmocka_unit_test(test_audit_roundtrip),
+        cmocka_unit_test(test_audit_caps),
+        cmocka_unit_test(test_audit_trace_id_versions),
+        cmocka_unit_test(test_keys),
         cmocka_unit_test(test_garbage),
     };
     return cmocka_run_group_tests_name("store_record", tests, NULL, NULL);

@@ -5,8 +5,8 @@
  * goes out only once the record has committed (G7: the stubs below check the
  * store's commit count at the moment of the answer); a refusal whose record
  * cannot be queued gives 503 SlowDown instead.  refuse.c is included
- * (STYLE R12) and the gateway/http/http.h functions it calls are stubbed
- * here, so the test links without the server.
+ * (STYLE R12) and the gateway/http/http.h and access.h functions it calls are
+ * stubbed here, so the test links without the server.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,7 +36,32 @@ struct gw_req {
     uint64_t committed_at_end;    /* the store's committed records when it was answered or cut */
     const struct gw_req_ops *ops; /* gw_req_set_ops */
     void *ops_arg;
+    const char *trace;    /* what gw_access_trace_id answers */
+    char noted_code[64];  /* gw_access_note_error */
+    char noted_lock[64];  /* gw_access_note_fence */
+    uint64_t noted_token; /* gw_access_note_fence */
 };
+
+/* ---- stubs for gateway/http/access.h ---- */
+
+void
+gw_access_note_error(struct gw_req *req, const char *code)
+{
+    (void)snprintf(req->noted_code, sizeof(req->noted_code), "%s", code);
+}
+
+void
+gw_access_note_fence(struct gw_req *req, const char *lock, uint64_t token)
+{
+    (void)snprintf(req->noted_lock, sizeof(req->noted_lock), "%s", lock != NULL ? lock : "");
+    req->noted_token = token;
+}
+
+const char *
+gw_access_trace_id(const struct gw_req *req)
+{
+    return req->trace;
+}
 
 static struct store *g_store; /* the store under test, for the stubs' commit count */
 
@@ -168,7 +193,7 @@ struct seen {
     int n;
     struct store_audit_rec rec; /* the last one; strings copied below */
     char lock[64], principal[64], client[64], method[16], bucket[64], key[64], op[64], id[64],
-        ua[64];
+        ua[64], trace[64];
 };
 
 static int
@@ -186,6 +211,7 @@ on_rec(void *arg, const struct store_audit_rec *r)
     (void)snprintf(s->op, sizeof(s->op), "%s", r->operation);
     (void)snprintf(s->id, sizeof(s->id), "%s", r->request_id);
     (void)snprintf(s->ua, sizeof(s->ua), "%s", r->user_agent);
+    (void)snprintf(s->trace, sizeof(s->trace), "%s", r->trace_id != NULL ? r->trace_id : "");
     return 0;
 }
 
@@ -279,9 +305,14 @@ static void
 test_fence_refusal(void **state)
 {
     struct env *e = *state;
-    struct gw_req req = {.path = "/data/a&b", .id = "req-1"};
+    struct gw_req req = {
+        .path = "/data/a&b", .id = "req-1", .trace = "4bf92f3577b34da6a3ce929d0e0e4736"};
     const struct gw_refusal r = stale_refusal("jobs", 5, 7);
     refuse_after_commit(e, &req, "alice", &r);
+    /* the access log hears of the code, lock and token */
+    assert_string_equal(req.noted_code, "StaleFencingToken");
+    assert_string_equal(req.noted_lock, "jobs");
+    assert_int_equal(req.noted_token, 5);
     assert_int_equal(req.status, 409);
     assert_string_equal(req.ctype, "application/xml");
     assert_string_equal(req.body, XML_DECL "<Error><Code>StaleFencingToken</Code>"
@@ -306,6 +337,7 @@ test_fence_refusal(void **state)
     assert_string_equal(s.op, "PutObject");
     assert_string_equal(s.id, "req-1");
     assert_string_equal(s.ua, "test-agent/1");
+    assert_string_equal(s.trace, "4bf92f3577b34da6a3ce929d0e0e4736"); /* the trace id too */
 }
 
 /* A G9 refusal: its own counter, lock "" in the record, no fencing extras. */

@@ -1,0 +1,256 @@
+/*
+ * Unit tests for gateway/http/access.c: the access-log line (every key, in
+ * order, valid JSON whatever the request held) and its sink (lines written in
+ * batches by the writer thread, never waited for, reopened after a rename).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gateway/base/metrics.h"
+#include "gateway/http/access.h"
+
+static const char *const keys[] = {
+    "time",     "request_id", "client",      "principal",       "method",      "operation",
+    "bucket",   "key",        "lock",        "token",           "status",      "error_code",
+    "bytes_in", "bytes_out",  "duration_ms", "upstream_status", "upstream_ms", "trace_id",
+};
+
+static void
+test_line_keys_and_values(void **state)
+{
+    (void)state;
+    struct gw_access a;
+    gw_access_init(&a, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    a.principal = strdup("worker");
+    a.operation = strdup("PutObject");
+    a.bucket = strdup("data");
+    a.key = strdup("we\"ird\n\x01key\xff");
+    a.lock = strdup("orders");
+    a.token = 41;
+    a.upstream_status = 200;
+    a.upstream_ms_x1000 = 1500;
+    (void)snprintf(a.error_code, sizeof(a.error_code), "%s", "");
+    struct buf out;
+    buf_init(&out, GW_ACCESS_LINE_MAX);
+    assert_int_equal(gw_access_format(&out, &a, "0123456789abcdef", "127.0.0.1:5", "PUT", 200, 10,
+                                      0, a.start_ns + 2345000),
+                     0);
+    assert_true(out.len > 0 && out.data[out.len - 1] == '\n');
+    assert_null(memchr(out.data, '\n', out.len - 1)); /* one line */
+    json_error_t err;
+    json_t *o = json_loads(out.data, 0, &err);
+    assert_non_null(o);
+    /* exactly these keys, in this order */
+    assert_int_equal(json_object_size(o), sizeof(keys) / sizeof(keys[0]));
+    const char *prev = out.data;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char q[40];
+        (void)snprintf(q, sizeof(q), "\"%s\":", keys[i]);
+        const char *at = strstr(out.data, q);
+        assert_non_null(at);
+        assert_true(at >= prev);
+        prev = at;
+    }
+    assert_string_equal(json_string_value(json_object_get(o, "key")),
+                        "we\"ird\n\x01key\xef\xbf\xbd");
+    assert_int_equal(json_integer_value(json_object_get(o, "token")), 41);
+    assert_true(json_is_null(json_object_get(o, "error_code")));
+    assert_float_equal(json_real_value(json_object_get(o, "duration_ms")), 2.345, 1e-9);
+    assert_float_equal(json_real_value(json_object_get(o, "upstream_ms")), 1.5, 1e-9);
+    assert_string_equal(json_string_value(json_object_get(o, "trace_id")),
+                        "4bf92f3577b34da6a3ce929d0e0e4736");
+    json_decref(o);
+    gw_access_cleanup(&a);
+
+    /* unknowns are null, never "" */
+    gw_access_init(&a, NULL);
+    assert_int_equal(gw_access_format(&out, &a, "x", "c", NULL, 499, 0, 0, a.start_ns), 0);
+    o = json_loads(out.data, 0, &err);
+    assert_non_null(o);
+    assert_true(json_is_null(json_object_get(o, "method")));
+    assert_true(json_is_null(json_object_get(o, "token")));
+    assert_true(json_is_null(json_object_get(o, "upstream_status")));
+    assert_true(json_is_null(json_object_get(o, "trace_id")));
+    json_decref(o);
+    buf_cleanup(&out);
+}
+
+static void
+test_traceparent_counted(void **state)
+{
+    (void)state;
+    uint64_t before = gw_metrics.traceparent_invalid_total;
+    struct gw_access a;
+    gw_access_init(&a, "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01");
+    assert_string_equal(a.trace_id, "");
+    assert_int_equal(gw_metrics.traceparent_invalid_total, before + 1);
+    gw_access_init(&a, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    assert_int_equal(gw_metrics.traceparent_invalid_total, before + 1);
+    gw_access_init(&a, NULL); /* no header: nothing counted */
+    assert_int_equal(gw_metrics.traceparent_invalid_total, before + 1);
+}
+
+static char dir[64];
+
+static int
+setup(void **state)
+{
+    (void)state;
+    (void)snprintf(dir, sizeof(dir), "/tmp/access_test.XXXXXX");
+    return mkdtemp(dir) != NULL ? 0 : -1;
+}
+
+static off_t
+size_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void
+sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    (void)nanosleep(&ts, NULL);
+}
+
+/* Wait up to 2 s for path to hold want bytes. */
+static bool
+wait_size(const char *path, off_t want)
+{
+    for (int i = 0; i < 200; i++) {
+        if (size_of(path) == want) {
+            return true;
+        }
+        sleep_ms(10);
+    }
+    return false;
+}
+
+static void
+test_batched_not_synchronous(void **state)
+{
+    (void)state;
+    char path[128], err[256];
+    (void)snprintf(path, sizeof(path), "%s/batch.log", dir);
+    assert_int_equal(gw_access_open(path, err, sizeof(err)), 0);
+    sleep_ms(20); /* the writer is in its wait */
+    static const char line[] = "{\"a\":1}\n";
+    assert_int_equal(gw_access_append(line, sizeof(line) - 1), 0);
+    /* not written by the caller: it arrives with the writer's next batch */
+    assert_int_equal(size_of(path), 0);
+    assert_true(wait_size(path, (off_t)sizeof(line) - 1));
+    /* past GW_ACCESS_FLUSH_BYTES the writer is woken at once */
+    char big[1024];
+    memset(big, 'x', sizeof(big));
+    big[sizeof(big) - 1] = '\n';
+    for (size_t i = 0; i < GW_ACCESS_FLUSH_BYTES / sizeof(big) + 1; i++) {
+        assert_int_equal(gw_access_append(big, sizeof(big)), 0);
+    }
+    gw_access_close(); /* writes what is queued */
+    assert_int_equal(
+        size_of(path),
+        (off_t)(sizeof(line) - 1 + sizeof(big) * (GW_ACCESS_FLUSH_BYTES / sizeof(big) + 1)));
+    assert_false(gw_access_enabled());
+}
+
+static void
+test_reopen_after_rename(void **state)
+{
+    (void)state;
+    char path[128], old[128], err[256];
+    (void)snprintf(path, sizeof(path), "%s/rot.log", dir);
+    (void)snprintf(old, sizeof(old), "%s/rot.log.1", dir);
+    assert_int_equal(gw_access_open(path, err, sizeof(err)), 0);
+    assert_int_equal(gw_access_append("one\n", 4), 0);
+    assert_int_equal(rename(path, old), 0);                      /* logrotate */
+    assert_int_equal(gw_access_open(path, err, sizeof(err)), 0); /* SIGHUP */
+    assert_int_equal(gw_access_append("two\n", 4), 0);
+    gw_access_close();
+    assert_int_equal(size_of(old), 4); /* queued before the reopen: the old file */
+    assert_int_equal(size_of(path), 4);
+    /* "off" accepts nothing; a path that cannot be opened fails and keeps the sink */
+    assert_int_equal(gw_access_open("off", err, sizeof(err)), 0);
+    assert_false(gw_access_enabled());
+    assert_int_equal(gw_access_open("/nonexistent/dir/x.log", err, sizeof(err)), ERR_IO);
+    assert_non_null(strstr(err, "/nonexistent/dir/x.log"));
+    gw_access_close();
+}
+
+static int drain_fd = -1;
+
+/* pthread_create: read the FIFO until its writer closes it. */
+static void *
+drain(void *arg)
+{
+    (void)arg;
+    int fl = fcntl(drain_fd, F_GETFL);
+    (void)fcntl(drain_fd, F_SETFL, fl & ~O_NONBLOCK);
+    char b[65536];
+    while (read(drain_fd, b, sizeof(b)) > 0) {
+    }
+    return NULL;
+}
+
+static void
+test_stuck_sink_never_blocks(void **state)
+{
+    (void)state;
+    char path[128], err[256];
+    (void)snprintf(path, sizeof(path), "%s/stuck.fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    drain_fd = open(path, O_RDONLY | O_NONBLOCK); /* a reader that does not read yet */
+    assert_true(drain_fd >= 0);
+    assert_int_equal(gw_access_open(path, err, sizeof(err)), 0);
+    (void)alarm(20); /* a blocking append would hang here: fail instead */
+    uint64_t dropped = gw_metrics.access_log_dropped_total;
+    char line[4096];
+    memset(line, 'y', sizeof(line));
+    line[sizeof(line) - 1] = '\n';
+    struct timespec t0, t1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t n = 2 * GW_ACCESS_MAX_PENDING / sizeof(line) + 64;
+    size_t refused = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (gw_access_append(line, sizeof(line)) != 0) {
+            refused++;
+        }
+    }
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    (void)alarm(0);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(s < 5.0);
+    assert_true(refused > 0); /* the sink is stuck: lines beyond the bound are dropped... */
+    assert_int_equal(gw_metrics.access_log_dropped_total, dropped + refused); /* ...and counted */
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, drain, NULL), 0);
+    gw_access_close();
+    assert_int_equal(pthread_join(th, NULL), 0);
+    (void)close(drain_fd);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_line_keys_and_values),    cmocka_unit_test(test_traceparent_counted),
+        cmocka_unit_test(test_batched_not_synchronous), cmocka_unit_test(test_reopen_after_rename),
+        cmocka_unit_test(test_stuck_sink_never_blocks),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
