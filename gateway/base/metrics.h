@@ -110,8 +110,8 @@ struct gw_metrics {
     struct gw_histo audit_commit_seconds;             /* refusal record queued .. committed */
     struct gw_histo backend_seconds[GW_BEOP_COUNT];   /* election backend calls */
 
-    uint64_t traceparent_invalid_total;   /* traceparent headers ignored as malformed */
-    uint64_t access_log_dropped_total;    /* access-log lines dropped: the writer was behind */
+    uint64_t traceparent_invalid_total; /* traceparent headers ignored as malformed */
+    uint64_t access_log_dropped_total;  /* access-log lines dropped: the writer was behind */
 };
 
 /* The one instance. */

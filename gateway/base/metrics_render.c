@@ -434,8 +434,7 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
            "Malformed W3C traceparent headers, ignored (still forwarded).",
            m->traceparent_invalid_total);
     scalar(&o, "fencegate_access_log_dropped_total", "counter",
-           "Access-log lines dropped because the writer was behind.",
-           m->access_log_dropped_total);
+           "Access-log lines dropped because the writer was behind.", m->access_log_dropped_total);
     process(&o);
     return o.rc;
 }

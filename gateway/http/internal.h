@@ -231,7 +231,7 @@ struct gw_req {
     bool want_drain;              /* on_output_drained is due once below half the cap */
     struct gw_metrics_req acct;   /* its metrics accounting, all of it (base/metrics.h) */
 
-    struct gw_access access;      /* what its access-log line says (gateway/http/access.h) */
+    struct gw_access access; /* what its access-log line says (gateway/http/access.h) */
 };
 
 /* ---- gateway/http/access.c ---- */
