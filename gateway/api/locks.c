@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/num.h"
 #include "election/elect.h"
+#include "gateway/api/api.h"
 #include "gateway/api/json_audit.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
@@ -356,7 +357,8 @@ on_name(void *arg, const char *lock, const struct store_elect *se)
 }
 
 static void
-list_locks(struct gw_req *req, struct elect *e, struct store *st)
+list_locks(struct gw_req *req, struct elect *e, struct store *st,
+           const struct gw_principal *principal)
 {
     struct names nm = {0};
     json_t *arr = json_array();
@@ -368,6 +370,9 @@ list_locks(struct gw_req *req, struct elect *e, struct store *st)
     }
     for (size_t i = 0; i < nm.n; i++) {
         struct elect_info in;
+        if (!gw_api_may_see(principal, nm.lock[i])) {
+            continue; /* DESIGN.md "Roles": reads are bounded like writes */
+        }
         if (elect_peek(e, nm.lock[i], &in) == 0) {
             (void)json_array_append_new(arr, info_json(&in, false));
         }
@@ -407,7 +412,7 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
             send_error(req, 405, "method_not_allowed", "Use GET.");
             return;
         }
-        list_locks(req, e, st);
+        list_locks(req, e, st, principal);
         return;
     }
     if (rest[0] != '/') {
@@ -441,6 +446,10 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
     }
     if (strcmp(method, act == A_GET ? "GET" : "POST") != 0) {
         send_error(req, 405, "method_not_allowed", act == A_GET ? "Use GET." : "Use POST.");
+        return;
+    }
+    if (act == A_GET && !gw_api_may_see(principal, lock)) {
+        send_error(req, 403, "denied", "This principal may not see this lock.");
         return;
     }
     if (act != A_GET && !lock_allowed(principal, lock)) {

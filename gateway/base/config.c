@@ -366,6 +366,7 @@ static const struct gw_json_table_field principal_fields[] = {
     FSTR("secret_key_file", PS(secret_key_file), SCR, 1, 0, NULL, V_NONE),
     FLIST("buckets", PR(buckets), V_BUCKET),
     FLIST("locks", PR(locks), V_LOCK),
+    FBOOL("admin", PR(admin), false),
 };
 #undef PR
 #undef PS

@@ -45,6 +45,7 @@ struct gw_principal {
     char *secret_key; /* owned secret: wiped on free */
     char **buckets;   /* owned, NULL-terminated; NULL means every bucket */
     char **locks;     /* owned, NULL-terminated; NULL means every lock */
+    bool admin;       /* "admin": sees every lock, fence and audit record; may revoke */
 };
 
 struct gw_fence_rule {

@@ -790,7 +790,7 @@ gw_router_on_request(struct gw_req *req, void *arg)
                (path[20] == '\0' || path[20] == '/')) {
         gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);
     } else if (s3.op == GW_S3_OP_GATEWAY_API) {
-        gw_api_handle(req, rt->store); /* authenticated like everything else */
+        gw_api_handle(req, rt->store, auth.principal); /* authenticated like everything else */
     } else {
         fence_then_forward(rt, req, &s3, &auth);
     }

@@ -655,6 +655,7 @@ test_principals(void **state)
     assert_ptr_equal(p, &cfg->principals[1]);
     assert_string_equal(p->buckets[1], "y");
     assert_null(p->locks);
+    assert_false(p->admin); /* "admin" defaults to false */
     assert_null(gw_config_principal_by_key(cfg, "ak1"));
     assert_null(gw_config_principal_by_key(cfg, ""));
     gw_config_free(cfg);
@@ -670,6 +671,17 @@ test_principals(void **state)
     expect_err(MIN_PREFIX ",\"principals\":[{\"name\":\"a\",\"access_key\":\"AK/1\","
                           "\"secret_key\":\"s\"}]}",
                "principals[0].access_key: must be an access key ([A-Za-z0-9._~+-]{1,128})");
+
+    /* "admin": a boolean on the principal (DESIGN.md "Roles") */
+    cfg = load_ok(MIN_PREFIX ",\"principals\":[{\"name\":\"ops\",\"access_key\":\"AK1\","
+                             "\"secret_key\":\"s\",\"admin\":true},{\"name\":\"w\","
+                             "\"access_key\":\"AK2\",\"secret_key\":\"t\",\"admin\":false}]}");
+    assert_true(cfg->principals[0].admin);
+    assert_false(cfg->principals[1].admin);
+    gw_config_free(cfg);
+    expect_err(MIN_PREFIX ",\"principals\":[{\"name\":\"a\",\"access_key\":\"AK1\","
+                          "\"secret_key\":\"s\",\"admin\":\"yes\"}]}",
+               "principals[0].admin: expected true or false");
 }
 
 static void
