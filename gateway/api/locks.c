@@ -27,6 +27,7 @@ enum action {
     A_RENEW,
     A_RELEASE,
     A_GET,
+    A_REVOKE,
 };
 
 /* One API call in progress. */
@@ -37,6 +38,10 @@ struct lcall {
     enum action act;               /* what was asked */
     char lock[ELECT_LOCK_MAX + 1]; /* which lock */
     struct buf body;               /* the request body so far */
+    struct store *st;              /* revoke: where its audit record goes (borrowed) */
+    char admin[128];               /* revoke: the admin's principal name ("" anonymous) */
+    bool auditing;                 /* revoke: its audit record is being committed */
+    struct elect_info info;        /* revoke: the lock as revoked, answered once audited */
 };
 
 static void
@@ -136,6 +141,57 @@ lcall_free(struct lcall *lc)
     free(lc);
 }
 
+/* store_audit_done_fn, registered by revoked(): the record is durable, answer now */
+static void
+on_revoke_audited(void *arg, int err, uint64_t seq)
+{
+    struct lcall *lc = arg;
+    (void)seq;
+    if (lc->req == NULL) {
+        lcall_free(lc); /* the client left meanwhile */
+        return;
+    }
+    if (err != 0) {
+        log_error("req %s: lock %s: the revoke's audit record was not written: %s",
+                  gw_req_id(lc->req), lc->lock, err_str(err));
+    }
+    send_json_value(lc->req, 200, info_json(&lc->info, false));
+    lcall_free(lc);
+}
+
+/*
+ * A revoke ended the lease (info: the epoch and its holder): audited with
+ * the admin's name and the holder, answered once the record is committed.
+ */
+static void
+revoked(struct lcall *lc, const struct elect_info *info)
+{
+    struct gw_req *req = lc->req;
+    log_info("req %s: lock %s: epoch %llu of %s revoked by %s", gw_req_id(req), info->lock,
+             (unsigned long long)info->token, info->holder,
+             lc->admin[0] != '\0' ? lc->admin : "(anonymous)");
+    lc->info = *info;
+    const struct store_audit_rec rec = {
+        .kind = STORE_AUDIT_REVOKED,
+        .token = info->token,
+        .current = info->token,
+        .lock = info->lock,
+        .principal = lc->admin,
+        .client = gw_req_peer(req),
+        .method = gw_req_method(req),
+        .key = info->holder,
+        .operation = "RevokeLease",
+        .request_id = gw_req_id(req),
+        .user_agent = gw_req_header(req, "user-agent"),
+    };
+    int rc = lc->st != NULL ? store_audit_append(lc->st, &rec, on_revoke_audited, lc) : ERR_INVAL;
+    if (rc != 0) {
+        on_revoke_audited(lc, rc, 0);
+        return;
+    }
+    lc->auditing = true;
+}
+
 /* elect_done_fn */
 static void
 on_elect_done(void *arg, int err, const struct elect_info *info)
@@ -143,6 +199,10 @@ on_elect_done(void *arg, int err, const struct elect_info *info)
     struct lcall *lc = arg;
     struct gw_req *req = lc->req;
     lc->call = NULL;
+    if (err == 0 && lc->act == A_REVOKE) {
+        revoked(lc, info);
+        return;
+    }
     if (err != 0) {
         send_elect_error(req, lc->act, err, info, lc->e);
     } else {
@@ -162,6 +222,10 @@ on_abort(struct gw_req *req, int err, void *arg)
     struct lcall *lc = arg;
     (void)req;
     (void)err;
+    if (lc->auditing) {
+        lc->req = NULL; /* on_revoke_audited frees it */
+        return;
+    }
     if (lc->call != NULL) {
         elect_call_cancel(lc->e, lc->call);
     }
@@ -211,12 +275,24 @@ start_call(struct lcall *lc)
                            JSON_REJECT_DUPLICATES, &jerr);
     int rc = 0;
 
+    if (lc->act == A_REVOKE && lc->body.len == 0) {
+        o = json_object(); /* a revoke needs no body: "{}" or nothing */
+    }
+
     if (o == NULL || !json_is_object(o)) {
         (void)snprintf(msg, sizeof(msg), "The body must be a JSON object: %.100s",
                        o == NULL ? jerr.text : "not an object");
         goto bad;
     }
-    if (lc->act == A_ACQUIRE) {
+    if (lc->act == A_REVOKE) {
+        static const char *const keys[] = {NULL};
+        const char *unknown = check_keys(o, keys);
+        if (unknown != NULL) {
+            (void)snprintf(msg, sizeof(msg), "%.64s: unknown field", unknown);
+            goto bad;
+        }
+        rc = elect_revoke(lc->e, lc->lock, on_elect_done, lc, &lc->call);
+    } else if (lc->act == A_ACQUIRE) {
         static const char *const keys[] = {"holder", "lease_ms", "wait_ms", NULL};
         uint64_t lease_ms = 0, wait_ms = 0;
         json_t *holder = json_object_get(o, "holder");
@@ -440,6 +516,8 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
         act = A_RENEW;
     } else if (strcmp(verb, "/release") == 0) {
         act = A_RELEASE;
+    } else if (strcmp(verb, "/revoke") == 0) {
+        act = A_REVOKE;
     } else {
         send_error(req, 404, "not_found", "No such lock operation.");
         return;
@@ -452,7 +530,11 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
         send_error(req, 403, "denied", "This principal may not see this lock.");
         return;
     }
-    if (act != A_GET && !lock_allowed(principal, lock)) {
+    if (act == A_REVOKE && !gw_api_is_admin(principal)) {
+        send_error(req, 403, "denied", "Only an admin principal may revoke a lease.");
+        return;
+    }
+    if (act != A_GET && act != A_REVOKE && !lock_allowed(principal, lock)) {
         send_error(req, 403, "denied", "This principal may not hold this lock.");
         return;
     }
@@ -464,6 +546,8 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
     lc->req = req;
     lc->e = e;
     lc->act = act;
+    lc->st = st;
+    (void)snprintf(lc->admin, sizeof(lc->admin), "%s", principal != NULL ? principal->name : "");
     memcpy(lc->lock, lock, n + 1);
     buf_init(&lc->body, LOCKS_MAX_BODY);
     gw_req_set_ops(req, &lcall_ops, lc);

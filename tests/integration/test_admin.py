@@ -158,3 +158,136 @@ def test_roles_bound_reads(rolegw, rgw, bucket):
     # seeing is not holding: the admin may not acquire outside its own locks
     r = api(gw, "ops", "locks/orders/acquire", {"holder": "ops"})
     assert r.status_code == 403
+
+
+# ----------------------------------------------------------------- revoke --
+
+def put_as(gw, who, token, bucket, key, body, lock="orders"):
+    """A fenced put; None when it passed, else the S3 error code."""
+    try:
+        client_as(gw, who, token, lock).put_object(Bucket=bucket, Key=key, Body=body)
+        return None
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+
+
+def lock_cli(gw, who, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    if who is not None:
+        ak, sk = keys(who)
+        env.update(AWS_ACCESS_KEY_ID=ak, AWS_SECRET_ACCESS_KEY=sk)
+    return subprocess.run([gateway_bin(), "lock", *args, "--gateway", gw.url],
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_revoke_single_gateway(rolegw, rgw, bucket):
+    """An admin revokes worker-a's lease: the revoked token is refused at once
+    with 409 FencingLeaseExpired (audited), nothing reaches RGW, its renew fails
+    (409 superseded: the worker library's `superseded`), the revoke is audited
+    with the admin and the holder, and the next acquire is granted at once with
+    a higher token (dir backend, one gateway)."""
+    gw = rolegw
+    a = acquire(gw, "worker-a", "orders", lease_ms=60000)
+    assert put_as(gw, "worker-a", a["token"], bucket, "orders/x", b"before") is None
+
+    # only an admin may revoke
+    for who in ("worker-a", "worker-b", "free"):
+        r = api(gw, who, "locks/orders/revoke", {})
+        assert r.status_code == 403 and r.json()["error"] == "denied", (who, r.text)
+    assert api(gw, "ops", "locks/nosuch/revoke", {}).status_code == 404
+    assert api(gw, "ops", "locks/orders/revoke", {"why": 1}).status_code == 400
+
+    r = api(gw, "ops", "locks/orders/revoke", {})
+    assert r.status_code == 200, r.text
+    rv = r.json()
+    assert (rv["token"], rv["holder"], rv["released"], rv["live"]) == \
+        (a["token"], "worker-a", True, False)
+    assert "lease_id" not in rv
+
+    # refused here at once, audited, nothing written
+    assert put_as(gw, "worker-a", a["token"], bucket, "orders/x", b"zombie") == \
+        "FencingLeaseExpired"
+    assert rgw.client().get_object(Bucket=bucket, Key="orders/x")["Body"].read() == b"before"
+    # the holder's renew fails
+    r = api(gw, "worker-a", "locks/orders/renew", {"token": a["token"], "lease_id": a["lease_id"]})
+    assert r.status_code == 409 and r.json()["error"] == "superseded", r.text
+    # the next acquire: at once, a higher token
+    t0 = time.monotonic()
+    b = acquire(gw, "worker-a", "orders", holder="worker-a2")
+    assert time.monotonic() - t0 < 1.0
+    assert b["token"] == a["token"] + 1
+    assert put_as(gw, "worker-a", b["token"], bucket, "orders/x", b"after") is None
+
+    recs = api(gw, "ops", "audit?lock=orders").json()["records"]
+    kinds = [(x["kind"], x["token"]) for x in recs]
+    assert kinds == [("revoked", a["token"]), ("lease_expired", a["token"])], recs
+    rv = recs[0]
+    assert (rv["principal"], rv["holder"], rv["operation"]) == ("ops", "worker-a", "RevokeLease")
+    # the worker sees the revoke of its own lock
+    assert [x["kind"] for x in api(gw, "worker-a", "audit").json()["records"]][:1] == ["revoked"]
+
+    # fencegate audit (offline, read-only) shows it too
+    out = subprocess.run([gateway_bin(), "audit", "--data-dir", str(gw.data_dir)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "revoked" in out.stdout and "holder worker-a" in out.stdout, out.stdout
+
+    # fencegate lock revoke, signed: an admin may, a worker may not (exit 3)
+    p = lock_cli(gw, "worker-a", "revoke", "orders")
+    assert p.returncode == 3 and "403" in p.stderr, (p.returncode, p.stderr)
+    p = lock_cli(gw, "ops", "revoke", "orders")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["token"] == b["token"]
+    assert json.loads(p.stdout)["released"] is True
+    assert put_as(gw, "worker-a", b["token"], bucket, "orders/x", b"zombie 2") == \
+        "FencingLeaseExpired"
+    p = lock_cli(gw, None, "revoke", "orders")  # unsigned, with principals: refused
+    assert p.returncode != 0
+
+
+def test_revoke_shared_s3(gateway, rgw, bucket):
+    """s3 backend, shared by two gateways.  A revoke at A refuses the token at A
+    at once, and the next acquire is granted after the hand-over
+    (shared_window_ms + commit_margin_ms = 1.1 s), long before the 60 s lease
+    would have run out.  B learns a revoke through its write window (capped at
+    shared_window_ms since its last read): past that bound B refuses the token
+    too, with no newer epoch granted."""
+    locks = bucket + "-locks"
+    rgw.client().create_bucket(Bucket=locks)
+    election = {"backend": "s3", "bucket": locks, "prefix": "fencegate/", "shared": True,
+                "min_lease_ms": 3150, "shared_window_ms": 1000}
+    cfg = {"principals": principals_config(), "election": election,
+           "fences": fences_for(bucket)}
+    ga = gateway(dict(cfg, gateway_id="gw-a"))
+    gb = gateway(dict(cfg, gateway_id="gw-b"))
+    wait_ready(ga.url)
+    wait_ready(gb.url)
+
+    # 1. at A: refused at once, the next holder after the hand-over
+    a = acquire(ga, "worker-a", "orders", lease_ms=60000)
+    assert put_as(ga, "worker-a", a["token"], bucket, "orders/y", b"before") is None
+    r = api(ga, "ops", "locks/orders/revoke", {})
+    assert r.status_code == 200, r.text
+    t0 = time.monotonic()
+    assert put_as(ga, "worker-a", a["token"], bucket, "orders/y", b"zombie") == \
+        "FencingLeaseExpired"
+    b = acquire(ga, "free", "orders", holder="next", wait_ms=20000)
+    waited = time.monotonic() - t0
+    assert b["token"] == a["token"] + 1
+    assert 0.9 <= waited < 5.0, waited
+    r = api(ga, "worker-a", "locks/orders/renew", {"token": a["token"], "lease_id": a["lease_id"]})
+    assert r.status_code == 409, r.text
+
+    # 2. B: writes of the new holder pass, then A revokes it; within
+    # shared_window_ms B's window is over and B refuses the token itself
+    assert put_as(gb, "free", b["token"], bucket, "orders/y", b"next") is None
+    r = api(ga, "ops", "locks/orders/revoke", {})
+    assert r.status_code == 200, r.text
+    time.sleep(1.2)
+    assert put_as(gb, "free", b["token"], bucket, "orders/y", b"zombie b") == \
+        "FencingLeaseExpired"
+    assert rgw.client().get_object(Bucket=bucket, Key="orders/y")["Body"].read() == b"next"
+    recs = api(gb, "ops", "audit?lock=orders").json()["records"]
+    assert [(x["kind"], x["token"]) for x in recs] == [("lease_expired", b["token"])]
+    recs = api(ga, "ops", "audit?lock=orders").json()["records"]
+    assert [x["kind"] for x in recs] == ["revoked", "lease_expired", "revoked"]
