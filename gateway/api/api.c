@@ -36,6 +36,17 @@ gw_api_may_see(const struct gw_principal *principal, const char *lock)
 }
 
 bool
+gw_api_is_admin_path(const char *path)
+{
+    static const char prefix[] = "/_fencegate/v1/locks/";
+    static const char verb[] = "/revoke";
+    size_t n = strlen(path);
+    return strncmp(path, prefix, sizeof(prefix) - 1) == 0 &&
+           n > sizeof(prefix) - 1 + sizeof(verb) - 1 &&
+           strcmp(path + n - (sizeof(verb) - 1), verb) == 0;
+}
+
+bool
 gw_api_is_admin(const struct gw_principal *principal)
 {
     return principal == NULL || principal->admin;

@@ -40,6 +40,13 @@ bool gw_api_may_see(const struct gw_principal *principal, const char *lock);
 bool gw_api_is_admin(const struct gw_principal *principal);
 
 /*
+ * gw_api_is_admin_path - whether path (raw, before '?') is the admin API
+ * (POST /_fencegate/v1/locks/{lock}/revoke): served on the admin listeners
+ * when admin_listen is set, else on the S3 listeners.
+ */
+bool gw_api_is_admin_path(const char *path);
+
+/*
  * gw_api_handle - answer a request whose path starts with /_fencegate.
  * [in] st         the open store (borrowed), or NULL (then 503)
  * [in] principal  the authenticated principal (borrowed), or NULL in

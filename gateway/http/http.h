@@ -126,7 +126,9 @@ struct gw_req_ops {
 typedef void gw_request_fn(struct gw_req *req, void *arg);
 
 /*
- * gw_server_new - bind every listener in cfg->listen and start accepting on base.
+ * gw_server_new - bind every listener in cfg->listen, then every one in
+ * cfg->admin_listen (requests say which: gw_req_listener), and start
+ * accepting on base.
  * [in] cfg      borrowed; must outlive the server (or be replaced by gw_server_set_config).
  * [out] errbuf  on failure, what failed (address, TLS file).
  * Returns the server, or NULL (errbuf says why).
@@ -150,6 +152,9 @@ void gw_server_free(struct gw_server *srv);
 /* gw_server_port - the bound port of listener i (useful when the config said port 0). */
 uint16_t gw_server_port(const struct gw_server *srv, size_t i);
 
+/* gw_server_admin_port - the bound port of admin listener i (cfg->admin_listen[i]). */
+uint16_t gw_server_admin_port(const struct gw_server *srv, size_t i);
+
 /* ---- the request: everything below is event-loop only, valid until free/abort ---- */
 
 /* gw_req_set_ops - install the handler callbacks and their argument. */
@@ -163,6 +168,15 @@ int gw_req_version_minor(const struct gw_req *req);  /* 0 or 1 (HTTP/1.x) */
 const char *gw_req_id(const struct gw_req *req); /* unique request id (hex), for logs and errors */
 const char *gw_req_peer(const struct gw_req *req); /* client address "ip:port" */
 bool gw_req_is_tls(const struct gw_req *req);
+
+/* Which kind of listener accepted a request (cfg->listen or cfg->admin_listen). */
+enum gw_listener {
+    GW_LISTENER_S3_ALL = 0, /* an S3 listener of a server without admin listeners: the
+                               operator endpoints are served here too (before auth) */
+    GW_LISTENER_S3 = 1,     /* an S3 listener; the operator endpoints are on the admin ones */
+    GW_LISTENER_ADMIN = 2,  /* an admin listener (admin_listen) */
+};
+enum gw_listener gw_req_listener(const struct gw_req *req);
 const struct gw_config *
 gw_req_config(const struct gw_req *req); /* config in force for this request */
 

@@ -69,6 +69,12 @@ gw_req_peer(const struct gw_req *req)
     return req->conn->peer;
 }
 
+enum gw_listener
+gw_req_listener(const struct gw_req *req)
+{
+    return req->conn->listener;
+}
+
 bool
 gw_req_is_tls(const struct gw_req *req)
 {

@@ -32,8 +32,9 @@ send_text(struct gw_req *req, int status, const char *content_type, const char *
 }
 
 static void
-serve_metrics(struct gw_req *req)
+serve_metrics(struct gw_router *rt, struct gw_req *req)
 {
+    (void)rt;
     struct buf b;
     buf_init(&b, (size_t)64 * 1024);
     if (gw_metrics_render(&b) != 0) {
@@ -45,38 +46,92 @@ serve_metrics(struct gw_req *req)
     buf_cleanup(&b);
 }
 
+static void
+serve_healthz(struct gw_router *rt, struct gw_req *req)
+{
+    (void)rt;
+    send_text(req, 200, "text/plain", "ok\n");
+}
+
+static void
+serve_readyz(struct gw_router *rt, struct gw_req *req)
+{
+    const char *why = NULL;
+    if (!rt->ready) {
+        send_text(req, 503, "text/plain", rt->not_ready != NULL ? rt->not_ready : "not ready\n");
+    } else if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
+        /* the backend's precondition self-test has not passed: no leases */
+        char text[512];
+        (void)snprintf(text, sizeof(text), "election not ready: %s\n",
+                       why != NULL ? why : "self-test running");
+        send_text(req, 503, "text/plain", text);
+    } else if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
+        /* the last transfers could not connect: this gateway cannot forward */
+        char text[512];
+        (void)snprintf(text, sizeof(text), "upstream unreachable: %s\n", why);
+        send_text(req, 503, "text/plain", text);
+    } else {
+        send_text(req, 200, "text/plain", "ready\n");
+    }
+}
+
+/*
+ * The gateway's own operator endpoints (README "Running it in production"):
+ * GET or HEAD, unauthenticated, answered before S3 parsing.  With
+ * admin_listen set they are served on the admin listeners only (so a
+ * path-style bucket of the same name works on the S3 ones); without it, on
+ * the S3 listeners, where they shadow those bucket names.  A new operator
+ * page is one more row.
+ */
+static const struct {
+    const char *path;                                        /* exact path */
+    void (*serve)(struct gw_router *rt, struct gw_req *req); /* answers req */
+} own_endpoints[] = {
+    {"/healthz", serve_healthz},
+    {"/readyz", serve_readyz},
+    {"/metrics", serve_metrics},
+};
+
 /* The gateway's own endpoints.  Returns true if req was answered. */
 static bool
 serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const char *path)
 {
-    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (strcmp(path, "/healthz") == 0 && get) {
-        send_text(req, 200, "text/plain", "ok\n");
-        return true;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        return false;
     }
-    if (strcmp(path, "/readyz") == 0 && get) {
-        const char *why = NULL;
-        if (!rt->ready) {
-            send_text(req, 503, "text/plain",
-                      rt->not_ready != NULL ? rt->not_ready : "not ready\n");
-        } else if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
-            /* the backend's precondition self-test has not passed: no leases */
-            char text[512];
-            (void)snprintf(text, sizeof(text), "election not ready: %s\n",
-                           why != NULL ? why : "self-test running");
-            send_text(req, 503, "text/plain", text);
-        } else if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
-            /* the last transfers could not connect: this gateway cannot forward */
-            char text[512];
-            (void)snprintf(text, sizeof(text), "upstream unreachable: %s\n", why);
-            send_text(req, 503, "text/plain", text);
-        } else {
-            send_text(req, 200, "text/plain", "ready\n");
+    for (size_t i = 0; i < sizeof(own_endpoints) / sizeof(own_endpoints[0]); i++) {
+        if (strcmp(path, own_endpoints[i].path) == 0) {
+            own_endpoints[i].serve(rt, req);
+            return true;
         }
+    }
+    return false;
+}
+
+/*
+ * Where a request goes by its listener (admin_listen): true if answered here.
+ * An admin listener serves the operator endpoints and the JSON API (the admin
+ * API among it); everything else there is 404.  An S3 listener of a gateway
+ * with admin listeners serves neither the operator endpoints nor the admin
+ * API (404 for the latter; the former are S3 paths there).
+ */
+static bool
+route_by_listener(struct gw_router *rt, struct gw_req *req, const char *method, const char *path)
+{
+    enum gw_listener kind = gw_req_listener(req);
+    if (kind != GW_LISTENER_S3 && serve_own(rt, req, method, path)) {
         return true;
     }
-    if (strcmp(path, "/metrics") == 0 && get) {
-        serve_metrics(req);
+    bool api = strncmp(path, "/_fencegate/", 12) == 0;
+    if (kind == GW_LISTENER_ADMIN && !api) {
+        send_text(req, 404, "text/plain",
+                  "not found: this is the admin listener (/healthz, /readyz, /metrics, "
+                  "/_fencegate/); S3 is served on the listen addresses\n");
+        return true;
+    }
+    if (kind == GW_LISTENER_S3 && gw_api_is_admin_path(path)) {
+        send_text(req, 404, "text/plain",
+                  "not found: the admin API is served on the admin listener (admin_listen)\n");
         return true;
     }
     return false;
@@ -742,7 +797,7 @@ gw_router_on_request(struct gw_req *req, void *arg)
     const char *path = gw_req_path(req);
 
     gw_metrics.requests++;
-    if (serve_own(rt, req, method, path)) {
+    if (route_by_listener(rt, req, method, path)) {
         return;
     }
     struct gw_s3req s3;
@@ -757,6 +812,7 @@ gw_router_on_request(struct gw_req *req, void *arg)
         .method_override = gw_req_header(req, "x-http-method-override") != NULL ||
                            gw_req_header(req, "x-http-method") != NULL ||
                            gw_req_header(req, "x-method-override") != NULL,
+        .operator_paths_s3 = gw_req_listener(req) == GW_LISTENER_S3,
     };
     int parsed = gw_s3req_parse(&in, &s3);
     if (parsed != 0 && parsed != ERR_DENIED) {

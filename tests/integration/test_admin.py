@@ -291,3 +291,147 @@ def test_revoke_shared_s3(gateway, rgw, bucket):
     assert [(x["kind"], x["token"]) for x in recs] == [("lease_expired", b["token"])]
     recs = api(ga, "ops", "audit?lock=orders").json()["records"]
     assert [x["kind"] for x in recs] == ["revoked", "lease_expired", "revoked"]
+
+
+# ----------------------------------------------------------- admin_listen --
+
+def wait_healthz(url, timeout=20):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if requests.get(f"{url}/healthz", timeout=2, verify=False).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        assert time.monotonic() < deadline, f"{url}/healthz never 200"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def admingw(gateway, bucket, tmp_path):
+    aport = free_port()
+    gw = gateway({"principals": principals_config(),
+                  "admin_listen": [f"127.0.0.1:{aport}"],
+                  "election": {"backend": "dir", "path": str(tmp_path / "locks"),
+                               "min_lease_ms": 200},
+                  "fences": fences_for(bucket)}, wait=False)
+    gw.admin_url = f"http://127.0.0.1:{aport}"
+    wait_healthz(gw.admin_url)
+    wait_ready(gw.admin_url)
+    return gw
+
+
+def test_admin_listener_takes_operator_endpoints(admingw, rgw, bucket):
+    """With admin_listen: /metrics, /healthz and /readyz are on the admin port,
+    unauthenticated, and not on the S3 port, where a path-style bucket called
+    `metrics` works; revoke only on the admin port (signed, admins only); the
+    JSON lock API stays on the S3 port."""
+    gw = admingw
+    for path in ("/metrics", "/healthz", "/readyz"):
+        r = requests.get(gw.admin_url + path, timeout=10)
+        assert r.status_code == 200, (path, r.text)
+        # on the S3 port it is a bucket: unsigned with principals, refused by auth
+        r = requests.get(gw.url + path, timeout=10)
+        assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, (path, r.text)
+    assert "fencegate_" in requests.get(gw.admin_url + "/metrics", timeout=10).text
+    assert requests.head(gw.admin_url + "/healthz", timeout=10).status_code == 200
+    # S3 is not served on the admin port
+    r = requests.get(f"{gw.admin_url}/{bucket}/k", timeout=10)
+    assert r.status_code == 404 and "admin listener" in r.text
+
+    # a bucket called "metrics", made at RGW, used through the gateway's S3 port
+    rc = rgw.client()
+    created = False
+    try:
+        rc.create_bucket(Bucket="metrics")
+        created = True
+    except ClientError as e:
+        assert e.response["Error"]["Code"] == "BucketAlreadyOwnedByYou", e
+    key = f"fg-admin-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        c = client_as(gw, "free")
+        c.put_object(Bucket="metrics", Key=key, Body=b"not prometheus")
+        assert c.get_object(Bucket="metrics", Key=key)["Body"].read() == b"not prometheus"
+        assert rc.get_object(Bucket="metrics", Key=key)["Body"].read() == b"not prometheus"
+        keys_ = [o["Key"] for o in c.list_objects_v2(Bucket="metrics").get("Contents", [])]
+        assert key in keys_
+        # GET /metrics signed: the bucket listing, not the gateway's counters
+        r = signed("GET", f"{gw.url}/metrics", "free")
+        assert r.status_code == 200 and "ListBucketResult" in r.text, r.text
+    finally:
+        rc.delete_object(Bucket="metrics", Key=key)
+        if created:
+            rc.delete_bucket(Bucket="metrics")
+
+    # the lock API stays on the S3 port; the admin API moved to the admin port
+    a = acquire(gw, "worker-a", "orders", lease_ms=60000)
+    r = api(gw, "ops", "locks/orders/revoke", {})
+    assert r.status_code == 404 and "admin listener" in r.text, r.text
+    gw_admin = type("G", (), {"url": gw.admin_url})
+    r = api(gw_admin, "worker-a", "locks/orders/revoke", {})
+    assert r.status_code == 403, r.text
+    r = requests.post(f"{gw.admin_url}/_fencegate/v1/locks/orders/revoke", json={}, timeout=10)
+    assert r.status_code == 403, r.text  # unsigned: the admin API authenticates
+    p = lock_cli(gw_admin, "ops", "revoke", "orders")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["holder"] == "worker-a"
+    assert put_as(gw, "worker-a", a["token"], bucket, "orders/z", b"zombie") == \
+        "FencingLeaseExpired"
+    # reads of the JSON API work on the admin port too, bounded by role
+    assert [x["lock"] for x in api(gw_admin, "worker-b", "locks").json()["locks"]] == []
+    assert [x["lock"] for x in api(gw_admin, "ops", "locks").json()["locks"]] == ["orders"]
+
+
+def test_admin_listener_tls_and_no_admin_listen(gateway, rgw, tmp_path):
+    """admin_listen in its TLS form; and without admin_listen the operator
+    endpoints and revoke stay on the S3 port as before."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    aport = free_port()
+    gw = gateway({"admin_listen": [{"address": f"127.0.0.1:{aport}", "tls_cert": str(cert),
+                                    "tls_key": str(key)}]}, wait=False)
+    import urllib3
+    urllib3.disable_warnings()
+    wait_healthz(f"https://127.0.0.1:{aport}")
+    r = requests.get(f"https://127.0.0.1:{aport}/metrics", timeout=10, verify=str(cert))
+    assert r.status_code == 200 and "fencegate_" in r.text
+    # anonymous mode on loopback: /metrics on the S3 port is a bucket (RGW: no such bucket)
+    r = requests.get(f"{gw.url}/metrics", timeout=10)
+    assert "fencegate_" not in r.text
+
+    plain = gateway({"election": {"backend": "dir", "path": str(tmp_path / "locks2"),
+                                  "min_lease_ms": 200}})
+    for path in ("/metrics", "/healthz", "/readyz"):
+        assert requests.get(plain.url + path, timeout=10).status_code == 200, path
+    a = requests.post(f"{plain.url}/_fencegate/v1/locks/l/acquire", json={"holder": "w"},
+                      timeout=10).json()
+    r = requests.post(f"{plain.url}/_fencegate/v1/locks/l/revoke", timeout=10)
+    assert r.status_code == 200 and r.json()["token"] == a["token"], r.text  # anonymous: admin
+
+
+def test_admin_listen_config_checked(tmp_path):
+    """check-config refuses an admin_listen address that overlaps listen, naming the key."""
+    base = {"listen": ["127.0.0.1:9100"], "data_dir": str(tmp_path / "d"),
+            "upstream": {"endpoint": "http://127.0.0.1:7480", "access_key": "a",
+                         "secret_key": "b"}}
+    cases = [
+        (["127.0.0.1:9100"], "admin_listen[0]: overlaps listen[0]"),
+        (["127.0.0.1:9101", "0.0.0.0:9100"], "admin_listen[1]: overlaps listen[0]"),
+        (["127.0.0.1:9101", {"address": "127.0.0.1:9101"}], "admin_listen[1]: overlaps admin_listen[0]"),
+        ([], "admin_listen: expected a non-empty array"),
+        (["10.1.2.3:9101"], "principals: none configured and admin_listen address 10.1.2.3:9101"),
+        (["127.0.0.1:9101"], None),
+    ]
+    for admin, want in cases:
+        p = tmp_path / "c.json"
+        # allow_anonymous: the overlap check itself, not the anonymous rule, must refuse
+        anon = {"allow_anonymous": True} if want is None or "overlaps" in want else {}
+        p.write_text(json.dumps(dict(base, admin_listen=admin, **anon)))
+        out = subprocess.run([gateway_bin(), "check-config", "-c", str(p)],
+                             capture_output=True, text=True, timeout=30)
+        if want is None:
+            assert out.returncode == 0, out.stderr
+        else:
+            assert out.returncode != 0 and want in out.stderr + out.stdout, (admin, out.stderr)
