@@ -40,6 +40,9 @@ struct lcall {
     struct buf body;               /* the request body so far */
     struct store *st;              /* revoke: where its audit record goes (borrowed) */
     char admin[128];               /* revoke: the admin's principal name ("" anonymous) */
+    char client[64];               /* revoke: the request's client address, id and User-Agent, */
+    char request_id[64];           /*   copied: a revoke that went ahead is audited even if the */
+    char user_agent[256];          /*   client hung up meanwhile (req is then NULL) */
     bool auditing;                 /* revoke: its audit record is being committed */
     struct elect_info info;        /* revoke: the lock as revoked, answered once audited */
 };
@@ -147,15 +150,13 @@ on_revoke_audited(void *arg, int err, uint64_t seq)
 {
     struct lcall *lc = arg;
     (void)seq;
-    if (lc->req == NULL) {
-        lcall_free(lc); /* the client left meanwhile */
-        return;
-    }
     if (err != 0) {
-        log_error("req %s: lock %s: the revoke's audit record was not written: %s",
-                  gw_req_id(lc->req), lc->lock, err_str(err));
+        log_error("req %s: lock %s: the revoke's audit record was not written: %s", lc->request_id,
+                  lc->lock, err_str(err));
     }
-    send_json_value(lc->req, 200, info_json(&lc->info, false));
+    if (lc->req != NULL) {
+        send_json_value(lc->req, 200, info_json(&lc->info, false));
+    }
     lcall_free(lc);
 }
 
@@ -166,8 +167,7 @@ on_revoke_audited(void *arg, int err, uint64_t seq)
 static void
 revoked(struct lcall *lc, const struct elect_info *info)
 {
-    struct gw_req *req = lc->req;
-    log_info("req %s: lock %s: epoch %llu of %s revoked by %s", gw_req_id(req), info->lock,
+    log_info("req %s: lock %s: epoch %llu of %s revoked by %s", lc->request_id, info->lock,
              (unsigned long long)info->token, info->holder,
              lc->admin[0] != '\0' ? lc->admin : "(anonymous)");
     lc->info = *info;
@@ -177,12 +177,12 @@ revoked(struct lcall *lc, const struct elect_info *info)
         .current = info->token,
         .lock = info->lock,
         .principal = lc->admin,
-        .client = gw_req_peer(req),
-        .method = gw_req_method(req),
+        .client = lc->client,
+        .method = "POST",
         .key = info->holder,
         .operation = "RevokeLease",
-        .request_id = gw_req_id(req),
-        .user_agent = gw_req_header(req, "user-agent"),
+        .request_id = lc->request_id,
+        .user_agent = lc->user_agent,
     };
     int rc = lc->st != NULL ? store_audit_append(lc->st, &rec, on_revoke_audited, lc) : ERR_INVAL;
     if (rc != 0) {
@@ -201,6 +201,10 @@ on_elect_done(void *arg, int err, const struct elect_info *info)
     lc->call = NULL;
     if (err == 0 && lc->act == A_REVOKE) {
         revoked(lc, info);
+        return;
+    }
+    if (req == NULL) {
+        lcall_free(lc); /* a revoke whose client left, and which did not go ahead */
         return;
     }
     if (err != 0) {
@@ -222,8 +226,9 @@ on_abort(struct gw_req *req, int err, void *arg)
     struct lcall *lc = arg;
     (void)req;
     (void)err;
-    if (lc->auditing) {
-        lc->req = NULL; /* on_revoke_audited frees it */
+    if (lc->auditing || (lc->act == A_REVOKE && lc->call != NULL)) {
+        /* a revoke is never cancelled half-way: it finishes, is audited, then freed */
+        lc->req = NULL;
         return;
     }
     if (lc->call != NULL) {
@@ -548,6 +553,12 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
     lc->act = act;
     lc->st = st;
     (void)snprintf(lc->admin, sizeof(lc->admin), "%s", principal != NULL ? principal->name : "");
+    if (act == A_REVOKE) {
+        const char *ua = gw_req_header(req, "user-agent");
+        (void)snprintf(lc->client, sizeof(lc->client), "%s", gw_req_peer(req));
+        (void)snprintf(lc->request_id, sizeof(lc->request_id), "%s", gw_req_id(req));
+        (void)snprintf(lc->user_agent, sizeof(lc->user_agent), "%s", ua != NULL ? ua : "");
+    }
     memcpy(lc->lock, lock, n + 1);
     buf_init(&lc->body, LOCKS_MAX_BODY);
     gw_req_set_ops(req, &lcall_ops, lc);

@@ -50,6 +50,25 @@ def signed(method, url, who, body=None, timeout=30):
     return requests.request(method, p.url, data=data, headers=dict(p.headers), timeout=timeout)
 
 
+def signed_hangup(url, who, body=b"{}"):
+    """POST url signed as who, then hang up at once, without reading the answer."""
+    import socket
+    import urllib.parse
+    ak, sk = keys(who)
+    req = botocore.awsrequest.AWSRequest(method="POST", url=url, data=body,
+                                         headers={"Content-Type": "application/json"})
+    req.headers["X-Amz-Content-SHA256"] = hashlib.sha256(body).hexdigest()
+    botocore.auth.S3SigV4Auth(botocore.credentials.Credentials(ak, sk), "s3", REGION).add_auth(req)
+    u = urllib.parse.urlsplit(url)
+    head = f"POST {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Length: {len(body)}\r\n"
+    for k, v in req.headers.items():
+        if k.lower() not in ("host", "content-length"):
+            head += f"{k}: {v}\r\n"
+    with socket.create_connection((u.hostname, u.port)) as sock:
+        sock.sendall(head.encode() + b"\r\n" + body)
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 def api(gw, who, path, body=None, method=None):
     url = f"{gw.url}/_fencegate/v1/{path}"
     return signed(method or ("POST" if body is not None else "GET"), url, who, body)
@@ -291,6 +310,25 @@ def test_revoke_shared_s3(gateway, rgw, bucket):
     assert [(x["kind"], x["token"]) for x in recs] == [("lease_expired", b["token"])]
     recs = api(ga, "ops", "audit?lock=orders").json()["records"]
     assert [x["kind"] for x in recs] == ["revoked", "lease_expired", "revoked"]
+
+    # 3. an admin that hangs up right after sending its revoke: released implies
+    # audited, never one without the other.  (The gateway may only see the
+    # hang-up after answering, so this checks the invariant; it does not
+    # force the hang-up into the middle of the revoke.)
+    h = acquire(ga, "free", "hangup", lease_ms=60000)
+    signed_hangup(f"{ga.url}/_fencegate/v1/locks/hangup/revoke", "ops")
+    deadline = time.monotonic() + 10
+    while api(ga, "ops", "locks/hangup").json()["live"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while True:
+        recs = api(ga, "ops", "audit?lock=hangup").json()["records"]
+        if recs or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [(x["kind"], x["token"], x["holder"]) for x in recs] == \
+        [("revoked", h["token"], "free")]
 
 
 # ----------------------------------------------------------- admin_listen --
