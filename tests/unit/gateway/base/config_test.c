@@ -77,6 +77,10 @@ test_example_json(void **state)
         fail_msg("deploy/example.json: %d %s", rc, err);
     }
     assert_false(cfg->listen[0].loopback);
+    assert_int_equal(cfg->nadmin_listen, 1); /* the operator endpoints on loopback */
+    assert_true(cfg->admin_listen[0].loopback);
+    assert_false(cfg->principals[0].admin);
+    assert_true(cfg->principals[1].admin);
     assert_int_equal(cfg->upstream.addressing, GW_ADDR_VIRTUAL);
     assert_string_equal(cfg->upstream.access_key, "AKIAEXAMPLE");
     assert_string_equal(cfg->upstream.secret_key, "exsecret");
