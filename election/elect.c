@@ -606,6 +606,23 @@ elect_release(struct elect *e, const char *lock, uint64_t token, const char *lea
 }
 
 int
+elect_revoke(struct elect *e, const char *lock, elect_done_fn *cb, void *arg,
+             struct elect_call **callp)
+{
+    if (e->probe != PROBE_OK) {
+        return ERR_AGAIN;
+    }
+    struct elect_call *c;
+    int err = call_new(e, lock, CALL_RELEASE, cb, arg, &c);
+    if (err != 0) {
+        return err;
+    }
+    c->revoke = true; /* c->token stays 0 until a fresh read names the latest epoch */
+    call_submit(c, callp);
+    return 0;
+}
+
+int
 elect_get(struct elect *e, const char *lock, uint64_t after, uint32_t wait_ms, elect_done_fn *cb,
           void *arg, struct elect_call **callp)
 {
@@ -696,6 +713,18 @@ step(struct elect *e, struct elect_lock *lk, struct elect_call *c, uint64_t now)
     switch (c->kind) {
     case CALL_RENEW:
     case CALL_RELEASE:
+        if (c->revoke && c->token == 0) {
+            /* a revoke ends the latest epoch: learn which from a fresh read */
+            if (!fresh) {
+                elect_seq_refresh(e, lk);
+                return;
+            }
+            if (lk->latest == 0) {
+                elect_call_complete(c, ERR_NOTFOUND, false);
+                return;
+            }
+            c->token = lk->latest;
+        }
         if (c->superseded) {
             if (!fresh) {
                 elect_seq_refresh(e, lk);

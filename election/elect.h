@@ -264,6 +264,26 @@ MUST_USE int elect_release(struct elect *e, const char *lock, uint64_t token, co
                            elect_done_fn *cb, void *arg, struct elect_call **callp);
 
 /*
+ * elect_revoke - end the lease of lock's latest epoch now, whoever holds it
+ * (an admin's POST .../revoke): the lock is refreshed, then the latest epoch's
+ * file is rewritten expired:true with If-Match on the version read, exactly as
+ * a release (the holder's lease_id is not asked for).  Its write window closes
+ * at once here (elect_window_peek: ELECT_WIN_ENDED, so the fence refuses its
+ * writes); other gateways see it on their next read of the file.  The next
+ * acquire is granted as after a release: at once, or when shared after
+ * shared_window_ms + commit_margin_ms.  The holder's renew then fails with
+ * ERR_CONFLICT (as after a release).
+ * cb err: 0 (info: the epoch, now released, with the holder it had; an epoch
+ * already ended is rewritten or left released: 0 too); ERR_NOTFOUND (never
+ * granted); ERR_CONFLICT (a newer epoch was granted meanwhile: info names it);
+ * ERR_UPSTREAM / ERR_TIMEOUT (unknown: revoke again); ERR_VERSION / ERR_INVAL
+ * (unreadable lock file); ERR_IO, ERR_NOMEM.
+ * Returns and callp as elect_acquire.
+ */
+MUST_USE int elect_revoke(struct elect *e, const char *lock, elect_done_fn *cb, void *arg,
+                          struct elect_call **callp);
+
+/*
  * elect_get - the lock's latest record (GET /_fencegate/v1/locks/{lock}),
  * read fresh from the backend.
  * [in] after    0: answer at once.  N > 0 with wait_ms > 0: answer when the

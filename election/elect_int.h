@@ -75,7 +75,9 @@ struct elect_call {
     int expire_attempts;                   /* acquire: takeover rewrites refused so far (bounded) */
     bool read_fresh;                       /* renew: the record was read by this call */
     bool took_over;                        /* acquire: it expired a run-out lease first */
-    bool superseded;               /* renew/release: a newer epoch exists; answer after a refresh */
+    bool superseded; /* renew/release: a newer epoch exists; answer after a refresh */
+    bool revoke;     /* release by an admin (elect_revoke): no lease_id check; token 0 until the
+                        latest epoch is known, then that epoch */
     struct elect_lockfile rec;     /* renew/release: the epoch's record as read; acquire: written */
     char etag[ELECT_ETAG_MAX + 1]; /* renew/release: its etag */
     char body[ELECT_LOCKFILE_MAX + 1]; /* the body written last */

@@ -137,8 +137,10 @@ enum store_audit_kind {
     STORE_AUDIT_LEASE_EXPIRED = 7, /* "lease_expired": the epoch's lease ended, no write window */
     STORE_AUDIT_REFUSED = 8,       /* "refused": not forwarded as classified (G9: method, query,
                                       form upload, bucket-level write, principal's bounds) */
+    STORE_AUDIT_REVOKED = 9,       /* "revoked": an admin ended the lease of epoch `token`;
+                                      principal is the admin, key the lock's holder */
 };
-#define STORE_AUDIT_KIND_MAX 8
+#define STORE_AUDIT_KIND_MAX 9
 
 /*
  * One audit record.  On append every string is borrowed until the call
@@ -149,7 +151,7 @@ enum store_audit_kind {
 struct store_audit_rec {
     int64_t time_ms;            /* wall-clock ms; on append 0 means "now" */
     uint64_t seq;               /* assigned by the store on append (ignored there); unique */
-    enum store_audit_kind kind; /* why it was rejected */
+    enum store_audit_kind kind; /* why it was rejected (or "revoked": what an admin did) */
     uint64_t token;             /* token presented (0 = none) */
     uint64_t current;           /* the lock's highest token then (0 = none) */
     const char *lock;           /* lock name ("" when unknown) */
@@ -157,7 +159,7 @@ struct store_audit_rec {
     const char *client;         /* client address, e.g. "192.0.2.7:51234" */
     const char *method;         /* HTTP method */
     const char *bucket;         /* S3 bucket */
-    const char *key;            /* S3 key */
+    const char *key;            /* S3 key ("revoked": the holder whose lease ended) */
     const char *operation;      /* S3 operation, e.g. "PutObject" */
     const char *request_id;     /* gateway request id */
     const char *user_agent;     /* User-Agent header */

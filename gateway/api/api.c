@@ -9,15 +9,51 @@
 #include "common/log.h"
 #include "common/num.h"
 #include "gateway/api/json_audit.h"
+#include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/http/http.h"
 #include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "store/store.h"
 
-#define API_MAX_BODY  ((size_t)4 * 1024 * 1024) /* cap on one JSON answer */
-#define API_AUDIT_DEF 100                       /* records per page by default */
-#define API_AUDIT_MAX 1000                      /* and at most */
+#define API_MAX_BODY   ((size_t)4 * 1024 * 1024) /* cap on one JSON answer */
+#define API_AUDIT_DEF  100                       /* records per page by default */
+#define API_AUDIT_MAX  1000                      /* and at most */
+#define API_AUDIT_SCAN 10000 /* records read for one filtered page at most (then a short page) */
+
+bool
+gw_api_may_see(const struct gw_principal *principal, const char *lock)
+{
+    if (principal == NULL || principal->admin || principal->locks == NULL) {
+        return true;
+    }
+    for (char **l = principal->locks; *l != NULL; l++) {
+        if (strcmp(*l, lock) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+gw_api_is_admin_path(const char *path)
+{
+    static const char prefix[] = "/_fencegate/v1/locks/";
+    static const char verb[] = "/revoke";
+    size_t n = strlen(path);
+    if (strcmp(path, "/_fencegate/") == 0 || strcmp(path, "/_fencegate") == 0) {
+        return true; /* the status page */
+    }
+    return strncmp(path, prefix, sizeof(prefix) - 1) == 0 &&
+           n > sizeof(prefix) - 1 + sizeof(verb) - 1 &&
+           strcmp(path + n - (sizeof(verb) - 1), verb) == 0;
+}
+
+bool
+gw_api_is_admin(const struct gw_principal *principal)
+{
+    return principal == NULL || principal->admin;
+}
 
 static void
 send_json(struct gw_req *req, int status, struct buf *b)
@@ -62,9 +98,10 @@ send_json_error(struct gw_req *req, int status, const char *code, const char *me
 }
 
 struct fence_list {
-    struct buf *b; /* the answer */
-    int rc;        /* first append error */
-    bool first;    /* no entry written yet */
+    struct buf *b;                        /* the answer */
+    const struct gw_principal *principal; /* who asks (gw_api_may_see), or NULL */
+    int rc;                               /* first append error */
+    bool first;                           /* no entry written yet */
 };
 
 /* store_fence_each_fn */
@@ -72,6 +109,9 @@ static int
 on_fence(void *arg, const char *lock, const struct store_fence *f)
 {
     struct fence_list *fl = arg;
+    if (!gw_api_may_see(fl->principal, lock)) {
+        return 0;
+    }
     char when[GW_AUDIT_TIME_LEN];
     gw_json_audit_time_format(f->advanced_ms, when);
     int rc = buf_append_str(fl->b, fl->first ? "\n  {\"lock\":" : ",\n  {\"lock\":");
@@ -100,11 +140,11 @@ on_fence(void *arg, const char *lock, const struct store_fence *f)
 }
 
 static void
-get_fences(struct gw_req *req, struct store *st)
+get_fences(struct gw_req *req, struct store *st, const struct gw_principal *principal)
 {
     struct buf b;
     buf_init(&b, API_MAX_BODY);
-    struct fence_list fl = {.b = &b, .first = true};
+    struct fence_list fl = {.b = &b, .principal = principal, .first = true};
     int rc = buf_append_str(&b, "{\"fences\":[");
     if (rc == 0) {
         rc = store_fence_list(st, on_fence, &fl);
@@ -123,15 +163,33 @@ get_fences(struct gw_req *req, struct store *st)
 }
 
 struct audit_list {
-    struct buf *b; /* the answer */
-    bool first;    /* no record written yet */
+    struct buf *b;                        /* the answer */
+    const struct gw_principal *principal; /* who asks, or NULL (anonymous) */
+    uint32_t n;                           /* records written */
+    uint32_t scanned;                     /* records read */
+    bool first;                           /* no record written yet */
 };
+
+/* Whether principal sees rec: a record of a lock it sees, or one of its own requests. */
+static bool
+audit_visible(const struct gw_principal *principal, const struct store_audit_rec *rec)
+{
+    if (gw_api_may_see(principal, rec->lock)) {
+        return true;
+    }
+    return principal != NULL && strcmp(rec->principal, principal->name) == 0;
+}
 
 /* store_audit_each_fn */
 static int
 on_audit(void *arg, const struct store_audit_rec *rec)
 {
     struct audit_list *al = arg;
+    al->scanned++;
+    if (!audit_visible(al->principal, rec)) {
+        return 0;
+    }
+    al->n++;
     int rc = buf_append_str(al->b, al->first ? "\n  " : ",\n  ");
     if (rc == 0) {
         rc = gw_json_audit_rec_append(al->b, rec);
@@ -150,7 +208,7 @@ param(const char *query, const char *name, char *out, size_t outlen, bool *prese
 }
 
 static void
-get_audit(struct gw_req *req, struct store *st)
+get_audit(struct gw_req *req, struct store *st, const struct gw_principal *principal)
 {
     const char *query = gw_req_query(req);
     char lock[160], since[64], until[64], limit[24], after[128];
@@ -169,6 +227,10 @@ get_audit(struct gw_req *req, struct store *st)
     if (has_lock) {
         if (!lock_name_valid(lock)) {
             send_json_error(req, 400, "bad_request", "lock must match [A-Za-z0-9._-]{1,128}.");
+            return;
+        }
+        if (!gw_api_may_see(principal, lock)) {
+            send_json_error(req, 403, "denied", "This principal may not see this lock.");
             return;
         }
         q.lock = lock;
@@ -195,11 +257,20 @@ get_audit(struct gw_req *req, struct store *st)
     }
     struct buf b;
     buf_init(&b, API_MAX_BODY);
-    struct audit_list al = {.b = &b, .first = true};
+    struct audit_list al = {.b = &b, .principal = principal, .first = true};
     struct store_audit_cursor next = {0};
     int rc = buf_append_str(&b, "{\"records\":[");
-    if (rc == 0) {
+    /* Records a principal may not see are skipped: read on until the page is
+     * full, the log ends, or API_AUDIT_SCAN records were read (a short page
+     * whose "next" goes on; a page may then even be empty). */
+    uint32_t want = q.limit;
+    while (rc == 0) {
+        q.limit = want - al.n;
         rc = store_audit_query(st, &q, on_audit, &al, &next);
+        if (rc != 0 || !next.set || al.n >= want || al.scanned >= API_AUDIT_SCAN) {
+            break;
+        }
+        q.after = next;
     }
     if (rc == 0) {
         rc = buf_append_str(&b, al.first ? "],\"next\":" : "\n],\"next\":");
@@ -226,7 +297,7 @@ get_audit(struct gw_req *req, struct store *st)
 }
 
 void
-gw_api_handle(struct gw_req *req, struct store *st)
+gw_api_handle(struct gw_req *req, struct store *st, const struct gw_principal *principal)
 {
     const char *path = gw_req_path(req);
     const char *method = gw_req_method(req);
@@ -241,7 +312,7 @@ gw_api_handle(struct gw_req *req, struct store *st)
             send_json_error(req, 405, "method_not_allowed", "Use GET.");
             return;
         }
-        get_fences(req, st);
+        get_fences(req, st, principal);
         return;
     }
     if (strcmp(path, "/_fencegate/v1/audit") == 0) {
@@ -249,7 +320,7 @@ gw_api_handle(struct gw_req *req, struct store *st)
             send_json_error(req, 405, "method_not_allowed", "Use GET.");
             return;
         }
-        get_audit(req, st);
+        get_audit(req, st, principal);
         return;
     }
     send_json_error(req, 404, "not_found", "No such gateway API resource.");

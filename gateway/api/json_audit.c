@@ -128,6 +128,13 @@ gw_json_audit_rec_append(struct buf *b, const struct store_audit_rec *r)
             err = gw_json_audit_str_append(b, strs[i].value);
         }
     }
+    if (err == 0 && r->kind == STORE_AUDIT_REVOKED) {
+        /* the record's key field carries the holder whose lease was revoked */
+        err = buf_append_str(b, ",\"holder\":");
+        if (err == 0) {
+            err = gw_json_audit_str_append(b, r->key);
+        }
+    }
     if (err == 0) {
         /* null without one (records before trace ids, requests without a traceparent) */
         bool traced = r->trace_id != NULL && r->trace_id[0] != '\0';

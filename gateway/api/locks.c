@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/num.h"
 #include "election/elect.h"
+#include "gateway/api/api.h"
 #include "gateway/api/json_audit.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
@@ -26,6 +27,7 @@ enum action {
     A_RENEW,
     A_RELEASE,
     A_GET,
+    A_REVOKE,
 };
 
 /* One API call in progress. */
@@ -36,6 +38,13 @@ struct lcall {
     enum action act;               /* what was asked */
     char lock[ELECT_LOCK_MAX + 1]; /* which lock */
     struct buf body;               /* the request body so far */
+    struct store *st;              /* revoke: where its audit record goes (borrowed) */
+    char admin[128];               /* revoke: the admin's principal name ("" anonymous) */
+    char client[64];               /* revoke: the request's client address, id and User-Agent, */
+    char request_id[64];           /*   copied: a revoke that went ahead is audited even if the */
+    char user_agent[256];          /*   client hung up meanwhile (req is then NULL) */
+    bool auditing;                 /* revoke: its audit record is being committed */
+    struct elect_info info;        /* revoke: the lock as revoked, answered once audited */
 };
 
 static void
@@ -135,6 +144,54 @@ lcall_free(struct lcall *lc)
     free(lc);
 }
 
+/* store_audit_done_fn, registered by revoked(): the record is durable, answer now */
+static void
+on_revoke_audited(void *arg, int err, uint64_t seq)
+{
+    struct lcall *lc = arg;
+    (void)seq;
+    if (err != 0) {
+        log_error("req %s: lock %s: the revoke's audit record was not written: %s", lc->request_id,
+                  lc->lock, err_str(err));
+    }
+    if (lc->req != NULL) {
+        send_json_value(lc->req, 200, info_json(&lc->info, false));
+    }
+    lcall_free(lc);
+}
+
+/*
+ * A revoke ended the lease (info: the epoch and its holder): audited with
+ * the admin's name and the holder, answered once the record is committed.
+ */
+static void
+revoked(struct lcall *lc, const struct elect_info *info)
+{
+    log_info("req %s: lock %s: epoch %llu of %s revoked by %s", lc->request_id, info->lock,
+             (unsigned long long)info->token, info->holder,
+             lc->admin[0] != '\0' ? lc->admin : "(anonymous)");
+    lc->info = *info;
+    const struct store_audit_rec rec = {
+        .kind = STORE_AUDIT_REVOKED,
+        .token = info->token,
+        .current = info->token,
+        .lock = info->lock,
+        .principal = lc->admin,
+        .client = lc->client,
+        .method = "POST",
+        .key = info->holder,
+        .operation = "RevokeLease",
+        .request_id = lc->request_id,
+        .user_agent = lc->user_agent,
+    };
+    int rc = lc->st != NULL ? store_audit_append(lc->st, &rec, on_revoke_audited, lc) : ERR_INVAL;
+    if (rc != 0) {
+        on_revoke_audited(lc, rc, 0);
+        return;
+    }
+    lc->auditing = true;
+}
+
 /* elect_done_fn */
 static void
 on_elect_done(void *arg, int err, const struct elect_info *info)
@@ -142,6 +199,14 @@ on_elect_done(void *arg, int err, const struct elect_info *info)
     struct lcall *lc = arg;
     struct gw_req *req = lc->req;
     lc->call = NULL;
+    if (err == 0 && lc->act == A_REVOKE) {
+        revoked(lc, info);
+        return;
+    }
+    if (req == NULL) {
+        lcall_free(lc); /* a revoke whose client left, and which did not go ahead */
+        return;
+    }
     if (err != 0) {
         send_elect_error(req, lc->act, err, info, lc->e);
     } else {
@@ -161,6 +226,11 @@ on_abort(struct gw_req *req, int err, void *arg)
     struct lcall *lc = arg;
     (void)req;
     (void)err;
+    if (lc->auditing || (lc->act == A_REVOKE && lc->call != NULL)) {
+        /* a revoke is never cancelled half-way: it finishes, is audited, then freed */
+        lc->req = NULL;
+        return;
+    }
     if (lc->call != NULL) {
         elect_call_cancel(lc->e, lc->call);
     }
@@ -210,12 +280,24 @@ start_call(struct lcall *lc)
                            JSON_REJECT_DUPLICATES, &jerr);
     int rc = 0;
 
+    if (lc->act == A_REVOKE && lc->body.len == 0) {
+        o = json_object(); /* a revoke needs no body: "{}" or nothing */
+    }
+
     if (o == NULL || !json_is_object(o)) {
         (void)snprintf(msg, sizeof(msg), "The body must be a JSON object: %.100s",
                        o == NULL ? jerr.text : "not an object");
         goto bad;
     }
-    if (lc->act == A_ACQUIRE) {
+    if (lc->act == A_REVOKE) {
+        static const char *const keys[] = {NULL};
+        const char *unknown = check_keys(o, keys);
+        if (unknown != NULL) {
+            (void)snprintf(msg, sizeof(msg), "%.64s: unknown field", unknown);
+            goto bad;
+        }
+        rc = elect_revoke(lc->e, lc->lock, on_elect_done, lc, &lc->call);
+    } else if (lc->act == A_ACQUIRE) {
         static const char *const keys[] = {"holder", "lease_ms", "wait_ms", NULL};
         uint64_t lease_ms = 0, wait_ms = 0;
         json_t *holder = json_object_get(o, "holder");
@@ -356,7 +438,8 @@ on_name(void *arg, const char *lock, const struct store_elect *se)
 }
 
 static void
-list_locks(struct gw_req *req, struct elect *e, struct store *st)
+list_locks(struct gw_req *req, struct elect *e, struct store *st,
+           const struct gw_principal *principal)
 {
     struct names nm = {0};
     json_t *arr = json_array();
@@ -368,6 +451,9 @@ list_locks(struct gw_req *req, struct elect *e, struct store *st)
     }
     for (size_t i = 0; i < nm.n; i++) {
         struct elect_info in;
+        if (!gw_api_may_see(principal, nm.lock[i])) {
+            continue; /* DESIGN.md "Roles": reads are bounded like writes */
+        }
         if (elect_peek(e, nm.lock[i], &in) == 0) {
             (void)json_array_append_new(arr, info_json(&in, false));
         }
@@ -407,7 +493,7 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
             send_error(req, 405, "method_not_allowed", "Use GET.");
             return;
         }
-        list_locks(req, e, st);
+        list_locks(req, e, st, principal);
         return;
     }
     if (rest[0] != '/') {
@@ -435,6 +521,8 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
         act = A_RENEW;
     } else if (strcmp(verb, "/release") == 0) {
         act = A_RELEASE;
+    } else if (strcmp(verb, "/revoke") == 0) {
+        act = A_REVOKE;
     } else {
         send_error(req, 404, "not_found", "No such lock operation.");
         return;
@@ -443,7 +531,15 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
         send_error(req, 405, "method_not_allowed", act == A_GET ? "Use GET." : "Use POST.");
         return;
     }
-    if (act != A_GET && !lock_allowed(principal, lock)) {
+    if (act == A_GET && !gw_api_may_see(principal, lock)) {
+        send_error(req, 403, "denied", "This principal may not see this lock.");
+        return;
+    }
+    if (act == A_REVOKE && !gw_api_is_admin(principal)) {
+        send_error(req, 403, "denied", "Only an admin principal may revoke a lease.");
+        return;
+    }
+    if (act != A_GET && act != A_REVOKE && !lock_allowed(principal, lock)) {
         send_error(req, 403, "denied", "This principal may not hold this lock.");
         return;
     }
@@ -455,6 +551,14 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
     lc->req = req;
     lc->e = e;
     lc->act = act;
+    lc->st = st;
+    (void)snprintf(lc->admin, sizeof(lc->admin), "%s", principal != NULL ? principal->name : "");
+    if (act == A_REVOKE) {
+        const char *ua = gw_req_header(req, "user-agent");
+        (void)snprintf(lc->client, sizeof(lc->client), "%s", gw_req_peer(req));
+        (void)snprintf(lc->request_id, sizeof(lc->request_id), "%s", gw_req_id(req));
+        (void)snprintf(lc->user_agent, sizeof(lc->user_agent), "%s", ua != NULL ? ua : "");
+    }
     memcpy(lc->lock, lock, n + 1);
     buf_init(&lc->body, LOCKS_MAX_BODY);
     gw_req_set_ops(req, &lcall_ops, lc);

@@ -112,15 +112,11 @@ fail:
     return rc;
 }
 
-/* GW_JSON_TABLE_CUSTOM for "listen" (base: struct gw_config) */
+/* A non-empty array of listen entries into l[0..*n). */
 static int
-on_listen(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
+parse_listen_array(struct gw_json_table_ctx *c, const char *path, json_t *v, struct gw_listen *l,
+                   size_t *n)
 {
-    struct gw_config *cfg =
-        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, listen));
-    if (v == NULL) {
-        return gw_json_table_err(c, path, "required");
-    }
     if (!json_is_array(v) || json_array_size(v) == 0) {
         return gw_json_table_err(c, path, "expected a non-empty array");
     }
@@ -131,10 +127,77 @@ on_listen(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
         char ipath[GW_JSON_TABLE_MAX_PATH];
         gw_json_table_index_path(ipath, sizeof(ipath), path, i);
         /* count first: a partly built entry is freed with the config */
-        cfg->nlisten = i + 1;
-        int rc = parse_listen_entry(c, ipath, json_array_get(v, i), &cfg->listen[i]);
+        *n = i + 1;
+        int rc = parse_listen_entry(c, ipath, json_array_get(v, i), &l[i]);
         if (rc != 0) {
             return rc;
+        }
+    }
+    return 0;
+}
+
+/* GW_JSON_TABLE_CUSTOM for "listen" (base: struct gw_config) */
+static int
+on_listen(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, listen));
+    if (v == NULL) {
+        return gw_json_table_err(c, path, "required");
+    }
+    return parse_listen_array(c, path, v, cfg->listen, &cfg->nlisten);
+}
+
+/* GW_JSON_TABLE_CUSTOM for "admin_listen" (base: struct gw_config); optional */
+static int
+on_admin_listen(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
+{
+    struct gw_config *cfg =
+        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, admin_listen));
+    if (v == NULL) {
+        return 0;
+    }
+    return parse_listen_array(c, path, v, cfg->admin_listen, &cfg->nadmin_listen);
+}
+
+/* Whether a and b may be the same socket address: same port, and the same host or a wildcard. */
+static bool
+listen_overlap(const struct gw_listen *a, const struct gw_listen *b)
+{
+    static const char *const any[] = {"0.0.0.0", "::", "0:0:0:0:0:0:0:0"};
+    if (a->port != b->port || a->port == 0) {
+        return false;
+    }
+    if (strcasecmp(a->host, b->host) == 0) {
+        return true;
+    }
+    for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++) {
+        if (strcmp(a->host, any[i]) == 0 || strcmp(b->host, any[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* check_admin_listen - no admin listener on (or under a wildcard of) an S3 listener's address. */
+static int
+check_admin_listen(struct gw_json_table_ctx *c, const struct gw_config *cfg)
+{
+    for (size_t i = 0; i < cfg->nadmin_listen; i++) {
+        for (size_t j = 0; j < cfg->nlisten; j++) {
+            if (listen_overlap(&cfg->admin_listen[i], &cfg->listen[j])) {
+                char ipath[GW_JSON_TABLE_MAX_PATH];
+                gw_json_table_index_path(ipath, sizeof(ipath), "admin_listen", i);
+                return gw_json_table_err(c, ipath, "overlaps listen[%zu] (port %u)", j,
+                                         (unsigned)cfg->listen[j].port);
+            }
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (listen_overlap(&cfg->admin_listen[i], &cfg->admin_listen[j])) {
+                char ipath[GW_JSON_TABLE_MAX_PATH];
+                gw_json_table_index_path(ipath, sizeof(ipath), "admin_listen", i);
+                return gw_json_table_err(c, ipath, "overlaps admin_listen[%zu]", j);
+            }
         }
     }
     return 0;
@@ -368,6 +431,7 @@ static const struct gw_json_table_field principal_fields[] = {
     FSTR("secret_key_file", PS(secret_key_file), SCR, 1, 0, NULL, V_NONE),
     FLIST("buckets", PR(buckets), V_BUCKET),
     FLIST("locks", PR(locks), V_LOCK),
+    FBOOL("admin", PR(admin), false),
 };
 #undef PR
 #undef PS
@@ -660,6 +724,7 @@ on_metrics(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
 #define TOP(m) offsetof(struct gw_config, m)
 static const struct gw_json_table_field top_fields[] = {
     FCUSTOM("listen", TOP(listen), on_listen),
+    FCUSTOM("admin_listen", TOP(admin_listen), on_admin_listen),
     FSTR("data_dir", TOP(data_dir), REQ, 1, 0, NULL, V_NONE),
     FSTR("gateway_id", TOP(gateway_id), 0, 1, 255, NULL, V_TOKEN),
     FSTR("log_level", TOP(log_level), 0, 1, 0, "info", V_LOGLEVEL),
@@ -700,15 +765,17 @@ check_anonymous(struct gw_json_table_ctx *c, const struct gw_config *cfg)
     if (cfg->nprincipals > 0 || cfg->allow_anonymous) {
         return 0;
     }
-    for (size_t i = 0; i < cfg->nlisten; i++) {
-        const struct gw_listen *l = &cfg->listen[i];
+    for (size_t i = 0; i < cfg->nlisten + cfg->nadmin_listen; i++) {
+        const struct gw_listen *l =
+            i < cfg->nlisten ? &cfg->listen[i] : &cfg->admin_listen[i - cfg->nlisten];
         if (!l->loopback) {
             bool v6 = strchr(l->host, ':') != NULL;
             return gw_json_table_err(
                 c, "principals",
-                "none configured and listen address %s%s%s:%u is not loopback; set "
+                "none configured and %s address %s%s%s:%u is not loopback; set "
                 "\"allow_anonymous\": true to allow",
-                v6 ? "[" : "", l->host, v6 ? "]" : "", (unsigned)l->port);
+                i < cfg->nlisten ? "listen" : "admin_listen", v6 ? "[" : "", l->host, v6 ? "]" : "",
+                (unsigned)l->port);
         }
     }
     return 0;
@@ -795,6 +862,9 @@ load_json(const char *text, size_t len, const char *path, struct gw_config **out
         }
     }
     rc = check_anonymous(c, cfg);
+    if (rc == 0) {
+        rc = check_admin_listen(c, cfg);
+    }
     if (rc == 0) {
         rc = check_windows(c, cfg);
     }
@@ -887,6 +957,11 @@ gw_config_free(struct gw_config *cfg)
         free(cfg->listen[i].host);
         free(cfg->listen[i].tls_cert);
         free(cfg->listen[i].tls_key);
+    }
+    for (size_t i = 0; i < cfg->nadmin_listen; i++) {
+        free(cfg->admin_listen[i].host);
+        free(cfg->admin_listen[i].tls_cert);
+        free(cfg->admin_listen[i].tls_key);
     }
     free(cfg->data_dir);
     free(cfg->gateway_id);

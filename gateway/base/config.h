@@ -45,6 +45,7 @@ struct gw_principal {
     char *secret_key; /* owned secret: wiped on free */
     char **buckets;   /* owned, NULL-terminated; NULL means every bucket */
     char **locks;     /* owned, NULL-terminated; NULL means every lock */
+    bool admin;       /* "admin": sees every lock, fence and audit record; may revoke */
 };
 
 struct gw_fence_rule {
@@ -72,6 +73,10 @@ struct gw_config {
 
     struct gw_listen listen[GW_CONFIG_MAX_LISTEN]; /* listen[0..nlisten) */
     size_t nlisten;
+    struct gw_listen admin_listen[GW_CONFIG_MAX_LISTEN]; /* the operator endpoints' listeners
+                                                            (admin_listen[0..nadmin_listen));
+                                                            none: they are on the S3 ones */
+    size_t nadmin_listen;
 
     char *data_dir; /* owned; LMDB environment and other state */
     char

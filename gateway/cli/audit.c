@@ -261,7 +261,11 @@ print_rec(struct audit_out *o, const char *source, const struct store_audit_rec 
     cell(r->operation, 16);
     cell(r->request_id, 16);
     char where[STORE_BUCKET_MAX + STORE_KEY_MAX + 2];
-    (void)snprintf(where, sizeof(where), "%s/%s", r->bucket, r->key);
+    if (r->kind == STORE_AUDIT_REVOKED) {
+        (void)snprintf(where, sizeof(where), "holder %s", r->key);
+    } else {
+        (void)snprintf(where, sizeof(where), "%s/%s", r->bucket, r->key);
+    }
     cell(where, 0);
     (void)printf("\n");
     return 0;

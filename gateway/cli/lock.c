@@ -43,8 +43,10 @@ enum lock_sub {
     SUB_SHOW = 1 << 3,
     SUB_WATCH = 1 << 4,
     SUB_RUN = 1 << 5,
+    SUB_REVOKE = 1 << 6,
 };
-#define SUB_ALL (SUB_ACQUIRE | SUB_RENEW | SUB_RELEASE | SUB_SHOW | SUB_WATCH | SUB_RUN)
+#define SUB_ALL                                                                                    \
+    (SUB_ACQUIRE | SUB_RENEW | SUB_RELEASE | SUB_SHOW | SUB_WATCH | SUB_RUN | SUB_REVOKE)
 
 /* The parsed command line.  Strings are borrowed from argv. */
 struct lock_opts {
@@ -108,8 +110,8 @@ static const struct {
     const char *name;
     enum lock_sub sub;
 } sub_defs[] = {
-    {"acquire", SUB_ACQUIRE}, {"renew", SUB_RENEW}, {"release", SUB_RELEASE},
-    {"show", SUB_SHOW},       {"watch", SUB_WATCH}, {"run", SUB_RUN},
+    {"acquire", SUB_ACQUIRE}, {"renew", SUB_RENEW}, {"release", SUB_RELEASE}, {"show", SUB_SHOW},
+    {"watch", SUB_WATCH},     {"run", SUB_RUN},     {"revoke", SUB_REVOKE},
 };
 
 static void
@@ -119,6 +121,7 @@ usage(FILE *f)
         f, "usage: fencegate lock acquire LOCK [--holder H] [--lease-ms N] [--wait-ms N]\n"
            "       fencegate lock renew LOCK --token N --lease-id ID\n"
            "       fencegate lock release LOCK --token N --lease-id ID\n"
+           "       fencegate lock revoke LOCK   (an admin principal: ends the current lease)\n"
            "       fencegate lock show [LOCK]\n"
            "       fencegate lock watch LOCK\n"
            "       fencegate lock run LOCK [--holder H] [--lease-ms N] [--wait-ms N]\n"
@@ -575,6 +578,34 @@ cmd_lease(struct lockcli *c, const struct lock_opts *o)
     return ex;
 }
 
+/*
+ * POST revoke (an admin's): the current lease of LOCK ends now.  Prints the
+ * revoked record.  Exit: OK, _HELD (403: not an admin; 404: never granted;
+ * 409: a newer epoch was granted meanwhile), or _ERROR.
+ */
+static int
+cmd_revoke(struct lockcli *c, const struct lock_opts *o)
+{
+    char path[256];
+    (void)snprintf(path, sizeof(path), API_PREFIX "/%s/revoke", o->lock);
+    long status = 0;
+    json_t *js = NULL;
+    char raw[128];
+    int rc = api_call(c, "POST", path, NULL, NULL, GW_LOCKRUN_REQ_EXTRA_MS, &gw_lock_run_stop_sig,
+                      &status, &js, raw);
+    int ex = GW_LOCK_EXIT_ERROR;
+    if (rc == 0 && status == 200 && js != NULL) {
+        ex = print_json(js) == 0 ? GW_LOCK_EXIT_OK : GW_LOCK_EXIT_ERROR;
+    } else {
+        if (rc == 0 && (status == 403 || status == 404 || status == 409)) {
+            ex = GW_LOCK_EXIT_HELD;
+        }
+        report(c, rc, status, js, raw);
+    }
+    json_decref(js);
+    return ex;
+}
+
 /* Never show a lease_id outside acquire: also inside a list of locks. */
 static void
 strip_secrets(json_t *js)
@@ -809,6 +840,9 @@ gw_cmd_lock(int argc, char **argv)
         break;
     case SUB_SHOW:
         ex = cmd_show(&c, &o);
+        break;
+    case SUB_REVOKE:
+        ex = cmd_revoke(&c, &o);
         break;
     case SUB_WATCH:
         ex = cmd_watch(&c, &o);

@@ -650,6 +650,11 @@ gw_cmd_serve(int argc, char **argv)
                  (unsigned)gw_server_port(s.srv, i), s.cfg->listen[i].tls_cert ? " (TLS)" : "",
                  (long)getpid());
     }
+    for (size_t i = 0; i < s.cfg->nadmin_listen; i++) {
+        log_info("admin listener on %s:%u%s: /healthz, /readyz, /metrics and the admin API",
+                 s.cfg->admin_listen[i].host, (unsigned)gw_server_admin_port(s.srv, i),
+                 s.cfg->admin_listen[i].tls_cert ? " (TLS)" : "");
+    }
     log_info("upstream %s, region %s", s.cfg->upstream.endpoint, s.cfg->upstream.region);
     if (event_base_dispatch(s.base) != 0) {
         log_error("event loop failed");

@@ -119,7 +119,9 @@ struct gw_req_ops {
 typedef void gw_request_fn(struct gw_req *req, void *arg);
 
 /*
- * gw_server_new - bind every listener in cfg->listen and start accepting on base.
+ * gw_server_new - bind every listener in cfg->listen, then every one in
+ * cfg->admin_listen (requests say which: gw_req_listener), and start
+ * accepting on base.
  * [in] cfg      borrowed; must outlive the server (or be replaced by gw_server_set_config).
  * [out] errbuf  on failure, what failed (address, TLS file).
  * Returns the server, or NULL (errbuf says why).
@@ -143,6 +145,9 @@ void gw_server_free(struct gw_server *srv);
 /* gw_server_port - the bound port of listener i (useful when the config said port 0). */
 uint16_t gw_server_port(const struct gw_server *srv, size_t i);
 
+/* gw_server_admin_port - the bound port of admin listener i (cfg->admin_listen[i]). */
+uint16_t gw_server_admin_port(const struct gw_server *srv, size_t i);
+
 /* ---- the request: everything below is event-loop only, valid until free/abort ---- */
 
 /* gw_req_set_ops - install the handler callbacks and their argument. */
@@ -158,6 +163,15 @@ const char *gw_req_peer(const struct gw_req *req); /* client address "ip:port" *
 /* gw_req_metrics - req's accounting (gateway/base/metrics.h); valid while req is. */
 struct gw_metrics_req *gw_req_metrics(struct gw_req *req);
 bool gw_req_is_tls(const struct gw_req *req);
+
+/* Which kind of listener accepted a request (cfg->listen or cfg->admin_listen). */
+enum gw_listener {
+    GW_LISTENER_S3_ALL = 0, /* an S3 listener of a server without admin listeners: the
+                               operator endpoints are served here too (before auth) */
+    GW_LISTENER_S3 = 1,     /* an S3 listener; the operator endpoints are on the admin ones */
+    GW_LISTENER_ADMIN = 2,  /* an admin listener (admin_listen) */
+};
+enum gw_listener gw_req_listener(const struct gw_req *req);
 const struct gw_config *
 gw_req_config(const struct gw_req *req); /* config in force for this request */
 

@@ -117,16 +117,21 @@ enum gw_tkind {
     GW_TK_LINGER = 4, /* lingering close */
 };
 
+#define GW_HTTP_MAX_LISTEN ((size_t)2 * GW_CONFIG_MAX_LISTEN) /* listen + admin_listen */
+
 struct gw_server {
     struct event_base *base;     /* borrowed */
     const struct gw_config *cfg; /* borrowed; for requests that start from now on */
     gw_request_fn *on_request;   /* the handler */
     void *arg;                   /* its argument */
-    struct evconnlistener *lev[GW_CONFIG_MAX_LISTEN]; /* owned listeners (NULL once drained) */
-    struct gw_tls *tls[GW_CONFIG_MAX_LISTEN];         /* owned TLS contexts, NULL for plain */
-    uint16_t port[GW_CONFIG_MAX_LISTEN];              /* bound ports */
-    size_t nlisten;                                   /* listeners in use */
-    bool accepting_paused;                            /* listeners disabled by max_connections */
+    struct evconnlistener *lev[GW_HTTP_MAX_LISTEN]; /* owned listeners (NULL once drained):
+                                                       cfg->listen's, then cfg->admin_listen's */
+    struct gw_tls *tls[GW_HTTP_MAX_LISTEN];         /* owned TLS contexts, NULL for plain */
+    uint16_t port[GW_HTTP_MAX_LISTEN];              /* bound ports */
+    size_t nlisten;                                 /* listeners in use */
+    size_t ns3;                                     /* lev[0..ns3) are S3 listeners, the rest
+                                                       admin listeners */
+    bool accepting_paused;                          /* listeners disabled by max_connections */
     struct gw_client **clients; /* owned; GW_HTTP_CLIENT_BUCKETS chains of client addresses */
     TAILQ_HEAD(gw_idle_list, gw_conn) idle; /* connections with nothing in progress, oldest first */
     struct gw_ratelog log_conns;            /* connections refused: one client over its share */
@@ -184,6 +189,7 @@ struct gw_conn {
     bool lingering;              /* FIN sent; discarding input before closing */
     bool in_process;             /* inside conn_process (re-entrancy guard) */
     bool is_tls;                 /* accepted on a TLS listener */
+    enum gw_listener listener;   /* which kind of listener accepted it */
     bool direct;                 /* a plain socket: read by rev, written by gw_http_flush */
     enum gw_tkind tkind;         /* what the timer is armed for */
     uint64_t deadline;           /* when (mono ms), 0 if not armed */
@@ -292,7 +298,7 @@ MUST_USE int gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, 
  * gw_http_conn_adopt).  Returns 0, or ERR_NOMEM with bev freed and cl put.
  */
 MUST_USE int gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer,
-                                 bool is_tls, struct gw_client *cl);
+                                 bool is_tls, enum gw_listener listener, struct gw_client *cl);
 
 /* ---- gateway/http/fair.c: per-client shares, idle shedding, minimum body rate ---- */
 

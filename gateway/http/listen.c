@@ -109,7 +109,13 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
         gw_http_client_put(cl);
         return;
     }
-    if (gw_http_conn_attach(srv, bev, peer, srv->tls[idx] != NULL, cl) != 0) {
+    enum gw_listener kind = GW_LISTENER_S3_ALL;
+    if (idx >= srv->ns3) {
+        kind = GW_LISTENER_ADMIN;
+    } else if (srv->nlisten > srv->ns3) {
+        kind = GW_LISTENER_S3;
+    }
+    if (gw_http_conn_attach(srv, bev, peer, srv->tls[idx] != NULL, kind, cl) != 0) {
         log_warn("%s: out of memory", peer);
     }
     gw_http_accept_gate(srv);
@@ -141,7 +147,8 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 }
 
 static int
-listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, char *errbuf, size_t errlen)
+listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, const char *what,
+           char *errbuf, size_t errlen)
 {
     char port[8];
     (void)snprintf(port, sizeof(port), "%u", (unsigned)l->port);
@@ -188,8 +195,8 @@ listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, char *err
             return rc;
         }
     }
-    log_info("listening on %s:%u%s", l->host, (unsigned)srv->port[i],
-             srv->tls[i] != NULL ? " (TLS)" : "");
+    log_info("listening on %s:%u%s%s", l->host, (unsigned)srv->port[i],
+             srv->tls[i] != NULL ? " (TLS)" : "", what);
     return 0;
 }
 
@@ -213,7 +220,15 @@ gw_server_new(struct event_base *base, const struct gw_config *cfg, gw_request_f
     }
     for (size_t i = 0; i < cfg->nlisten && i < GW_CONFIG_MAX_LISTEN; i++) {
         srv->nlisten = i + 1;
-        if (listen_one(srv, i, &cfg->listen[i], errbuf, errlen) != 0) {
+        srv->ns3 = srv->nlisten;
+        if (listen_one(srv, i, &cfg->listen[i], "", errbuf, errlen) != 0) {
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < cfg->nadmin_listen && i < GW_CONFIG_MAX_LISTEN; i++) {
+        size_t k = srv->ns3 + i;
+        srv->nlisten = k + 1;
+        if (listen_one(srv, k, &cfg->admin_listen[i], " (admin)", errbuf, errlen) != 0) {
             goto fail;
         }
     }
@@ -275,7 +290,7 @@ gw_server_free(struct gw_server *srv)
         gw_http_conn_free(c); /* on_abort handlers must not free other connections */
         c = next;
     }
-    for (size_t i = 0; i < GW_CONFIG_MAX_LISTEN; i++) {
+    for (size_t i = 0; i < GW_HTTP_MAX_LISTEN; i++) {
         gw_tls_free(srv->tls[i]);
     }
     gw_http_fair_cleanup(srv);
@@ -286,5 +301,11 @@ gw_server_free(struct gw_server *srv)
 uint16_t
 gw_server_port(const struct gw_server *srv, size_t i)
 {
-    return i < srv->nlisten ? srv->port[i] : 0;
+    return i < srv->ns3 ? srv->port[i] : 0;
+}
+
+uint16_t
+gw_server_admin_port(const struct gw_server *srv, size_t i)
+{
+    return srv->ns3 + i < srv->nlisten ? srv->port[srv->ns3 + i] : 0;
 }

@@ -75,6 +75,12 @@ gw_req_metrics(struct gw_req *req)
     return &req->acct;
 }
 
+enum gw_listener
+gw_req_listener(const struct gw_req *req)
+{
+    return req->conn->listener;
+}
+
 bool
 gw_req_is_tls(const struct gw_req *req)
 {

@@ -704,7 +704,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 
 int
 gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls,
-                    struct gw_client *cl)
+                    enum gw_listener listener, struct gw_client *cl)
 {
     struct gw_conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -717,6 +717,7 @@ gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *
     c->srv = srv;
     c->bev = bev;
     c->is_tls = is_tls;
+    c->listener = listener;
     (void)snprintf(c->peer, sizeof(c->peer), "%s", peer);
     gw_http_limits_from(&c->lim, srv->cfg);
     c->cfg = srv->cfg;
@@ -771,5 +772,5 @@ gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *p
         bufferevent_free(bev);
         return full ? ERR_AGAIN : ERR_DENIED;
     }
-    return gw_http_conn_attach(srv, bev, peer, is_tls, cl);
+    return gw_http_conn_attach(srv, bev, peer, is_tls, GW_LISTENER_S3_ALL, cl);
 }

@@ -109,26 +109,81 @@ status_page(struct gw_router *rt, struct gw_req *req)
     gw_status_page_handle(req, rt->elect, rt->store, &rd);
 }
 
+static void
+serve_healthz(struct gw_router *rt, struct gw_req *req)
+{
+    (void)rt;
+    send_text(req, 200, "text/plain", "ok\n");
+}
+
+static void
+serve_readyz(struct gw_router *rt, struct gw_req *req)
+{
+    char text[512];
+    if (readiness(rt, text, sizeof(text))) {
+        send_text(req, 200, "text/plain", "ready\n");
+    } else {
+        send_text(req, 503, "text/plain", text);
+    }
+}
+
+/*
+ * The gateway's own operator endpoints (README "Running it in production"):
+ * GET or HEAD, unauthenticated, answered before S3 parsing.  With
+ * admin_listen set they are served on the admin listeners only (so a
+ * path-style bucket of the same name works on the S3 ones); without it, on
+ * the S3 listeners, where they shadow those bucket names.  A new operator
+ * page is one more row.
+ */
+static const struct {
+    const char *path;                                        /* exact path */
+    void (*serve)(struct gw_router *rt, struct gw_req *req); /* answers req */
+} own_endpoints[] = {
+    {"/healthz", serve_healthz},
+    {"/readyz", serve_readyz},
+    {"/metrics", serve_metrics},
+};
+
 /* The gateway's own endpoints.  Returns true if req was answered. */
 static bool
 serve_own(struct gw_router *rt, struct gw_req *req, const char *method, const char *path)
 {
-    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (strcmp(path, "/healthz") == 0 && get) {
-        send_text(req, 200, "text/plain", "ok\n");
-        return true;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        return false;
     }
-    if (strcmp(path, "/readyz") == 0 && get) {
-        char text[512];
-        if (readiness(rt, text, sizeof(text))) {
-            send_text(req, 200, "text/plain", "ready\n");
-        } else {
-            send_text(req, 503, "text/plain", text);
+    for (size_t i = 0; i < sizeof(own_endpoints) / sizeof(own_endpoints[0]); i++) {
+        if (strcmp(path, own_endpoints[i].path) == 0) {
+            own_endpoints[i].serve(rt, req);
+            return true;
         }
+    }
+    return false;
+}
+
+/*
+ * Where a request goes by its listener (admin_listen): true if answered here.
+ * An admin listener serves the operator endpoints and the JSON API (the admin
+ * API among it); everything else there is 404.  An S3 listener of a gateway
+ * with admin listeners serves neither the operator endpoints nor the admin
+ * API (404 for the latter; the former are S3 paths there).
+ */
+static bool
+route_by_listener(struct gw_router *rt, struct gw_req *req, const char *method, const char *path)
+{
+    enum gw_listener kind = gw_req_listener(req);
+    if (kind != GW_LISTENER_S3 && serve_own(rt, req, method, path)) {
         return true;
     }
-    if (strcmp(path, "/metrics") == 0 && get) {
-        serve_metrics(rt, req);
+    bool api = strncmp(path, "/_fencegate/", 12) == 0;
+    if (kind == GW_LISTENER_ADMIN && !api) {
+        send_text(req, 404, "text/plain",
+                  "not found: this is the admin listener (/healthz, /readyz, /metrics, "
+                  "/_fencegate/); S3 is served on the listen addresses\n");
+        return true;
+    }
+    if (kind == GW_LISTENER_S3 && gw_api_is_admin_path(path)) {
+        send_text(req, 404, "text/plain",
+                  "not found: the admin API is served on the admin listener (admin_listen)\n");
         return true;
     }
     return false;
@@ -481,7 +536,7 @@ gw_router_on_request(struct gw_req *req, void *arg)
     gw_metrics.requests++;
     struct gw_metrics_req *m = gw_req_metrics(req);
     gw_metrics_req_set_op(m, GW_S3_OP_GATEWAY_API);
-    if (serve_own(rt, req, method, path)) {
+    if (route_by_listener(rt, req, method, path)) {
         return;
     }
     struct gw_s3req s3;
@@ -496,6 +551,7 @@ gw_router_on_request(struct gw_req *req, void *arg)
         .method_override = gw_req_header(req, "x-http-method-override") != NULL ||
                            gw_req_header(req, "x-http-method") != NULL ||
                            gw_req_header(req, "x-method-override") != NULL,
+        .operator_paths_s3 = gw_req_listener(req) == GW_LISTENER_S3,
     };
     int parsed = gw_s3req_parse(&in, &s3);
     gw_metrics_req_set_op(m, s3.op); /* a request refused here keeps what was found */
@@ -537,9 +593,16 @@ gw_router_on_request(struct gw_req *req, void *arg)
         gw_api_locks_handle(req, rt->elect, rt->store, auth.principal);
     } else if (s3.op == GW_S3_OP_GATEWAY_API &&
                (strcmp(path, "/_fencegate/") == 0 || strcmp(path, "/_fencegate") == 0)) {
-        status_page(rt, req); /* authenticated like the JSON API */
+        /* authenticated like the JSON API; it shows every lock, so admins only */
+        if (gw_api_is_admin(auth.principal)) {
+            status_page(rt, req);
+        } else {
+            send_text(req, 403, "application/json",
+                      "{\"error\":\"denied\",\"message\":\"the status page shows every lock: "
+                      "admin principals only\"}\n");
+        }
     } else if (s3.op == GW_S3_OP_GATEWAY_API) {
-        gw_api_handle(req, rt->store); /* authenticated like everything else */
+        gw_api_handle(req, rt->store, auth.principal); /* authenticated like everything else */
     } else {
         fence_then_forward(rt, req, &s3, &auth);
     }

@@ -273,17 +273,18 @@ virtual_bucket(const char *host, char *const *domains, size_t *blen)
     return found;
 }
 
-/* gateway_path - a path-style path reserved for the gateway's own API. */
+/* gateway_path - a path-style path reserved for the gateway's own API (and, unless
+ * operator_paths_s3, its operator endpoints). */
 static bool
-gateway_path(const char *path)
+gateway_path(const char *path, bool operator_paths_s3)
 {
     static const char fg[] = "/_fencegate";
     if (strncmp(path, fg, sizeof(fg) - 1) == 0 &&
         (path[sizeof(fg) - 1] == '\0' || path[sizeof(fg) - 1] == '/')) {
         return true;
     }
-    return strcmp(path, "/metrics") == 0 || strcmp(path, "/healthz") == 0 ||
-           strcmp(path, "/readyz") == 0;
+    return !operator_paths_s3 && (strcmp(path, "/metrics") == 0 || strcmp(path, "/healthz") == 0 ||
+                                  strcmp(path, "/readyz") == 0);
 }
 
 /* same_name - s[0..n) is name[0..len), exactly or (icase) ignoring ASCII case. */
@@ -755,7 +756,7 @@ gw_s3req_parse(const struct gw_s3req_in *in, struct gw_s3req *out)
         out->raw_key_off = 1;
     } else {
         out->style = GW_S3_STYLE_PATH;
-        if (gateway_path(path)) {
+        if (gateway_path(path, in->operator_paths_s3)) {
             out->op = GW_S3_OP_GATEWAY_API;
             out->name = ops[GW_S3_OP_GATEWAY_API].name;
             return 0;

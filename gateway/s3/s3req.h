@@ -207,6 +207,9 @@ struct gw_s3req_in {
     bool copy_source;                  /* the request carries x-amz-copy-source */
     const char *content_type;          /* the Content-Type header, or NULL */
     bool method_override;              /* a method-override header is present */
+    bool operator_paths_s3;            /* /metrics, /healthz and /readyz are S3 paths here (an
+                                          S3 listener of a gateway with admin_listen): a bucket
+                                          may be named so; false: they are the gateway's */
 };
 
 /*

@@ -263,6 +263,62 @@ test_handover_not_shared_at_once(void **state)
     assert_int_equal(b.info.token, 2);
 }
 
+static int
+revoke_run(struct env *v, struct elect *e, const char *lock, struct res *r)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(elect_revoke(e, lock, on_done, r, NULL), 0);
+    assert_int_equal(r->calls, 0); /* never before the call returns */
+    run(v);
+    assert_int_equal(r->calls, 1);
+    return r->err;
+}
+
+/* An admin's revoke: the latest epoch rewritten expired:true, whoever holds it. */
+static void
+test_revoke_ends_lease(void **state)
+{
+    struct env *v = *state;
+    struct elect *g0 = new_elect_w(v, true, 2000, v->store, 5);
+    struct elect *g1 = new_elect_w(v, true, 2000, NULL, 5);
+    struct res a, b, q;
+    assert_int_equal(revoke_run(v, g0, "R", &q), ERR_NOTFOUND); /* never granted */
+    acquire_ok(v, g0, "R", "A", 60000, &a);
+    /* g1 reads epoch 1: its window is open (capped at shared_window_ms) */
+    struct win_res wr;
+    window_read(v, g1, "R", 1, &wr);
+    assert_int_equal(wr.w.state, ELECT_WIN_OPEN);
+    uint64_t g1_until = wr.w.until;
+
+    assert_int_equal(revoke_run(v, g0, "R", &q), 0);
+    assert_int_equal(q.info.token, 1);
+    assert_string_equal(q.info.holder, "A");
+    assert_true(q.info.released);
+    assert_false(q.info.live);
+    assert_string_equal(q.info.lease_id, "");
+    struct elect_lockfile lf;
+    assert_true(lockfile_at(v, "R", 1, &lf));
+    assert_true(lf.expired);
+    assert_string_equal(lf.holder, "A");
+    /* here: ended at once (the fence refuses epoch 1 with FencingLeaseExpired) */
+    assert_int_equal(peek(v, g0, "R", 1).state, ELECT_WIN_ENDED);
+    /* the holder's renew fails as after a release; revoking again is 0 */
+    assert_int_equal(renew(v, g0, "R", 1, a.info.lease_id, &q), ERR_CONFLICT);
+    assert_int_equal(revoke_run(v, g0, "R", &q), 0);
+    /* g1 keeps what it knew until its (capped) window ends, then reads the file */
+    assert_true(g1_until <= v->now + 2000);
+    advance(v, g1_until > v->now ? g1_until - v->now : 0, 10);
+    window_read(v, g1, "R", 1, &wr);
+    assert_int_equal(wr.w.state, ELECT_WIN_ENDED);
+    /* the next acquire: after the shared hand-over, epoch 2 */
+    uint64_t t = v->now;
+    acquire(v, g0, "R", "B", 60000, 10000, &b);
+    advance_until(v, b.calls == 1, 5000);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(b.info.token, 2);
+    assert_true(b.at <= t + 2000 + 50);
+}
+
 static void
 test_handover_after_own_takeover_at_once(void **state)
 {
@@ -443,6 +499,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_handover_shared_waits_window_and_margin, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_handover_not_shared_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revoke_ends_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handover_after_own_takeover_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_needs_commit_margin_of_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_after_lease_ran_out_by_store_clock, setup,

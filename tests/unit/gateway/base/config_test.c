@@ -78,6 +78,10 @@ test_example_json(void **state)
         fail_msg("deploy/example.json: %d %s", rc, err);
     }
     assert_false(cfg->listen[0].loopback);
+    assert_int_equal(cfg->nadmin_listen, 1); /* the operator endpoints on loopback */
+    assert_true(cfg->admin_listen[0].loopback);
+    assert_false(cfg->principals[0].admin);
+    assert_true(cfg->principals[1].admin);
     assert_int_equal(cfg->upstream.addressing, GW_ADDR_VIRTUAL);
     assert_string_equal(cfg->upstream.access_key, "AKIAEXAMPLE");
     assert_string_equal(cfg->upstream.secret_key, "exsecret");
@@ -662,6 +666,7 @@ test_principals(void **state)
     assert_ptr_equal(p, &cfg->principals[1]);
     assert_string_equal(p->buckets[1], "y");
     assert_null(p->locks);
+    assert_false(p->admin); /* "admin" defaults to false */
     assert_null(gw_config_principal_by_key(cfg, "ak1"));
     assert_null(gw_config_principal_by_key(cfg, ""));
     gw_config_free(cfg);
@@ -677,6 +682,57 @@ test_principals(void **state)
     expect_err(MIN_PREFIX ",\"principals\":[{\"name\":\"a\",\"access_key\":\"AK/1\","
                           "\"secret_key\":\"s\"}]}",
                "principals[0].access_key: must be an access key ([A-Za-z0-9._~+-]{1,128})");
+
+    /* "admin": a boolean on the principal (DESIGN.md "Roles") */
+    cfg = load_ok(MIN_PREFIX ",\"principals\":[{\"name\":\"ops\",\"access_key\":\"AK1\","
+                             "\"secret_key\":\"s\",\"admin\":true},{\"name\":\"w\","
+                             "\"access_key\":\"AK2\",\"secret_key\":\"t\",\"admin\":false}]}");
+    assert_true(cfg->principals[0].admin);
+    assert_false(cfg->principals[1].admin);
+    gw_config_free(cfg);
+    expect_err(MIN_PREFIX ",\"principals\":[{\"name\":\"a\",\"access_key\":\"AK1\","
+                          "\"secret_key\":\"s\",\"admin\":\"yes\"}]}",
+               "principals[0].admin: expected true or false");
+}
+
+/* admin_listen: the forms of listen, never on (or under a wildcard of) an S3 address. */
+static void
+test_admin_listen(void **state)
+{
+    (void)state;
+    struct gw_config *cfg = load_ok(MIN_CONFIG);
+    assert_int_equal(cfg->nadmin_listen, 0); /* unset: operator endpoints on the S3 listeners */
+    gw_config_free(cfg);
+    cfg = load_ok(MIN_PREFIX ",\"admin_listen\":[\"127.0.0.1:9001\",{\"address\":\"[::1]:9002\","
+                             "\"tls_cert\":\"c.pem\",\"tls_key\":\"k.pem\"}]}");
+    assert_int_equal(cfg->nadmin_listen, 2);
+    assert_string_equal(cfg->admin_listen[0].host, "127.0.0.1");
+    assert_int_equal(cfg->admin_listen[0].port, 9001);
+    assert_null(cfg->admin_listen[0].tls_cert);
+    assert_string_equal(cfg->admin_listen[1].host, "::1");
+    assert_string_equal(cfg->admin_listen[1].tls_key, "k.pem");
+    gw_config_free(cfg);
+    /* port 0 (any free port) never overlaps */
+    cfg = load_ok("{\"listen\":[\"127.0.0.1:0\"],\"admin_listen\":[\"127.0.0.1:0\"],"
+                  "\"data_dir\":\"d\"," UP_INLINE "}");
+    gw_config_free(cfg);
+
+    expect_err(MIN_PREFIX ",\"admin_listen\":[\"127.0.0.1:9000\"]}",
+               "admin_listen[0]: overlaps listen[0] (port 9000)");
+    expect_err(MIN_PREFIX ",\"allow_anonymous\":true,\"admin_listen\":[\"127.0.0.1:9001\","
+                          "\"0.0.0.0:9000\"]}",
+               "admin_listen[1]: overlaps listen[0] (port 9000)");
+    expect_err(MIN_PREFIX ",\"admin_listen\":[\"localhost:9001\",\"LOCALHOST:9001\"]}",
+               "admin_listen[1]: overlaps admin_listen[0]");
+    expect_err(MIN_PREFIX ",\"admin_listen\":[]}", "admin_listen: expected a non-empty array");
+    expect_err(MIN_PREFIX ",\"admin_listen\":\"127.0.0.1:9001\"}",
+               "admin_listen: expected a non-empty array");
+    expect_err(MIN_PREFIX ",\"admin_listen\":[{\"address\":\"127.0.0.1:9001\","
+                          "\"tls_cert\":\"c.pem\"}]}",
+               "admin_listen[0].tls_key: required with tls_cert");
+    expect_err(MIN_PREFIX ",\"admin_listen\":[\"10.0.0.1:9001\"]}",
+               "principals: none configured and admin_listen address 10.0.0.1:9001 is not "
+               "loopback; set \"allow_anonymous\": true to allow");
 }
 
 static void
@@ -753,6 +809,7 @@ main(void)
         cmocka_unit_test_setup(test_anonymous_rule, clean_env),
         cmocka_unit_test_setup(test_principal_secrets, clean_env),
         cmocka_unit_test_setup(test_principals, clean_env),
+        cmocka_unit_test_setup(test_admin_listen, clean_env),
         cmocka_unit_test_setup(test_fence_rule_lookup, clean_env),
         cmocka_unit_test_setup(test_syntax_errors, clean_env),
         cmocka_unit_test_setup(test_load_file_errors, clean_env),

@@ -108,6 +108,10 @@ test_parse_renew_release_show_watch(void **state)
     assert_int_equal(PARSE(&o, "lock", "release", "L", "--token=7", "--lease-id=x"), 0);
     assert_int_equal(o.sub, SUB_RELEASE);
     assert_int_equal(o.token, 7);
+    assert_int_equal(PARSE(&o, "lock", "revoke", "L", "--gateway", "http://127.0.0.1:9001"), 0);
+    assert_int_equal(o.sub, SUB_REVOKE);
+    assert_string_equal(o.lock, "L");
+    assert_string_equal(o.gateway, "http://127.0.0.1:9001");
     assert_int_equal(PARSE(&o, "lock", "show"), 0);
     assert_int_equal(o.sub, SUB_SHOW);
     assert_null(o.lock);
@@ -167,6 +171,9 @@ test_parse_refusals(void **state)
     assert_int_equal(PARSE(&o, "lock", "run", "L"), -1); /* no command */
     assert_int_equal(PARSE(&o, "lock", "run", "L", "--"), -1);
     assert_int_equal(PARSE(&o, "lock", "watch"), -1);
+    assert_int_equal(PARSE(&o, "lock", "revoke"), -1);                      /* LOCK required */
+    assert_int_equal(PARSE(&o, "lock", "revoke", "L", "--token", "1"), -1); /* not its option */
+    assert_int_equal(PARSE(&o, "lock", "revoke", "a/b"), -1);
     assert_int_equal(PARSE(&o, "lock", "acquire", "L", "--region", ""), -1);
     loud();
 }

@@ -757,6 +757,34 @@ test_virtual_hosted(void **state)
     assert_int_equal(r.query, 0);
 }
 
+/* admin_listen: on an S3 listener the operator paths are buckets; /_fencegate stays ours. */
+static void
+test_operator_paths_s3(void **state)
+{
+    (void)state;
+    struct gw_s3req r;
+    static const char *const paths[] = {"/metrics", "/healthz", "/readyz"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        struct gw_s3req_in in = {.method = "GET", .path = paths[i], .query = "list-type=2"};
+        assert_int_equal(gw_s3req_parse(&in, &r), 0);
+        assert_int_equal(r.op, GW_S3_OP_GATEWAY_API); /* no admin listener: the gateway's */
+        in.operator_paths_s3 = true;
+        assert_int_equal(gw_s3req_parse(&in, &r), 0);
+        assert_int_not_equal(r.op, GW_S3_OP_GATEWAY_API);
+        assert_string_equal(r.name, "ListObjectsV2");
+        assert_string_equal(r.bucket, paths[i] + 1);
+        in.method = "PUT";
+        in.path = i == 0 ? "/metrics/k" : paths[i];
+        in.query = "";
+        assert_int_equal(gw_s3req_parse(&in, &r), 0);
+        assert_int_equal(r.op, i == 0 ? GW_S3_OP_PUT_OBJECT : GW_S3_OP_CREATE_BUCKET);
+    }
+    struct gw_s3req_in in = {
+        .method = "GET", .path = "/_fencegate/v1/locks", .query = "", .operator_paths_s3 = true};
+    assert_int_equal(gw_s3req_parse(&in, &r), 0);
+    assert_int_equal(r.op, GW_S3_OP_GATEWAY_API);
+}
+
 static void
 test_query_get(void **state)
 {
@@ -838,7 +866,7 @@ main(void)
         cmocka_unit_test(test_keys),           cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_key_length),     cmocka_unit_test(test_virtual_hosted),
         cmocka_unit_test(test_query_get),      cmocka_unit_test(test_query_bits),
-        cmocka_unit_test(test_cleanup),
+        cmocka_unit_test(test_cleanup),        cmocka_unit_test(test_operator_paths_s3),
     };
     return cmocka_run_group_tests_name("s3req", tests, NULL, NULL);
 }
