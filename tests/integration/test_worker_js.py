@@ -304,6 +304,7 @@ def grants(gw):
 
 # ------------------------------------------------------------------ tests --
 
+@pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
 def test_zombie_sigstop(jsdir, wgw, rgw, bucket, workers, relays):
     """A worker SIGSTOPped past its lease while B takes over and writes: on
     waking, its next write is refused by the library before anything is sent
@@ -365,6 +366,7 @@ def test_zombie_sigstop(jsdir, wgw, rgw, bucket, workers, relays):
           f"{lost[0]['t'] / 1000 - t_cont:.3f} s after SIGCONT")
 
 
+@pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
 def test_lease_kept_through_steady_writing(jsdir, wgw, rgw, bucket, workers):
     """One lease through 6 lease durations of a write every 100 ms: never
     lost, renewed about three times a lease, every write accepted."""
@@ -382,6 +384,7 @@ def test_lease_kept_through_steady_writing(jsdir, wgw, rgw, bucket, workers):
           f"in {duration} ms, min remaining {done['minRemaining']:.0f} ms")
 
 
+@pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
 def test_elect_three_processes(jsdir, wgw, rgw, bucket, workers):
     """Three electors on one lock: one leader at a time (the gateway's grants
     and the workers' own start/stop times agree); kill -9 of the leader, and
@@ -452,6 +455,7 @@ def test_elect_three_processes(jsdir, wgw, rgw, bucket, workers):
           f"grants {g}")
 
 
+@pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
 def test_gateway_unreachable(jsdir, wgw, bucket, workers, relays):
     """The JSON API blackholed by a relay: the lease is lost at its local
     deadline (a lease after the last confirmed renewal), reason unreachable,
@@ -481,6 +485,7 @@ def test_gateway_unreachable(jsdir, wgw, bucket, workers, relays):
           f"{t_lost - last_ok:.2f} s after the last renewal sent")
 
 
+@pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
 def test_tokens_on_writes_and_typed_refusals(jsdir, wgw, rgw, bucket, workers):
     """PutObject, CopyObject, DeleteObject, DeleteObjects and a 64 MiB
     multipart upload through an attached client, under a fence rule that
@@ -538,6 +543,7 @@ def test_readme_example_is_the_file():
     assert readme_example() == EXAMPLE.read_text()
 
 
+@pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
 def test_example_worker(jsdir, wgw, rgw, bucket, workers):
     """clients/js/examples/worker.mjs as users run it: leads and writes,
     survives a SIGSTOP past its lease (the loss reported before any write of
