@@ -94,6 +94,8 @@ export async function acquireLease(gw, lock, { holder, leaseMs, waitMs = 0, sign
 export class Lease {
   #gw;
   #leaseId;
+  #lock;
+  #token;
   #ac = new AbortController();
   #deadline = 0; // performance.now() past which the lease may be gone
   #next = 0; // when the next renewal is due
@@ -106,12 +108,17 @@ export class Lease {
   constructor(gw, lock, holder, grant, sentAt) {
     this.#gw = gw;
     this.#leaseId = grant.lease_id;
+    this.#lock = lock;
+    this.#token = grant.token;
+    // lock and token are read-only: renewals and release use the private
+    // copies, so nothing done to these fields can renew the wrong epoch.
+    const ro = (value) => ({ value, enumerable: true, writable: false, configurable: true });
     /** The lock's name. */
-    this.lock = lock;
+    Object.defineProperty(this, "lock", ro(lock));
+    /** The fencing token: the epoch granted. */
+    Object.defineProperty(this, "token", ro(grant.token));
     /** Who holds it (as sent to the gateway). */
     this.holder = holder;
-    /** The fencing token: the epoch granted. */
-    this.token = grant.token;
     /** The lease's length in ms, as granted. */
     this.leaseMs = grant.lease_ms;
     /** Aborted when the lease is lost or released; its reason is a LeaseLost. */
@@ -201,8 +208,8 @@ export class Lease {
 
   async #sendRelease() {
     try {
-      const r = await this.#gw.call("POST", lockPath(this.lock, "release"), {
-        body: { token: this.token, lease_id: this.#leaseId }, timeoutMs: RELEASE_TIMEOUT_MS,
+      const r = await this.#gw.call("POST", lockPath(this.#lock, "release"), {
+        body: { token: this.#token, lease_id: this.#leaseId }, timeoutMs: RELEASE_TIMEOUT_MS,
       });
       return r.status === 200;
     } catch {
@@ -261,8 +268,8 @@ export class Lease {
     const timeoutMs = Math.min(REQ_EXTRA_MS, this.#deadline - sentAt);
     let r = null;
     try {
-      r = await this.#gw.call("POST", lockPath(this.lock, "renew"), {
-        body: { token: this.token, lease_id: this.#leaseId }, timeoutMs, signal: this.signal,
+      r = await this.#gw.call("POST", lockPath(this.#lock, "renew"), {
+        body: { token: this.#token, lease_id: this.#leaseId }, timeoutMs, signal: this.signal,
       });
     } catch (e) {
       if (this.lost) return;
@@ -277,7 +284,7 @@ export class Lease {
     }
     if (r.status === 409 || r.status === 403 || r.status === 404) {
       this.cause = r.body;
-      const newer = r.status === 409 && r.body?.token > this.token;
+      const newer = r.status === 409 && r.body?.token > this.#token;
       this.#lose(newer || r.status !== 409 ? "superseded" : "expired");
       return;
     }

@@ -156,3 +156,17 @@ test("SigV4: with credentials the JSON API is signed; without, it is not", async
   assert.equal(r2.headers.authorization, undefined);
   await l2.release();
 });
+
+test("token and lock are read-only; renewals use the lease's own epoch", async () => {
+  fg.renew = "ok";
+  const lock = fresh();
+  const lease = await gw.lease(lock, { leaseMs: 600 });
+  assert.throws(() => {
+    lease.token = 99;
+  }, TypeError);
+  Object.defineProperty(lease, "token", { value: 99 }); // what only a test would do
+  await lease.renewNow();
+  assert.equal(lease.lost, false);
+  assert.equal(JSON.parse(fg.requests.filter((r) => r.url.includes(`${lock}/renew`)).at(-1).body).token, 1);
+  await lease.release();
+});

@@ -1,8 +1,9 @@
 // Tokens on every kind of write through an attached client, then each
 // fencing refusal once.  To make the gateway refuse a lease the library still
-// holds, the test tells a live lease a wrong token or lock (lease.token and
-// lease.lock are plain fields): the library then sends what the gateway must
-// refuse, and the refusal comes back as its typed error.
+// holds, the test tells a live lease a wrong token or lock: the library then
+// sends what the gateway must refuse, and the refusal comes back as its typed
+// error.  (Both fields are read-only; Object.defineProperty overrides them,
+// and renewals keep using the lease's own epoch.)
 import { createHash, randomBytes } from "node:crypto";
 
 import {
@@ -62,14 +63,17 @@ async function refusal(name, cls, send) {
   }
 }
 
+const tell = (l, o) => {
+  for (const [k, value] of Object.entries(o)) Object.defineProperty(l, k, { value, configurable: true });
+};
 const token = lease.token;
-lease.token = old.token;
+tell(lease, { token: old.token });
 await refusal("stale", StaleFencingToken,
   () => c.send(new PutObjectCommand({ Bucket: B, Key: P + "r-stale", Body: "x" })));
-lease.token = token + 1000;
+tell(lease, { token: token + 1000 });
 await refusal("not_granted", FencingTokenNotGranted,
   () => c.send(new PutObjectCommand({ Bucket: B, Key: P + "r-not-granted", Body: "x" })));
-lease.token = token;
+tell(lease, { token });
 await refusal("missing", MissingFencingToken, () => c.send(new UploadPartCommand({
   Bucket: B, Key: process.env.FG_FOREIGN_KEY, UploadId: process.env.FG_FOREIGN_UPLOAD,
   PartNumber: 1, Body: "part",
@@ -79,10 +83,8 @@ const other = await gw.lease(`${env.lock}-other`, { holder: env.holder, leaseMs:
 await lease.release();
 const c2 = s3();
 other.attach(c2);
-other.lock = env.lock;
-other.token = token;
+tell(other, { lock: env.lock, token });
 await refusal("lease_expired", FencingLeaseExpired,
   () => c2.send(new PutObjectCommand({ Bucket: B, Key: P + "r-expired", Body: "x" })));
-other.lock = `${env.lock}-other`;
 await other.release();
 emit("done", out);
