@@ -442,6 +442,8 @@ def test_elect_three_processes(jsdir, wgw, rgw, bucket, workers):
             terms.append((evs[i]["t"], end, evs[i]["token"], n))
             assert (evs[i]["token"], n) in g, (evs[i], g)
     terms.sort()
+    # every grant is a term some elector started, and the other way round
+    assert sorted(t for _, _, t, _ in terms) == [t for t, _ in g], (terms, g)
     for (s1, e1, t1, n1), (s2, e2, t2, n2) in zip(terms, terms[1:]):
         assert e1 <= s2, f"{n1} (token {t1}) still leading when {n2} (token {t2}) started"
         assert t2 > t1
