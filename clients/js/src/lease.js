@@ -22,6 +22,25 @@ function lockPath(lock, verb) {
   return `${API_PREFIX}/${encodeURIComponent(lock)}/${verb}`;
 }
 
+/** How long an aborted acquire still waits for an answer already on its way. */
+const ABORT_GRACE_MS = 250;
+
+/** A signal that aborts ms after signal does.  Returns [signal, dispose]. */
+function lateAbort(signal, ms) {
+  if (!signal) return [undefined, () => {}];
+  const ac = new AbortController();
+  let timer = null;
+  const onAbort = () => {
+    timer = setTimeout(() => ac.abort(signal.reason), ms);
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  return [ac.signal, () => {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  }];
+}
+
 function abortError(signal) {
   const r = signal?.reason;
   if (r instanceof Error) return r;
@@ -52,12 +71,21 @@ export async function acquireLease(gw, lock, { holder, leaseMs, waitMs = 0, sign
     const sentAt = now();
     let r = null;
     let err = null;
+    // Aborted while a grant may be on its way: wait a moment for it, so it
+    // can be given back rather than left to run out.
+    const [late, dispose] = lateAbort(signal, ABORT_GRACE_MS);
     try {
       r = await gw.call("POST", lockPath(lock, "acquire"), {
-        body, signal, timeoutMs: slice + REQ_EXTRA_MS,
+        body, signal: late, timeoutMs: slice + REQ_EXTRA_MS,
       });
     } catch (e) {
       err = e;
+    } finally {
+      dispose();
+    }
+    if (r && r.status === 200 && r.body?.token && r.body?.lease_id && signal?.aborted) {
+      await new Lease(gw, lock, holder, r.body, sentAt).release();
+      throw abortError(signal);
     }
     if (r && r.status === 200 && r.body?.token && r.body?.lease_id) {
       const lease = new Lease(gw, lock, holder, r.body, sentAt);
