@@ -71,3 +71,25 @@ test("run throwing a bug rejects the election after releasing", async () => {
   }, { leaseMs: 2000 }), /bug/);
   assert.equal(lease.reason, "released");
 });
+
+test("watch yields the lock's record when its holder changes, and ends on abort", async () => {
+  const ac = new AbortController();
+  const seen = [];
+  const done = (async () => {
+    for await (const info of gw.watch("w1", { signal: ac.signal })) {
+      seen.push([info.token, info.holder, !!info.live]);
+      if (seen.length === 3) ac.abort();
+    }
+  })();
+  const a = await gw.lease("w1", { holder: "a", leaseMs: 5000 });
+  await new Promise((r) => setTimeout(r, 1200));
+  await a.release();
+  const b = await gw.lease("w1", { holder: "b", leaseMs: 5000 });
+  const safety = setTimeout(() => ac.abort(), 5000);
+  await done;
+  clearTimeout(safety);
+  await b.release();
+  assert.ok(seen.some((s) => s[1] === "a" && s[2]), JSON.stringify(seen));
+  // then at least one change more: a's release or b's grant
+  assert.ok(seen.length >= 2, JSON.stringify(seen));
+});
