@@ -6,6 +6,8 @@
 #   make                           build/fencegate
 #   make check                     deploy/ rules and dashboard, unit + integration tests
 #   make js-deps                   npm packages of the JS client tests, into build/js
+#   make js-unit                   the JS worker library's unit tests (node --test)
+#   make js-client                 the JS worker library from `npm pack`, installed into build/jsclient
 #   make SAN=address,undefined check   the same under sanitizers (in build/san)
 
 PKGS    := libevent libevent_openssl libcurl openssl jansson lmdb expat
@@ -47,7 +49,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration js-deps lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
+.PHONY: all check check-deploy unit integration js-deps js-client js-unit lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
         bench-windows bench-stays-up \
         fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -102,7 +104,7 @@ $(BUILD)/tests/helpers/preload/%.so: tests/helpers/preload/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=c11 -fPIC -shared $(WARN) -Wno-missing-prototypes -o $@ $< -ldl
 
-check: check-deploy unit integration
+check: check-deploy unit js-unit integration
 
 # deploy/'s alerting rules (promtool check + test rules) and Grafana dashboard
 # (queries parse, name only exported metrics); needs Debian's prometheus.
@@ -112,8 +114,9 @@ check-deploy:
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps
+integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \
+	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) \
 	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
 
 # npm packages the JS client tests drive, pinned by tests/js/package-lock.json,
@@ -124,6 +127,36 @@ $(JS_STAMP): tests/js/package.json tests/js/package-lock.json
 	mkdir -p $(BUILD)/js
 	cp tests/js/package.json tests/js/package-lock.json $(BUILD)/js/
 	cd $(BUILD)/js && npm ci --no-audit --no-fund --loglevel=error </dev/null
+	touch $@
+
+# The JS worker library (clients/js).  js-unit runs its unit tests in a copy
+# under the build tree (dev packages pinned by its package-lock.json);
+# js-client installs the package as users get it, from `npm pack`, into a
+# scratch project for the integration tests (tests/integration/test_worker_js.py).
+JSC_DIR   := $(BUILD)/jsclient
+JSC_STAMP := $(JSC_DIR)/node_modules/.fencegate-installed
+JSC_SRCS  := $(shell git ls-files clients/js 2>/dev/null)
+JSU_DIR   := $(BUILD)/jsunit
+js-client: $(JSC_STAMP)
+$(JSC_STAMP): $(JSC_SRCS)
+	rm -rf $(JSC_DIR) && mkdir -p $(JSC_DIR)
+	cd clients/js && npm pack --pack-destination $(CURDIR)/$(JSC_DIR) --loglevel=error >/dev/null </dev/null
+	cd $(JSC_DIR) && echo '{"name":"fencegate-worker-tests","private":true,"type":"module"}' > package.json && \
+	  npm install --no-audit --no-fund --loglevel=error ./fencegate-*.tgz \
+	    @aws-sdk/client-s3@3.967.0 @aws-sdk/lib-storage@3.967.0 </dev/null
+	touch $@
+
+js-unit: $(JSU_DIR)/node_modules/.fencegate-installed
+	@rm -rf $(JSU_DIR)/src $(JSU_DIR)/test && cp -r clients/js/src clients/js/test $(JSU_DIR)/
+	@cd $(JSU_DIR) && node --test test/ > test.log 2>&1; rc=$$?; \
+	  grep '^not ok' -A20 test.log; \
+	  ms=$$(sed -n 's/^# duration_ms //p' test.log | cut -d. -f1); \
+	  echo "js unit: $$(sed -n 's/^# pass //p' test.log) passed, $$(sed -n 's/^# fail //p' test.log) failed ($$ms ms)"; \
+	  exit $$rc
+$(JSU_DIR)/node_modules/.fencegate-installed: clients/js/package.json clients/js/package-lock.json
+	mkdir -p $(JSU_DIR)
+	cp clients/js/package.json clients/js/package-lock.json $(JSU_DIR)/
+	cd $(JSU_DIR) && npm ci --no-audit --no-fund --loglevel=error </dev/null
 	touch $@
 
 bench: $(BENCH_BINS) $(BIN)

@@ -1,0 +1,95 @@
+// The library's errors.  Names match the Python library's exceptions.
+//
+// Local errors (LeaseLost, LockHeld, GatewayError) are plain Errors.  The
+// gateway's fencing refusals subclass the SDK's S3ServiceException, so an
+// existing `catch (e) { if (e instanceof S3ServiceException) ... }` or a check
+// of e.name / e.$metadata.httpStatusCode keeps working.  They carry no
+// $retryable trait and a 4xx status: the SDK's retry strategies never retry
+// them (a refused write must not be sent again).
+import { S3ServiceException } from "@aws-sdk/client-s3";
+
+/** Base of the library's local errors. */
+export class FencegateError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * The lease is gone (or was never confirmed in time): nothing was sent.
+ * `reason` is "superseded", "expired", "released" or "unreachable".
+ */
+export class LeaseLost extends FencegateError {
+  constructor(lock, token, reason, options) {
+    super(`lease on ${lock} (token ${token}) lost: ${reason}`, options);
+    this.lock = lock;
+    this.token = token;
+    this.reason = reason;
+  }
+}
+
+/** The lock is held by another holder past waitMs. */
+export class LockHeld extends FencegateError {
+  constructor(lock, info = {}) {
+    super(`${lock} is held by "${info.holder}" (token ${info.token}, ` +
+      `expires in ${info.expires_in_ms ?? "?"} ms)`);
+    this.lock = lock;
+    this.holder = info.holder;
+    this.token = info.token;
+    this.expiresInMs = info.expires_in_ms;
+  }
+}
+
+/** The JSON API answered something unexpected, or could not be reached. */
+export class GatewayError extends FencegateError {
+  constructor(message, { status = 0, body = null, cause } = {}) {
+    super(message, cause ? { cause } : undefined);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/**
+ * A write the gateway refused because of its fencing token (409/428).
+ * Fields from the S3 error document: Code, Lock, Token, CurrentToken.
+ */
+export class FencingError extends S3ServiceException {
+  constructor(from) {
+    super({
+      name: new.target.name,
+      $fault: "client",
+      $metadata: from?.$metadata ?? {},
+      message: from?.message || new.target.name,
+    });
+    // S3ServiceException's constructor pins its own prototype: undo that.
+    Object.setPrototypeOf(this, new.target.prototype);
+    for (const k of ["Code", "Lock", "Token", "CurrentToken", "RequestId", "$response"]) {
+      if (from && from[k] !== undefined) this[k] = from[k];
+    }
+    if (from) this.cause = from;
+  }
+}
+
+/** The token is lower than the lock's highest (409). */
+export class StaleFencingToken extends FencingError {}
+/** The token is the highest, but its lease ended (409). */
+export class FencingLeaseExpired extends FencingError {}
+/** The token is above every epoch granted (409). */
+export class FencingTokenNotGranted extends FencingError {}
+/** A fenced write without a token (428). */
+export class MissingFencingToken extends FencingError {}
+
+export const FENCING_ERRORS = {
+  StaleFencingToken,
+  FencingLeaseExpired,
+  FencingTokenNotGranted,
+  MissingFencingToken,
+};
+
+/** Our typed error for an SDK error from the gateway's fencing, else null. */
+export function fencingError(e) {
+  if (!e || e instanceof FencingError) return null;
+  const cls = Object.hasOwn(FENCING_ERRORS, e.name) ? FENCING_ERRORS[e.name] : null;
+  return cls ? new cls(e) : null;
+}

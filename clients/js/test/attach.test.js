@@ -1,0 +1,164 @@
+// lease.attach(s3): headers on writes, local refusal after loss, typed
+// refusals that the SDK never retries.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import {
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand,
+  DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, PutObjectCommand, S3Client,
+  S3ServiceException, UploadPartCommand,
+} from "@aws-sdk/client-s3";
+
+import {
+  FencingError, FencingLeaseExpired, FencingTokenNotGranted, Gateway, LeaseLost,
+  MissingFencingToken, StaleFencingToken, attachedLease, classify,
+} from "../src/index.js";
+import { fakeGateway } from "./fake.js";
+
+let fg;
+let gw;
+before(async () => {
+  fg = await fakeGateway();
+  gw = new Gateway({ url: fg.url, credentials: null });
+});
+after(() => fg.close());
+
+const s3 = () => new S3Client({
+  endpoint: fg.url, region: "us-east-1", forcePathStyle: true,
+  credentials: { accessKeyId: "AK", secretAccessKey: "SK" },
+});
+const last = () => fg.requests.filter((r) => !r.url.startsWith("/_fencegate/")).at(-1);
+let n = 0;
+const fresh = () => `a${++n}`;
+
+test("classify: reads, multipart continuations, writes", () => {
+  assert.equal(classify("GetObjectCommand"), "read");
+  assert.equal(classify("HeadObjectCommand"), "read");
+  assert.equal(classify("ListObjectsV2Command"), "read");
+  assert.equal(classify("UploadPartCommand"), "part");
+  assert.equal(classify("CompleteMultipartUploadCommand"), "part");
+  assert.equal(classify("AbortMultipartUploadCommand"), "part");
+  for (const w of ["PutObjectCommand", "CopyObjectCommand", "DeleteObjectCommand",
+    "DeleteObjectsCommand", "CreateMultipartUploadCommand", "PutObjectTaggingCommand"]) {
+    assert.equal(classify(w), "write", w);
+  }
+});
+
+test("writes carry the token and lock; reads and parts as the README says", async () => {
+  fg.s3 = null;
+  const lock = fresh();
+  const lease = await gw.lease(lock, { leaseMs: 5000 });
+  const c = s3();
+  lease.attach(c);
+  assert.equal(attachedLease(c), lease);
+  const cmds = [
+    new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" }),
+    new CopyObjectCommand({ Bucket: "b", Key: "k2", CopySource: "b/k" }),
+    new DeleteObjectCommand({ Bucket: "b", Key: "k" }),
+    new DeleteObjectsCommand({ Bucket: "b", Delete: { Objects: [{ Key: "k" }] } }),
+    new CreateMultipartUploadCommand({ Bucket: "b", Key: "m" }),
+  ];
+  for (const cmd of cmds) {
+    await c.send(cmd).catch(() => {}); // the fake's empty answers may not parse: the request counts
+    assert.equal(last().headers["x-fencing-token"], String(lease.token), cmd.constructor.name);
+    assert.equal(last().headers["x-fencing-lock"], lock, cmd.constructor.name);
+  }
+  await c.send(new UploadPartCommand({ Bucket: "b", Key: "m", UploadId: "u1", PartNumber: 1, Body: "p" })).catch(() => {});
+  assert.equal(last().headers["x-fencing-token"], undefined);
+  assert.equal(last().headers["x-fencing-lock"], lock);
+  await c.send(new CompleteMultipartUploadCommand({ Bucket: "b", Key: "m", UploadId: "u1",
+    MultipartUpload: { Parts: [{ PartNumber: 1, ETag: "x" }] } })).catch(() => {});
+  assert.equal(last().headers["x-fencing-token"], undefined);
+  assert.equal(last().headers["x-fencing-lock"], lock);
+  await c.send(new GetObjectCommand({ Bucket: "b", Key: "k" })).catch(() => {});
+  assert.equal(last().method, "GET");
+  assert.equal(last().headers["x-fencing-token"], undefined);
+  assert.equal(last().headers["x-fencing-lock"], undefined);
+  await lease.release();
+});
+
+test("after the loss a write throws LeaseLost and nothing is sent; reads still go", async () => {
+  const lock = fresh();
+  const lease = await gw.lease(lock, { leaseMs: 300 });
+  const c = s3();
+  lease.attach(c);
+  const t = performance.now();
+  while (performance.now() - t < 400) { /* stopped past the lease */ }
+  const before = fg.requests.length;
+  await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "late" })),
+    (e) => e instanceof LeaseLost && e.reason === "expired");
+  assert.equal(fg.requests.length, before, "nothing sent");
+  await c.send(new GetObjectCommand({ Bucket: "b", Key: "k" })).catch(() => {});
+  assert.equal(fg.requests.length, before + 1);
+});
+
+test("a newer attach replaces the older; detached, the client writes plainly", async () => {
+  const a = await gw.lease(fresh(), { leaseMs: 5000 });
+  const b = await gw.lease(fresh(), { leaseMs: 5000 });
+  const c = s3();
+  a.attach(c);
+  const detachB = b.attach(c);
+  await a.release(); // a is lost: c must not care
+  await c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" }));
+  assert.equal(last().headers["x-fencing-lock"], b.lock);
+  a.detach(c); // not a's any more: no effect
+  assert.equal(attachedLease(c), b);
+  detachB();
+  await c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" }));
+  assert.equal(last().headers["x-fencing-token"], undefined);
+  await b.release();
+  await c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "after" })); // not refused
+});
+
+for (const [status, code, cls] of [
+  [409, "StaleFencingToken", StaleFencingToken],
+  [409, "FencingLeaseExpired", FencingLeaseExpired],
+  [409, "FencingTokenNotGranted", FencingTokenNotGranted],
+  [428, "MissingFencingToken", MissingFencingToken],
+]) {
+  test(`${status} ${code} is thrown as ${cls.name}, once, never retried`, async () => {
+    const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+    const c = s3();
+    lease.attach(c);
+    fg.s3 = { status, code };
+    const before = fg.count(/^PUT /);
+    try {
+      await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" })), (e) => {
+        assert.ok(e instanceof cls, e.name);
+        assert.ok(e instanceof FencingError);
+        assert.ok(e instanceof S3ServiceException);
+        assert.equal(e.name, code);
+        assert.equal(e.$metadata.httpStatusCode, status);
+        assert.equal(e.$metadata.attempts, 1);
+        assert.equal(e.Lock, "orders");
+        return true;
+      });
+      assert.equal(fg.count(/^PUT /) - before, 1);
+    } finally {
+      fg.s3 = null;
+      await lease.release();
+    }
+  });
+}
+
+test("a plain client's fencing refusal matches the typed classes by name", async () => {
+  fg.s3 = { status: 409, code: "StaleFencingToken" };
+  try {
+    await assert.rejects(s3().send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" })),
+      (e) => e instanceof StaleFencingToken && !(e instanceof MissingFencingToken));
+  } finally {
+    fg.s3 = null;
+  }
+});
+
+test("a send with abortSignal: lease.signal is aborted by the loss", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+  const c = s3();
+  lease.attach(c);
+  // a request in flight while the lease is lost
+  fg.renew = "refuse";
+  const p = c.send(new PutObjectCommand({ Bucket: "b", Key: "slow", Body: "x" }), { abortSignal: lease.signal });
+  await lease.renewNow();
+  fg.renew = "ok";
+  await assert.rejects(p, (e) => e instanceof LeaseLost || e.name === "AbortError");
+});
