@@ -31,6 +31,7 @@ static const char *const kind_names[STORE_AUDIT_KIND_MAX + 1] = {
     [STORE_AUDIT_INVALID_TOKEN] = "invalid_token",
     [STORE_AUDIT_LEASE_EXPIRED] = "lease_expired",
     [STORE_AUDIT_REFUSED] = "refused",
+    [STORE_AUDIT_STORE_REFUSED] = "store_refused",
 };
 
 const char *

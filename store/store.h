@@ -136,8 +136,11 @@ enum store_audit_kind {
     STORE_AUDIT_LEASE_EXPIRED = 7, /* "lease_expired": the epoch's lease ended, no write window */
     STORE_AUDIT_REFUSED = 8,       /* "refused": not forwarded as classified (G9: method, query,
                                       form upload, bucket-level write, principal's bounds) */
+    STORE_AUDIT_STORE_REFUSED = 9, /* "store_refused": a late write the store itself refused
+                                      (the gateway's own condition failed, 412) while its
+                                      token was no longer the highest or its lease had ended */
 };
-#define STORE_AUDIT_KIND_MAX 8
+#define STORE_AUDIT_KIND_MAX 9
 
 /*
  * One audit record.  On append every string is borrowed until the call

@@ -56,6 +56,12 @@ gw_metrics_render(struct buf *out)
             "Requests answered 503 SlowDown: their address held max_transfers_per_client."),
         ROW(idle_shed, "counter", "Idle connections closed to admit new ones at max_connections."),
         ROW(slow_bodies_cut, "counter", "Request bodies cut: slower than min_body_rate."),
+        ROW(conditional_writes, "gauge", "1: fenced overwrites are sent as conditional writes."),
+        ROW(cond_heads, "counter", "HEADs of a key for its ETag: the ETag map missed."),
+        ROW(cond_slowdowns, "counter",
+            "Fenced writes whose condition failed at the store, token current: 503 SlowDown."),
+        ROW(cond_store_refused, "counter",
+            "Late fenced writes the store refused (condition failed, token superseded): 409."),
 #undef ROW
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

@@ -37,6 +37,10 @@ struct gw_metrics {
     uint64_t client_transfers_refused;    /* requests answered 503: address over its share */
     uint64_t idle_shed;                   /* idle connections closed at the connection limit */
     uint64_t slow_bodies_cut;             /* bodies cut under limits.min_body_rate */
+    uint64_t conditional_writes;          /* 1: fenced overwrites go as conditional writes */
+    uint64_t cond_heads;                  /* HEADs for a key's ETag (the map missed) */
+    uint64_t cond_slowdowns;              /* our condition failed, token still highest: 503 */
+    uint64_t cond_store_refused;          /* our condition failed, token superseded: 409 */
 };
 
 /* The one instance. */
