@@ -34,6 +34,7 @@
 
 struct event_base;
 struct gw_auth;
+struct gw_cond_caps;
 struct gw_config;
 struct gw_fence;
 struct gw_fence_ticket;
@@ -69,6 +70,18 @@ void gw_proxy_set_trailers(struct gw_proxy *px, bool on);
 
 /* gw_proxy_trailers - the current setting. */
 bool gw_proxy_trailers(const struct gw_proxy *px);
+
+/*
+ * gw_proxy_set_cond_caps - what the store honours (the conditional-write
+ * probe's answer, gateway/upstream/cond_probe.h; copied): fenced overwrites
+ * forwarded from now on carry conditions as fencing.conditional_writes and
+ * the rules say (gateway/proxy/cond.h).  Until it is called, "auto" adds
+ * none and "on" answers fenced overwrites 503 SlowDown.
+ */
+void gw_proxy_set_cond_caps(struct gw_proxy *px, const struct gw_cond_caps *caps);
+
+/* gw_proxy_cond_active - whether fenced PutObjects get conditions now. */
+bool gw_proxy_cond_active(const struct gw_proxy *px);
 
 /* gw_proxy_free - free the proxy (requests in flight must be gone; transfers still running
  * for clients that left are cancelled and their tickets released).  NULL-safe. */
