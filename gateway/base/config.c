@@ -549,8 +549,7 @@ static const struct gw_json_table_field fence_fields[] = {
     FSTR("prefix", FR(prefix), 0, 0, 1024, "", V_NONE),
     FSTR("lock", FR(lock), REQ, 1, 0, NULL, V_LOCK),
     FBOOL("require_token", FR(require_token), true),
-    FENUM("conditional_writes", FR(conditional_writes), 0, GW_COND_RULE_INHERIT,
-          cond_rule_choices),
+    FENUM("conditional_writes", FR(conditional_writes), 0, GW_COND_RULE_INHERIT, cond_rule_choices),
 };
 #undef FR
 

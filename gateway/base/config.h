@@ -67,7 +67,8 @@ struct gw_fence_rule {
     char *prefix;       /* owned; key prefix, "" matches every key */
     char *lock;         /* owned; lock name */
     bool require_token; /* a write under this rule without a token gets 428 */
-    enum gw_cond_rule conditional_writes; /* overrides fencing.conditional_writes; default inherit */
+    enum gw_cond_rule
+        conditional_writes; /* overrides fencing.conditional_writes; default inherit */
 };
 
 /* What happens to a checksum a client sends as an aws-chunked trailer. */
@@ -146,7 +147,7 @@ struct gw_config {
                                        leaving the gateway (DESIGN "Write windows"); default 1000 */
         uint32_t complete_margin_ms; /* the same for CompleteMultipartUpload; default 3000 */
         enum gw_cond_writes conditional_writes; /* default auto */
-        uint32_t etag_cache_entries; /* key -> ETag map bound (LRU); default 65536 */
+        uint32_t etag_cache_entries;            /* key -> ETag map bound (LRU); default 65536 */
     } fencing;
 
     struct {

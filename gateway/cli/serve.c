@@ -168,7 +168,9 @@ on_cond_probed(void *arg, const struct gw_cond_caps *caps)
     }
     log_info("conditional writes %s (fencing.conditional_writes: %s)%s",
              active ? "ON: fenced overwrites carry If-Match / If-None-Match" : "OFF",
-             mode == GW_COND_ON ? "on" : mode == GW_COND_OFF ? "off" : "auto",
+             mode == GW_COND_ON    ? "on"
+             : mode == GW_COND_OFF ? "off"
+                                   : "auto",
              active ? "" : (caps->put ? "" : "; the store does not honour conditional PutObjects"));
 }
 

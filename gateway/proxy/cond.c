@@ -18,27 +18,27 @@
 #include "gateway/upstream/s3client.h"
 
 struct gw_cond {
-    const struct gw_config *cfg; /* borrowed */
-    struct gw_s3client *s3c;     /* borrowed */
-    struct gw_etag_map *etags;   /* owned */
-    struct gw_cond_caps caps;    /* what the store honours (the probe's answer) */
-    bool probed;                 /* caps holds the probe's answer */
+    const struct gw_config *cfg;     /* borrowed */
+    struct gw_s3client *s3c;         /* borrowed */
+    struct gw_etag_map *etags;       /* owned */
+    struct gw_cond_caps caps;        /* what the store honours (the probe's answer) */
+    bool probed;                     /* caps holds the probe's answer */
     LIST_HEAD(, gw_cond_head) heads; /* HEADs in flight */
 };
 
 /* One HEAD for a key's ETag. */
 struct gw_cond_head {
     struct gw_cond *c;
-    struct gw_s3client_op *call;        /* the HEAD */
-    gw_cond_head_fn *done;              /* the caller's callback */
-    void *arg;                          /* its argument */
-    uint64_t token;                     /* the epoch it is learned under */
-    char etag[GW_ETAG_MAX + 1];         /* the answer's ETag, bare; "" if none */
-    bool etag_bad;                      /* an ETag header that cannot be used */
-    char lock[LOCK_NAME_MAX + 1];        /* the lock */
-    char bucket[GW_S3_MAX_BUCKET + 1];  /* the bucket */
-    char key[GW_S3_MAX_KEY + 1];        /* the key (plain) */
-    LIST_ENTRY(gw_cond_head) link;      /* in c->heads */
+    struct gw_s3client_op *call;       /* the HEAD */
+    gw_cond_head_fn *done;             /* the caller's callback */
+    void *arg;                         /* its argument */
+    uint64_t token;                    /* the epoch it is learned under */
+    char etag[GW_ETAG_MAX + 1];        /* the answer's ETag, bare; "" if none */
+    bool etag_bad;                     /* an ETag header that cannot be used */
+    char lock[LOCK_NAME_MAX + 1];      /* the lock */
+    char bucket[GW_S3_MAX_BUCKET + 1]; /* the bucket */
+    char key[GW_S3_MAX_KEY + 1];       /* the key (plain) */
+    LIST_ENTRY(gw_cond_head) link;     /* in c->heads */
 };
 
 struct gw_cond *
@@ -65,8 +65,12 @@ gw_cond_free(struct gw_cond *c)
     if (c == NULL) {
         return;
     }
-    while (!LIST_EMPTY(&c->heads)) {
-        gw_cond_head_cancel(LIST_FIRST(&c->heads));
+    struct gw_cond_head *h = LIST_FIRST(&c->heads);
+    while (h != NULL) {
+        struct gw_cond_head *next = LIST_NEXT(h, link);
+        gw_s3client_cancel(h->call);
+        free(h);
+        h = next;
     }
     gw_etag_map_free(c->etags);
     free(c);

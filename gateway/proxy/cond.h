@@ -47,8 +47,8 @@ enum gw_cond_use {
 
 /* The condition header to add. */
 struct gw_cond_hdr {
-    const char *name;                    /* "If-Match" or "If-None-Match" (static) */
-    char value[GW_COND_VALUE_MAX + 1];   /* the ETag as the store takes it, or "*" */
+    const char *name;                  /* "If-Match" or "If-None-Match" (static) */
+    char value[GW_COND_VALUE_MAX + 1]; /* the ETag as the store takes it, or "*" */
 };
 
 /*
@@ -81,8 +81,8 @@ enum gw_cond_use gw_cond_use(const struct gw_cond *c, const struct gw_s3req *s3,
  * gw_cond_lookup - the condition from the map for bucket/key as learned
  * under lock at token.  Returns 0 (out filled) or ERR_NOTFOUND (HEAD it).
  */
-MUST_USE int gw_cond_lookup(struct gw_cond *c, const char *lock, uint64_t token,
-                            const char *bucket, const char *key, struct gw_cond_hdr *out);
+MUST_USE int gw_cond_lookup(struct gw_cond *c, const char *lock, uint64_t token, const char *bucket,
+                            const char *key, struct gw_cond_hdr *out);
 
 /*
  * gw_cond_head_fn - a HEAD's answer: err 0 and the condition (borrowed for

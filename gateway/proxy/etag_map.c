@@ -22,10 +22,10 @@ struct entry {
 };
 
 struct gw_etag_map {
-    struct entry **slots;          /* hash chains */
-    size_t nslots;                 /* a power of two */
-    size_t count;                  /* entries held */
-    size_t max;                    /* the bound */
+    struct entry **slots;              /* hash chains */
+    size_t nslots;                     /* a power of two */
+    size_t count;                      /* entries held */
+    size_t max;                        /* the bound */
     TAILQ_HEAD(entry_list, entry) lru; /* every entry, most recently used first */
 };
 
@@ -63,7 +63,7 @@ gw_etag_map_new(size_t max)
     }
     m->max = max > 0 ? max : 1;
     m->nslots = slots_for(m->max);
-    m->slots = calloc(m->nslots, sizeof(*m->slots));
+    m->slots = calloc(m->nslots, sizeof(struct entry *));
     if (m->slots == NULL) {
         free(m);
         return NULL;
@@ -119,13 +119,12 @@ gw_etag_map_set_max(struct gw_etag_map *m, size_t max)
     if (want <= m->nslots) {
         return;
     }
-    struct entry **slots = calloc(want, sizeof(*slots));
+    struct entry **slots = calloc(want, sizeof(struct entry *));
     if (slots == NULL) {
         return; /* longer chains, still correct */
     }
     struct entry *e;
-    TAILQ_FOREACH(e, &m->lru, lru)
-    {
+    TAILQ_FOREACH (e, &m->lru, lru) {
         size_t i = e->hash & (want - 1);
         e->next = slots[i];
         slots[i] = e;

@@ -74,33 +74,32 @@ struct preq {
     struct store *store;              /* fenced write: for the audit of a cut, or NULL */
     struct gw_s3req *s3;              /* fenced write: a copy, for the audit of a cut */
     char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
+    char etag[GW_ETAG_MAX + 1];       /* fenced write: the answer's ETag (bare), "" if none */
     uint64_t token;                   /* fenced write: the admitted token */
     char principal[64];               /* fenced write: for the audit */
-    struct gw_s3xml *tap; /* owned; fenced Create/Complete: the answer parsed on its way */
-    char *query;          /* owned; fenced Create/Complete/Abort: the raw query, for
-                             gw_upload_response (also once the client is gone) */
-    int status;           /* the upstream's status */
-    bool held;            /* fenced: the body's last byte is held for a write window */
-    char held_byte;       /* ... that byte */
-    bool start_pending;   /* fenced, body-less: the head waits for a write window */
+    struct gw_s3xml *tap;      /* owned; fenced Create/Complete: the answer parsed on its way */
+    char *query;               /* owned; fenced Create/Complete/Abort: the raw query, for
+                                  gw_upload_response (also once the client is gone) */
+    int status;                /* the upstream's status */
+    enum gw_cond_use cond_use; /* what conditional writes do with it (gateway/proxy/cond.h) */
+    bool cond;                 /* a condition of ours rides on it */
+    bool cond_failed;          /* the store answered 412 to it: nothing goes to the client */
+    bool cond_wait;            /* after that 412: the fence says whether the token is current */
+    bool held;                 /* fenced: the body's last byte is held for a write window */
+    char held_byte;            /* ... that byte */
+    bool start_pending;        /* fenced, body-less: the head waits for a write window */
     /* the signed upstream request until its transfer starts */
     struct gw_s3client_msg msg;
-    const char *method;       /* the client's method (borrowed from req) */
-    int64_t up_length;        /* the upstream body length, -1 for none */
-    bool is_write;            /* for the metrics */
-    struct gw_client *client; /* its address's transfer share (gw_http_fair_transfer_begin) */
-    bool detached;            /* the client left after the whole request was sent: the transfer
-                                 runs on for the barrier (G3), its answer discarded */
-    char reqid[24];           /* detached: the request id, for the log */
-    /* conditional writes (gateway/proxy/cond.h) */
-    enum gw_cond_use cond_use;   /* what they do with this write */
-    bool cond;                   /* a condition of ours rides on it */
-    bool cond_failed;            /* the store answered 412 to it: nothing goes to the client */
-    bool cond_wait;              /* after that 412: the fence says whether the token is current */
+    const char *method;          /* the client's method (borrowed from req) */
+    int64_t up_length;           /* the upstream body length, -1 for none */
+    bool is_write;               /* for the metrics */
+    struct gw_client *client;    /* its address's transfer share (gw_http_fair_transfer_begin) */
+    bool detached;               /* the client left after the whole request was sent: the transfer
+                                    runs on for the barrier (G3), its answer discarded */
+    char reqid[24];              /* detached: the request id, for the log */
     struct gw_cond_head *head;   /* the HEAD for the key's ETag while it runs */
     struct fwd *fwd;             /* owned while the HEAD runs: the steps left to forward */
-    struct gw_cond_hdr cond_hdr; /* the condition */
-    char etag[GW_ETAG_MAX + 1];  /* the answer's ETag (bare), "" if none */
+    struct gw_cond_hdr cond_hdr; /* our condition */
     /* detached: in px->detached */
     TAILQ_ENTRY(preq) link;
 };
@@ -749,7 +748,7 @@ struct fwd {
     char ce_rest[256];
     char decoded[24];
     char epoch[24];
-    struct buf query; /* the client's query less presigned credentials */
+    struct buf query;                  /* the client's query less presigned credentials */
     enum gw_payload payload;           /* auth->payload, for fwd_sign (auth may be gone) */
     char sha256[GW_SIGV4_HEX_LEN + 1]; /* auth->sha256, the same */
 };
@@ -1025,8 +1024,8 @@ fwd_cond(struct fwd *f)
         fwd_add_cond(f);
         return FWD_OK;
     }
-    f->rc = gw_cond_head(f->px->cond, p->lock, p->token, f->s3->bucket, f->s3->key, on_cond_head,
-                         p, &p->head);
+    f->rc = gw_cond_head(f->px->cond, p->lock, p->token, f->s3->bucket, f->s3->key, on_cond_head, p,
+                         &p->head);
     if (f->rc != 0) {
         f->what = "The object's current version could not be looked up.";
         return FWD_OURS;

@@ -44,15 +44,15 @@ struct gw_cond_probe {
     struct event *timer;     /* retry */
     gw_cond_probe_done_fn *done;
     void *arg;
-    char *bucket;                 /* owned */
-    char *prefix;                 /* owned */
-    char key[PROBE_KEY_MAX + 1];  /* this attempt's object */
+    char *bucket;                  /* owned */
+    char *prefix;                  /* owned */
+    char key[PROBE_KEY_MAX + 1];   /* this attempt's object */
     char etag[PROBE_ETAG_MAX + 1]; /* its ETag (bare) */
-    char src[PROBE_SRC_MAX];      /* x-amz-copy-source of it */
-    enum step step;               /* the step in flight */
-    struct gw_cond_caps caps;     /* what was found so far */
-    struct gw_s3client_op *call;  /* the call in flight, or NULL */
-    struct gw_s3client_op *del;   /* the clean-up DELETE, or NULL */
+    char src[PROBE_SRC_MAX];       /* x-amz-copy-source of it */
+    enum step step;                /* the step in flight */
+    struct gw_cond_caps caps;      /* what was found so far */
+    struct gw_s3client_op *call;   /* the call in flight, or NULL */
+    struct gw_s3client_op *del;    /* the clean-up DELETE, or NULL */
     uint32_t backoff_ms;
 };
 
