@@ -477,7 +477,8 @@ MUST_USE int store_audit_prune_sync(struct store *s, int64_t now_ms, uint32_t ma
 
 /*
  * store_audit_kind_name - "stale", "not_granted", "cut", "missing_token",
- * "lock_mismatch", "invalid_token"; "unknown" for anything else.  Static storage.
+ * "lock_mismatch", "invalid_token", "lease_expired", "refused", "store_refused";
+ * "unknown" for anything else.  Static storage.
  */
 const char *store_audit_kind_name(enum store_audit_kind kind);
 

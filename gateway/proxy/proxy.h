@@ -22,6 +22,9 @@
  *   proxy_hdr.h / .c  which request and response headers cross
  *   body.h / .c       the request-body filter (hash checks, aws-chunked)
  *   upload.h / .c     multipart uploads under epochs, aborts of stale ones
+ *   cond.h / .c       conditional writes: which condition a fenced write gets
+ *                     (the ETag map, a HEAD on a miss)
+ *   etag_map.h / .c   the bounded key -> ETag map (LRU, per lock and epoch)
  */
 #ifndef GW_PROXY_H
 #define GW_PROXY_H
