@@ -293,7 +293,7 @@ def botocore_client(gw):
 
 # ---- the hole: a late stale write after a newer epoch's ----
 
-def _hole_two_gateways(gateway, rgw, bucket, locks_bucket, relay, cond):
+def _hole_two_gateways(gateway, rgw, bucket, locks_bucket, relay, cond, b_via_g1=False):
     g1 = s3_gateway(gateway, bucket, locks_bucket, 0, relay, cond)
     g2 = s3_gateway(gateway, bucket, locks_bucket, 1, None, cond)
     if cond != "off":
@@ -313,11 +313,11 @@ def _hole_two_gateways(gateway, rgw, bucket, locks_bucket, relay, cond):
             break
         time.sleep(0.01)
     assert relay.log and relay.log[0][0] == "held", relay.log
-    b = acquire(g2, "B", S3_LEASE, wait_ms=20000)  # A's lease runs out
+    b = acquire(g1 if b_via_g1 else g2, "B", S3_LEASE, wait_ms=20000)  # A's lease runs out
     assert b["token"] == a["token"] + 1
     r = put(g2, bucket, "orders/k", b"B", b["token"])
     assert r.status_code == 200, r.text
-    assert relay.log[-1][0] == "held", "A's write reached the store before B's"
+    assert "forwarded-delayed" not in [e for e, _ in relay.log], "A's write landed before B's"
     th.join(60)
     return g1, a, b, out["r"]
 
@@ -342,6 +342,18 @@ def test_hole_two_gateways_store_refuses(gateway, rgw, bucket, locks_bucket, rel
     assert body_at_rgw(rgw, bucket, "orders/k") == b"B"
     assert audit(g1) == [("store_refused", a["token"])]
     assert metric(g1, "cond_store_refused") == 1
+
+
+def test_hole_two_gateways_known_epoch(gateway, rgw, bucket, locks_bucket, relay):
+    """B's epoch granted through gateway 1 (which holds A's sent write: the
+    barrier awaits it, nothing cuts it), B writes through gateway 2: the store
+    refuses A's late write and gateway 1, knowing B's epoch, answers exactly
+    StaleFencingToken, audited store_refused."""
+    g1, a, b, r = _hole_two_gateways(gateway, rgw, bucket, locks_bucket, relay, "auto",
+                                     b_via_g1=True)
+    assert r.status_code == 409 and code_of(r) == "StaleFencingToken", r.text
+    assert body_at_rgw(rgw, bucket, "orders/k") == b"B"
+    assert audit(g1) == [("store_refused", a["token"])]
 
 
 def _hole_kill9(gateway, rgw, bucket, tmp_path, relay, cond):
