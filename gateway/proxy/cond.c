@@ -24,6 +24,9 @@ struct gw_cond {
     struct gw_cond_caps caps;        /* what the store honours (the probe's answer) */
     bool probed;                     /* caps holds the probe's answer */
     LIST_HEAD(, gw_cond_head) heads; /* HEADs in flight */
+    char **ignored;                  /* owned; buckets whose store ignores conditions */
+    size_t nignored;                 /* entries in ignored */
+    bool ignore_all;                 /* more than GW_COND_MAX_IGNORED such buckets */
 };
 
 /* One HEAD for a key's ETag. */
@@ -73,6 +76,10 @@ gw_cond_free(struct gw_cond *c)
         h = next;
     }
     gw_etag_map_free(c->etags);
+    for (size_t i = 0; i < c->nignored; i++) {
+        free(c->ignored[i]);
+    }
+    free(c->ignored);
     free(c);
 }
 
@@ -114,6 +121,47 @@ honoured(const struct gw_cond *c, enum gw_s3_op op)
     }
 }
 
+static bool
+bucket_ignored(const struct gw_cond *c, const char *bucket)
+{
+    if (c->ignore_all) {
+        return true;
+    }
+    for (size_t i = 0; i < c->nignored; i++) {
+        if (strcmp(c->ignored[i], bucket) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket)
+{
+    if (bucket_ignored(c, bucket)) {
+        return;
+    }
+    log_warn("the store refused a condition that held on bucket %s (RGW 16 does so on a "
+             "versioned bucket): fenced writes to it go without conditions from now on",
+             bucket);
+    if (c->nignored == GW_COND_MAX_IGNORED) {
+        c->ignore_all = true;
+        return;
+    }
+    char **grown = realloc(c->ignored, (c->nignored + 1) * sizeof(char *));
+    char *name = strdup(bucket);
+    if (grown == NULL || name == NULL) {
+        if (grown != NULL) {
+            c->ignored = grown;
+        }
+        free(name);
+        c->ignore_all = true; /* no memory: the safe side is no conditions anywhere */
+        return;
+    }
+    c->ignored = grown;
+    c->ignored[c->nignored++] = name;
+}
+
 enum gw_cond_use
 gw_cond_use(const struct gw_cond *c, const struct gw_s3req *s3, bool own)
 {
@@ -141,7 +189,8 @@ gw_cond_use(const struct gw_cond *c, const struct gw_s3req *s3, bool own)
     if (!c->caps.put) {
         return GW_COND_USE_NONE;
     }
-    return own || !honoured(c, s3->op) ? GW_COND_USE_TRACK : GW_COND_USE_ADD;
+    return own || !honoured(c, s3->op) || bucket_ignored(c, s3->bucket) ? GW_COND_USE_TRACK
+                                                                        : GW_COND_USE_ADD;
 }
 
 /* The header for what the map knows: If-Match in the store's form, or If-None-Match: *. */

@@ -114,6 +114,18 @@ void gw_cond_head_cancel(struct gw_cond_head *h);
 void gw_cond_record(struct gw_cond *c, const char *lock, uint64_t token, const struct gw_s3req *s3,
                     int status, const char *etag);
 
+/*
+ * gw_cond_bucket_ignore - the store was seen to refuse a condition that held
+ * (a 412 to If-Match with the key's current ETag, or to If-None-Match: * on
+ * an absent key: RGW 16 does so on a versioned bucket, where it also ignores
+ * If-None-Match: *): no condition goes to bucket from now on in this
+ * process (logged once).  At most GW_COND_MAX_IGNORED buckets are kept;
+ * past that every bucket is treated so.
+ */
+void gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket);
+
+#define GW_COND_MAX_IGNORED 1024
+
 /* gw_cond_forget - forget bucket/key (a 412: its version moved on). */
 void gw_cond_forget(struct gw_cond *c, const char *bucket, const char *key);
 

@@ -349,6 +349,37 @@ cond_refused(struct preq *p)
     p->cond_wait = true; /* on_resume: still current; on_cut: superseded or ended */
 }
 
+/* gw_cond_head_fn: after the store's 412 to our condition, the key's version
+ * now (recorded in the map).  If it is the very version we conditioned on,
+ * the store refused a condition that held: it does not honour conditions on
+ * this bucket (RGW 16 on a versioned bucket), and no more are sent to it, so
+ * the client's retry is forwarded as without them. */
+static void
+on_cond_learned(void *arg, int err, const struct gw_cond_hdr *hdr)
+{
+    struct preq *p = arg;
+    p->head = NULL;
+    p->cond_wait = false;
+    if (err == 0 && strcmp(hdr->name, p->cond_hdr.name) == 0 &&
+        strcmp(hdr->value, p->cond_hdr.value) == 0) {
+        gw_cond_forget(p->px->cond, p->s3->bucket, p->s3->key);
+        gw_cond_bucket_ignore(p->px->cond, p->s3->bucket);
+    }
+    cond_refused(p);
+}
+
+/* The store answered 412 to our condition: learn the key's version (HEAD), then judge. */
+static void
+cond_learn(struct preq *p)
+{
+    p->cond_wait = true; /* a cut meanwhile is the store's refusal of a stale write */
+    if (gw_cond_head(p->px->cond, p->lock, p->token, p->s3->bucket, p->s3->key, on_cond_learned, p,
+                     &p->head) != 0) {
+        p->cond_wait = false;
+        cond_refused(p);
+    }
+}
+
 /* ---- upstream callbacks (struct gw_xfer_cbs) ---- */
 
 static ssize_t
@@ -519,7 +550,7 @@ on_done(void *arg, int err)
     }
     cond_answered(p, err);
     if (err == 0 && p->cond_failed) {
-        cond_refused(p);
+        cond_learn(p);
         return;
     }
     if (err != 0) {

@@ -468,3 +468,42 @@ def test_delete_object_unconditioned(gateway, rgw, bucket, tmp_path, relay):
     assert sent[-1][1].get("if-none-match") == "*", sent[-1]
     with pytest.raises(botocore.exceptions.ClientError):
         rgw.client().head_object(Bucket=bucket, Key="orders/nothing")
+
+
+def test_versioned_bucket_no_livelock(gateway, rgw, bucket, tmp_path, relay):
+    """RGW 16 on a versioned bucket ignores If-None-Match: * and refuses
+    If-Match even with the current ETag.  Probed there, conditional writes are
+    off.  Probed in an unversioned bucket (the first rule's), a versioned one
+    is found at run time: a 412 to a condition that held (the HEAD finds the
+    very ETag it sent) is answered 503 once, no more conditions go to that
+    bucket, and the retry passes: a condition of ours never makes the
+    current leader's writes fail for good."""
+    vb = bucket + "-v"
+    c = rgw.client()
+    c.create_bucket(Bucket=vb)
+    c.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Enabled"})
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    probed_there = dir_gateway(gateway, tmp_path / "a", vb, rules=fence_rule(vb))
+    wait_cond(probed_there, False)
+    assert "PutObject does NOT honour conditions" in probed_there.log()
+    probed_there.stop()
+    rules = fence_rule(bucket) + fence_rule(vb)
+    gw = dir_gateway(gateway, tmp_path / "b", bucket, relay, rules=rules)
+    wait_cond(gw, True)
+    w = acquire(gw, "w", 10000)
+    assert put(gw, vb, "orders/v", b"1", w["token"]).status_code == 200
+    r = put(gw, vb, "orders/v", b"2", w["token"])
+    assert r.status_code == 503 and code_of(r) == "SlowDown", r.text
+    assert "fenced writes to it go without conditions from now on" in gw.log()
+    for i in range(3, 6):
+        r = put(gw, vb, "orders/v", str(i).encode(), w["token"])
+        assert r.status_code == 200, r.text
+        sent = upstream_puts(relay, "orders/v")
+        assert "if-match" not in sent[-1][1] and "if-none-match" not in sent[-1][1], sent[-1]
+    assert body_at_rgw(rgw, vb, "orders/v") == b"5"
+    assert metric(gw, "cond_slowdowns") == 1
+    # the unversioned bucket keeps its conditions
+    assert put(gw, bucket, "orders/u", b"1", w["token"]).status_code == 200
+    assert put(gw, bucket, "orders/u", b"2", w["token"]).status_code == 200
+    assert "if-match" in upstream_puts(relay, "orders/u")[-1][1]
