@@ -49,7 +49,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration js-deps js-client js-unit lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw \
+.PHONY: all check check-deploy unit integration js-deps js-client js-unit lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
         bench-windows bench-stays-up \
         fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -179,6 +179,11 @@ bench-proxy: $(BIN)
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
 bench-proxy-rgw: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench.sh
+
+# Conditional writes' cost: fenced PUTs, off / on with the ETag cached / on with a HEAD
+# (tests/bench/cond_bench.py; RGW_ENV names a running RGW's env file, tests/rgw/rgw.sh).
+bench-cond: $(BIN)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/cond_bench.py --rgw-env $(RGW_ENV)
 
 # Fault injection, Jepsen style (tests/fault/jepsen.py: workers, nemesis, fault
 # relays, checker on RGW's versions; boots its own RGW).  A bounded run is part

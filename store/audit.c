@@ -32,6 +32,7 @@ static const char *const kind_names[STORE_AUDIT_KIND_MAX + 1] = {
     [STORE_AUDIT_LEASE_EXPIRED] = "lease_expired",
     [STORE_AUDIT_REFUSED] = "refused",
     [STORE_AUDIT_REVOKED] = "revoked",
+    [STORE_AUDIT_STORE_REFUSED] = "store_refused",
 };
 
 const char *

@@ -128,19 +128,22 @@ enum store_fence_verdict {
 
 /* Why a write was rejected; stored as one byte, names as in store_audit_kind_name. */
 enum store_audit_kind {
-    STORE_AUDIT_STALE = 1,         /* "stale": token lower than the highest */
-    STORE_AUDIT_NOT_GRANTED = 2,   /* "not_granted": token never granted (G4) */
-    STORE_AUDIT_CUT = 3,           /* "cut": in-flight older-epoch write cut off (G3) */
-    STORE_AUDIT_MISSING_TOKEN = 4, /* "missing_token": fenced write without a token */
-    STORE_AUDIT_LOCK_MISMATCH = 5, /* "lock_mismatch": lock header contradicts the rule */
-    STORE_AUDIT_INVALID_TOKEN = 6, /* "invalid_token": malformed token or lock name */
-    STORE_AUDIT_LEASE_EXPIRED = 7, /* "lease_expired": the epoch's lease ended, no write window */
-    STORE_AUDIT_REFUSED = 8,       /* "refused": not forwarded as classified (G9: method, query,
-                                      form upload, bucket-level write, principal's bounds) */
-    STORE_AUDIT_REVOKED = 9,       /* "revoked": an admin ended the lease of epoch `token`;
-                                      principal is the admin, key the lock's holder */
+    STORE_AUDIT_STALE = 1,          /* "stale": token lower than the highest */
+    STORE_AUDIT_NOT_GRANTED = 2,    /* "not_granted": token never granted (G4) */
+    STORE_AUDIT_CUT = 3,            /* "cut": in-flight older-epoch write cut off (G3) */
+    STORE_AUDIT_MISSING_TOKEN = 4,  /* "missing_token": fenced write without a token */
+    STORE_AUDIT_LOCK_MISMATCH = 5,  /* "lock_mismatch": lock header contradicts the rule */
+    STORE_AUDIT_INVALID_TOKEN = 6,  /* "invalid_token": malformed token or lock name */
+    STORE_AUDIT_LEASE_EXPIRED = 7,  /* "lease_expired": the epoch's lease ended, no write window */
+    STORE_AUDIT_REFUSED = 8,        /* "refused": not forwarded as classified (G9: method, query,
+                                       form upload, bucket-level write, principal's bounds) */
+    STORE_AUDIT_REVOKED = 9,        /* "revoked": an admin ended the lease of epoch `token`;
+                                       principal is the admin, key the lock's holder */
+    STORE_AUDIT_STORE_REFUSED = 10, /* "store_refused": a late write the store itself refused
+                                      (the gateway's own condition failed, 412) while its
+                                      token was no longer the highest or its lease had ended */
 };
-#define STORE_AUDIT_KIND_MAX 9
+#define STORE_AUDIT_KIND_MAX 10
 
 /*
  * One audit record.  On append every string is borrowed until the call
@@ -478,7 +481,8 @@ MUST_USE int store_audit_prune_sync(struct store *s, int64_t now_ms, uint32_t ma
 
 /*
  * store_audit_kind_name - "stale", "not_granted", "cut", "missing_token",
- * "lock_mismatch", "invalid_token"; "unknown" for anything else.  Static storage.
+ * "lock_mismatch", "invalid_token", "lease_expired", "refused", "store_refused";
+ * "unknown" for anything else.  Static storage.
  */
 const char *store_audit_kind_name(enum store_audit_kind kind);
 

@@ -219,6 +219,20 @@ static const struct gw_json_table_choice addressing_choices[] = {
     {NULL, 0},
 };
 
+static const struct gw_json_table_choice cond_choices[] = {
+    {"auto", GW_COND_AUTO},
+    {"on", GW_COND_ON},
+    {"off", GW_COND_OFF},
+    {NULL, 0},
+};
+
+static const struct gw_json_table_choice cond_rule_choices[] = {
+    {"inherit", GW_COND_RULE_INHERIT},
+    {"on", GW_COND_RULE_ON},
+    {"off", GW_COND_RULE_OFF},
+    {NULL, 0},
+};
+
 static const struct gw_json_table_choice trailer_choices[] = {
     {"auto", GW_TRAILERS_AUTO},
     {"forward", GW_TRAILERS_FORWARD},
@@ -601,6 +615,7 @@ static const struct gw_json_table_field fence_fields[] = {
     FSTR("prefix", FR(prefix), 0, 0, 1024, "", V_NONE),
     FSTR("lock", FR(lock), REQ, 1, 0, NULL, V_LOCK),
     FBOOL("require_token", FR(require_token), true),
+    FENUM("conditional_writes", FR(conditional_writes), 0, GW_COND_RULE_INHERIT, cond_rule_choices),
 };
 #undef FR
 
@@ -644,6 +659,8 @@ static const struct gw_json_table_field fencing_fields[] = {
     FBOOL("allow_bucket_writes", FE(allow_bucket_writes), false),
     FU32("commit_margin_ms", FE(commit_margin_ms), 1, 600000, 1000),
     FU32("complete_margin_ms", FE(complete_margin_ms), 1, 600000, 3000),
+    FENUM("conditional_writes", FE(conditional_writes), 0, GW_COND_AUTO, cond_choices),
+    FU32("etag_cache_entries", FE(etag_cache_entries), 16, 16777216, 65536),
 };
 #undef FE
 

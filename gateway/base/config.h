@@ -48,11 +48,28 @@ struct gw_principal {
     bool admin;       /* "admin": sees every lock, fence and audit record; may revoke */
 };
 
+/* fencing.conditional_writes: fenced overwrites sent as conditional writes
+ * (DESIGN "Conditional writes"). */
+enum gw_cond_writes {
+    GW_COND_AUTO = 0, /* on when the start-up probe finds the store honours conditional PUTs */
+    GW_COND_ON = 1,   /* on; start-up fails when the probe finds the store does not */
+    GW_COND_OFF = 2,  /* off */
+};
+
+/* A fences rule's "conditional_writes". */
+enum gw_cond_rule {
+    GW_COND_RULE_INHERIT = 0, /* absent: fencing.conditional_writes decides */
+    GW_COND_RULE_ON = 1,      /* on where the store honours them (as "auto" for this rule) */
+    GW_COND_RULE_OFF = 2,     /* off for this rule's keys */
+};
+
 struct gw_fence_rule {
     char *bucket;       /* owned; exact bucket name */
     char *prefix;       /* owned; key prefix, "" matches every key */
     char *lock;         /* owned; lock name */
     bool require_token; /* a write under this rule without a token gets 428 */
+    enum gw_cond_rule
+        conditional_writes; /* overrides fencing.conditional_writes; default inherit */
 };
 
 /* What happens to a checksum a client sends as an aws-chunked trailer. */
@@ -136,6 +153,8 @@ struct gw_config {
         uint32_t commit_margin_ms;  /* the store commits a write within this of its last byte
                                        leaving the gateway (DESIGN "Write windows"); default 1000 */
         uint32_t complete_margin_ms; /* the same for CompleteMultipartUpload; default 3000 */
+        enum gw_cond_writes conditional_writes; /* default auto */
+        uint32_t etag_cache_entries;            /* key -> ETag map bound (LRU); default 65536 */
     } fencing;
 
     struct {

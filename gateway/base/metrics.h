@@ -112,6 +112,10 @@ struct gw_metrics {
 
     uint64_t traceparent_invalid_total; /* traceparent headers ignored as malformed */
     uint64_t access_log_dropped_total;  /* access-log lines dropped: the writer was behind */
+    uint64_t conditional_writes;        /* 1: fenced overwrites go as conditional writes */
+    uint64_t cond_heads;                /* HEADs for a key's ETag (the map missed) */
+    uint64_t cond_slowdowns;            /* our condition failed, token still highest: 503 */
+    uint64_t cond_store_refused;        /* our condition failed, token superseded: 409 */
 };
 
 /* The one instance. */

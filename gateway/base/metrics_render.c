@@ -430,6 +430,16 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
            "Idle connections closed to admit new ones at max_connections.", m->idle_shed);
     scalar(&o, "fencegate_slow_bodies_cut_total", "counter",
            "Request bodies cut: slower than min_body_rate.", m->slow_bodies_cut);
+    scalar(&o, "fencegate_conditional_writes", "gauge",
+           "1: fenced overwrites are sent as conditional writes.", m->conditional_writes);
+    scalar(&o, "fencegate_conditional_write_heads_total", "counter",
+           "HEADs of a key for its ETag: the ETag map missed.", m->cond_heads);
+    scalar(&o, "fencegate_conditional_write_slowdowns_total", "counter",
+           "Fenced writes whose condition failed at the store, token current: 503 SlowDown.",
+           m->cond_slowdowns);
+    scalar(&o, "fencegate_conditional_write_store_refused_total", "counter",
+           "Late fenced writes the store refused (condition failed, token superseded): 409.",
+           m->cond_store_refused);
     scalar(&o, "fencegate_traceparent_invalid_total", "counter",
            "Malformed W3C traceparent headers, ignored (still forwarded).",
            m->traceparent_invalid_total);

@@ -24,6 +24,7 @@
 #include "gateway/proxy/upload.h"
 #include "gateway/s3/sigv4.h"
 #include "gateway/s3client/bucket_probe.h"
+#include "gateway/s3client/cond_probe.h"
 #include "gateway/s3client/elect_s3.h"
 #include "gateway/s3client/s3client.h"
 #include "gateway/s3client/trailer_probe.h"
@@ -55,6 +56,8 @@ struct serve {
     struct gw_trailer_probe *trprobe; /* owned; the checksum-trailer probe, or NULL */
     bool trailers_probed;             /* the probe answered ... */
     bool trailers_supported;          /* ... this */
+    struct gw_cond_probe *cprobe;     /* owned; the conditional-write probe, or NULL */
+    bool cond_failed;                 /* "on", and the store does not honour them: exit 1 */
     struct event *trim_ev;            /* owned; hands the heap back once load stops */
     uint64_t trim_seen;               /* gw_metrics.requests at its last tick */
     uint64_t trim_done;               /* ... when the heap was last handed back */
@@ -160,6 +163,64 @@ apply_metrics(const struct gw_config *cfg)
         rc = gw_metrics_lock_pin(cfg->fences[i].lock);
     }
     return rc;
+}
+
+/* gw_cond_probe_done_fn */
+static void
+on_cond_probed(void *arg, const struct gw_cond_caps *caps)
+{
+    struct serve *s = arg;
+    gw_proxy_set_cond_caps(s->proxy, caps);
+    bool active = gw_proxy_cond_active(s->proxy);
+    gw_metrics.conditional_writes = active ? 1 : 0;
+    enum gw_cond_writes mode = s->cfg->fencing.conditional_writes;
+    if (mode == GW_COND_ON && !caps->put) {
+        log_error("fencing.conditional_writes is \"on\" but the store does not honour "
+                  "conditional PutObjects: stopping (set \"auto\" or \"off\" to run without "
+                  "them)");
+        s->cond_failed = true;
+        (void)event_base_loopbreak(s->base);
+        return;
+    }
+    log_info("conditional writes %s (fencing.conditional_writes: %s)%s",
+             active ? "ON: fenced overwrites carry If-Match / If-None-Match" : "OFF",
+             mode == GW_COND_ON    ? "on"
+             : mode == GW_COND_OFF ? "off"
+                                   : "auto",
+             active ? "" : (caps->put ? "" : "; the store does not honour conditional PutObjects"));
+}
+
+/* Sets up what fencing.conditional_writes says: the start-up probe unless "off"
+ * everywhere (a rule may still turn them on). */
+static int
+start_cond(struct serve *s)
+{
+    const struct gw_config *cfg = s->cfg;
+    bool any_rule_on = false;
+    for (size_t i = 0; i < cfg->nfences; i++) {
+        any_rule_on = any_rule_on || cfg->fences[i].conditional_writes == GW_COND_RULE_ON;
+    }
+    if (cfg->fencing.conditional_writes == GW_COND_OFF && !any_rule_on) {
+        log_info("conditional writes OFF (fencing.conditional_writes: off)");
+        return 0;
+    }
+    if (probe_bucket(cfg) == NULL) {
+        if (cfg->fencing.conditional_writes == GW_COND_ON) {
+            log_error("fencing.conditional_writes \"on\" probes the store in the s3 election "
+                      "bucket or a fenced bucket, and there is none");
+            return ERR_INVAL;
+        }
+        log_info("conditional writes OFF: \"auto\" probes the store in the s3 election bucket "
+                 "or a fenced bucket, and there is none");
+        return 0;
+    }
+    const char *prefix = cfg->election.prefix != NULL ? cfg->election.prefix : "fencegate/";
+    s->cprobe = gw_cond_probe_start(s->base, s->s3c, probe_bucket(cfg), prefix, on_cond_probed, s);
+    if (s->cprobe == NULL) {
+        log_error("out of memory");
+        return ERR_NOMEM;
+    }
+    return 0;
 }
 
 /* evsignal_new: SIGHUP */
@@ -358,6 +419,7 @@ serve_cleanup(struct serve *s)
     elect_free(s->elect); /* before the S3 client: the s3 backend uses it */
     gw_metrics_locks_free();
     gw_trailer_probe_free(s->trprobe); /* before the S3 client: cancels its calls */
+    gw_cond_probe_free(s->cprobe);
     gw_proxy_free(s->proxy);
     if (s->fence != NULL) {
         gw_fence_set_advance_hook(s->fence, NULL,
@@ -603,7 +665,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("%s", errbuf);
         goto out;
     }
-    if (start_trailers(&s) != 0) {
+    if (start_trailers(&s) != 0 || start_cond(&s) != 0) {
         goto out;
     }
     s.uploads = gw_upload_new(s.store, s.s3c, s.cfg);
@@ -658,6 +720,9 @@ gw_cmd_serve(int argc, char **argv)
     log_info("upstream %s, region %s", s.cfg->upstream.endpoint, s.cfg->upstream.region);
     if (event_base_dispatch(s.base) != 0) {
         log_error("event loop failed");
+        goto out;
+    }
+    if (s.cond_failed) {
         goto out;
     }
     status = 0;

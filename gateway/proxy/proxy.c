@@ -20,10 +20,13 @@
 #include "gateway/http/http.h"
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/body.h"
+#include "gateway/proxy/cond.h"
+#include "gateway/proxy/etag_map.h"
 #include "gateway/proxy/proxy_hdr.h"
 #include "gateway/proxy/refuse.h"
 #include "gateway/proxy/upload.h"
 #include "gateway/s3/checksum.h"
+#include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"
@@ -36,6 +39,9 @@
 #define PROXY_MAX_QUERY 65536 /* limits.max_url_bytes is at most this */
 
 struct preq;
+struct fwd;
+static void fwd_free(struct fwd *f);
+static void on_cond_head(void *arg, int err, const struct gw_cond_hdr *hdr);
 
 struct gw_proxy {
     const struct gw_config *cfg; /* borrowed; in force for new requests */
@@ -43,6 +49,7 @@ struct gw_proxy {
     struct gw_s3client *s3c;     /* borrowed; the one signer: addressing, SigV4, reload */
     bool trailers;               /* the upstream takes aws-chunked checksum trailers */
     struct gw_upload *uploads;   /* borrowed; multipart bookkeeping, or NULL */
+    struct gw_cond *cond;        /* owned; conditional writes: the ETag map, HEADs */
     /* owned; fenced writes running on without their client (on_abort) */
     TAILQ_HEAD(preq_list, preq) detached;
 };
@@ -68,26 +75,34 @@ struct preq {
     struct store *store;              /* fenced write: for the audit of a cut, or NULL */
     struct gw_s3req *s3;              /* fenced write: a copy, for the audit of a cut */
     char lock[GW_FENCE_LOCK_MAX + 1]; /* fenced write: the lock */
+    char etag[GW_ETAG_MAX + 1];       /* fenced write: the answer's ETag (bare), "" if none */
     uint64_t token;                   /* fenced write: the admitted token */
     char principal[64];               /* fenced write: for the audit */
-    struct gw_s3xml *tap; /* owned; fenced Create/Complete: the answer parsed on its way */
-    char *query;          /* owned; fenced Create/Complete/Abort: the raw query, for
-                             gw_upload_response (also once the client is gone) */
-    int status;           /* the upstream's status */
-    uint64_t sent_ns;     /* monotonic ns the transfer started; 0 before */
-    unsigned op;          /* the request's operation index (metrics.h) */
-    bool held;            /* fenced: the body's last byte is held for a write window */
-    char held_byte;       /* ... that byte */
-    bool start_pending;   /* fenced, body-less: the head waits for a write window */
+    struct gw_s3xml *tap;      /* owned; fenced Create/Complete: the answer parsed on its way */
+    char *query;               /* owned; fenced Create/Complete/Abort: the raw query, for
+                                  gw_upload_response (also once the client is gone) */
+    int status;                /* the upstream's status */
+    uint64_t sent_ns;          /* monotonic ns the transfer started; 0 before */
+    unsigned op;               /* the request's operation index (metrics.h) */
+    enum gw_cond_use cond_use; /* what conditional writes do with it (gateway/proxy/cond.h) */
+    bool cond;                 /* a condition of ours rides on it */
+    bool cond_failed;          /* the store answered 412 to it: nothing goes to the client */
+    bool cond_wait;            /* after that 412: the fence says whether the token is current */
+    bool held;                 /* fenced: the body's last byte is held for a write window */
+    char held_byte;            /* ... that byte */
+    bool start_pending;        /* fenced, body-less: the head waits for a write window */
     /* the signed upstream request until its transfer starts */
     struct gw_s3client_msg msg;
-    const char *method;       /* the client's method (borrowed from req) */
-    int64_t up_length;        /* the upstream body length, -1 for none */
-    bool is_write;            /* for the metrics */
-    struct gw_client *client; /* its address's transfer share (gw_http_fair_transfer_begin) */
-    bool detached;            /* the client left after the whole request was sent: the transfer
-                                 runs on for the barrier (G3), its answer discarded */
-    char reqid[24];           /* detached: the request id, for the log */
+    const char *method;          /* the client's method (borrowed from req) */
+    int64_t up_length;           /* the upstream body length, -1 for none */
+    bool is_write;               /* for the metrics */
+    struct gw_client *client;    /* its address's transfer share (gw_http_fair_transfer_begin) */
+    bool detached;               /* the client left after the whole request was sent: the transfer
+                                    runs on for the barrier (G3), its answer discarded */
+    char reqid[24];              /* detached: the request id, for the log */
+    struct gw_cond_head *head;   /* the HEAD for the key's ETag while it runs */
+    struct fwd *fwd;             /* owned while the HEAD runs: the steps left to forward */
+    struct gw_cond_hdr cond_hdr; /* our condition */
     /* detached: in px->detached */
     TAILQ_ENTRY(preq) link;
 };
@@ -105,6 +120,12 @@ gw_proxy_new(const struct gw_config *cfg, struct gw_upstream *up, struct gw_s3cl
     px->cfg = cfg;
     px->up = up;
     px->s3c = s3c;
+    px->cond = gw_cond_new(cfg, s3c);
+    if (px->cond == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        gw_proxy_free(px);
+        return NULL;
+    }
     if (s3c == NULL) {
         (void)snprintf(errbuf, errlen, "no upstream signer");
         gw_proxy_free(px);
@@ -117,6 +138,19 @@ void
 gw_proxy_set_config(struct gw_proxy *px, const struct gw_config *cfg)
 {
     px->cfg = cfg; /* the signer is reloaded by its owner (gw_s3client_set_config) */
+    gw_cond_set_config(px->cond, cfg);
+}
+
+void
+gw_proxy_set_cond_caps(struct gw_proxy *px, const struct gw_cond_caps *caps)
+{
+    gw_cond_set_caps(px->cond, caps);
+}
+
+bool
+gw_proxy_cond_active(const struct gw_proxy *px)
+{
+    return gw_cond_active(px->cond);
 }
 
 void
@@ -148,6 +182,7 @@ gw_proxy_free(struct gw_proxy *px)
     while (!TAILQ_EMPTY(&px->detached)) {
         preq_free(TAILQ_FIRST(&px->detached)); /* shutting down: cancelled, tickets released */
     }
+    gw_cond_free(px->cond);
     free(px);
 }
 
@@ -158,6 +193,8 @@ preq_free(struct preq *p)
         return;
     }
     gw_upstream_xfer_cancel(p->x);
+    gw_cond_head_cancel(p->head);
+    fwd_free(p->fwd);
     gw_http_fair_transfer_end(p->client); /* the upstream slot is free again */
     gw_fence_ticket_release(p->ticket);   /* after the cancel: the write is over at S3 */
     gw_s3client_msg_cleanup(&p->msg);
@@ -222,6 +259,134 @@ finish_error(struct preq *p, int err, const char *what)
     }
     p->req = NULL;
     preq_free(p);
+}
+
+/* ---- conditional writes: the answer to our condition ---- */
+
+/* 503 SlowDown with Retry-After: 1 (SDKs retry it with the same body). */
+static void
+slow_down_reply(struct gw_req *req, const char *message)
+{
+    struct buf body;
+    char bare[GW_S3ERR_BARE_MAX];
+    size_t len = 0;
+    buf_init(&body, GW_S3ERR_MAX_BODY);
+    const char *doc = gw_s3err_build(&body, bare, &len, "SlowDown", message, gw_req_path(req),
+                                     gw_req_id(req), NULL, 0);
+    gw_resp_start(req, 503);
+    if (gw_resp_header(req, "Content-Type", "application/xml") != 0 ||
+        gw_resp_header(req, "Retry-After", "1") != 0) {
+        log_warn("req %s: a header of the answer was dropped", gw_req_id(req));
+    }
+    gw_resp_body_begin(req, (int64_t)len);
+    int rc = gw_resp_body_write(req, doc, len);
+    if (rc != 0 && rc != ERR_AGAIN) { /* ERR_AGAIN: queued anyway */
+        log_debug("req %s: %s", gw_req_id(req), err_str(rc));
+    }
+    gw_resp_end(req);
+    buf_cleanup(&body);
+}
+
+/* The map learns from a tracked write's outcome: its new ETag, or to forget the key. */
+static void
+cond_answered(struct preq *p, int err)
+{
+    if (p->cond_use != GW_COND_USE_TRACK && p->cond_use != GW_COND_USE_ADD) {
+        return;
+    }
+    if (err != 0 || p->cond_failed) {
+        gw_cond_forget(p->px->cond, p->s3->bucket, p->s3->key);
+        return;
+    }
+    gw_cond_record(p->px->cond, p->lock, p->token, p->s3, p->status,
+                   p->etag[0] != '\0' ? p->etag : NULL);
+}
+
+/* Our condition failed while the token is still the lock's highest: the key
+ * changed under the same epoch (another gateway, an unfenced writer).  The
+ * map forgot it; the client's retry learns its new ETag with a HEAD. */
+static void
+cond_slow_down(struct preq *p)
+{
+    gw_metrics.cond_slowdowns++;
+    log_info("req %s: the store refused our condition on %s/%s (412) while token %llu of lock "
+             "%s is current: 503 SlowDown, the retry learns the key's new version",
+             gw_req_id(p->req), p->s3->bucket, p->s3->key, (unsigned long long)p->token, p->lock);
+    slow_down_reply(p->req, "The object changed since this gateway last saw it. Please retry.");
+    p->req = NULL;
+    preq_free(p);
+}
+
+/* Our condition failed and the token is no longer current (err ERR_FENCED,
+ * current the newer token; or ERR_EXPIRED): the store itself stopped a late
+ * stale write.  409, audited store_refused (DESIGN "Conditional writes"). */
+static void
+store_refused(struct preq *p, int err, uint64_t current, bool counted)
+{
+    struct gw_refusal r;
+    gw_fence_cut_refusal(err, p->lock, p->token, current, &r);
+    if (r.status == 409) {
+        r.audit = STORE_AUDIT_STORE_REFUSED;
+        r.message = "The store refused this late write: a newer write of the key came first and "
+                    "the fencing token is no longer current.";
+        r.count = counted ? GW_REFUSAL_UNCOUNTED : GW_REFUSAL_FENCE;
+        gw_metrics.cond_store_refused++;
+    }
+    log_info("req %s: the store refused the write of %s/%s (412) with token %llu of lock %s, "
+             "now at %llu: %d %s",
+             gw_req_id(p->req), p->s3->bucket, p->s3->key, (unsigned long long)p->token, p->lock,
+             (unsigned long long)current, r.status, r.code);
+    gw_refuse(p->store, p->req, p->s3, p->principal, &r);
+    p->req = NULL;
+    preq_free(p);
+}
+
+/* The store answered 412 to our condition (on_done): is the token still the highest? */
+static void
+cond_refused(struct preq *p)
+{
+    uint64_t current = 0;
+    if (gw_fence_current(p->fence, p->lock, &current) == 0 && current > p->token) {
+        store_refused(p, ERR_FENCED, current, false);
+        return;
+    }
+    /* this gateway knows of nothing newer: the window says whether another may */
+    if (gw_fence_ticket_may_finish(p->ticket)) {
+        cond_slow_down(p);
+        return;
+    }
+    p->cond_wait = true; /* on_resume: still current; on_cut: superseded or ended */
+}
+
+/* gw_cond_head_fn: after the store's 412 to our condition, the key's version
+ * now (recorded in the map).  If it is the very version we conditioned on,
+ * the store refused a condition that held: it does not honour conditions on
+ * this bucket (RGW 16 on a versioned bucket), and no more are sent to it, so
+ * the client's retry is forwarded as without them. */
+static void
+on_cond_learned(void *arg, int err, const struct gw_cond_hdr *hdr)
+{
+    struct preq *p = arg;
+    p->head = NULL;
+    p->cond_wait = false;
+    if (err == 0 && strcmp(hdr->name, p->cond_hdr.name) == 0 &&
+        strcmp(hdr->value, p->cond_hdr.value) == 0) {
+        gw_cond_forget(p->px->cond, p->s3->bucket, p->s3->key);
+        gw_cond_bucket_ignore(p->px->cond, p->s3->bucket);
+    }
+    cond_refused(p);
+}
+
+/* The store answered 412 to our condition: learn the key's version (HEAD), then judge. */
+static void
+cond_learn(struct preq *p)
+{
+    p->cond_wait = true; /* a cut meanwhile is the store's refusal of a stale write */
+    if (gw_cond_head(p->px->cond, p->lock, p->token, p->s3->bucket, p->s3->key, on_cond_learned, p,
+                     &p->head) != 0) {
+        p->cond_wait = false;
+        cond_refused(p);
+    }
 }
 
 /* ---- upstream callbacks (struct gw_xfer_cbs) ---- */
@@ -292,6 +457,19 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
         uint64_t now = gw_metrics_now_ns();
         gw_metrics_upstream_duration(p->op, now > p->sent_ns ? now - p->sent_ns : 0);
     }
+    if (p->cond && status == 412) {
+        /* our condition failed: mapped in on_done, before a byte of this answer goes out */
+        p->cond_failed = true;
+        return 0;
+    }
+    if (p->cond_use != GW_COND_USE_NONE && status >= 200 && status < 300) {
+        for (size_t i = 0; i < n; i++) {
+            if (strcasecmp(headers[i].name, "etag") == 0 &&
+                gw_etag_map_bare(headers[i].value, p->etag, sizeof(p->etag)) != 0) {
+                p->etag[0] = '\0';
+            }
+        }
+    }
     if (p->detached) {
         return 0; /* the client is gone: only the outcome matters */
     }
@@ -333,6 +511,9 @@ static int
 on_body(void *arg, const char *data, size_t len)
 {
     struct preq *p = arg;
+    if (p->cond_failed) {
+        return 0; /* the 412's document: ours to answer, dropped */
+    }
     gw_metrics.bytes_out += len;
     if (p->tap != NULL) {
         if (gw_s3xml_feed(p->tap, data, len) != 0) {
@@ -360,6 +541,11 @@ end_detached(struct preq *p, int err)
     log_info("req %s: upstream outcome of the write its client left: %s, status %d; epoch "
              "barrier released",
              p->reqid, err != 0 ? err_str(err) : "complete", p->status);
+    cond_answered(p, err);
+    if (p->cond_failed) {
+        log_info("req %s: the store refused it: our condition on %s/%s failed (412)", p->reqid,
+                 p->s3->bucket, p->s3->key);
+    }
     struct gw_upload *u = p->px->uploads;
     if (err == 0 && p->status != 0 && u != NULL && p->query != NULL) {
         gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
@@ -374,6 +560,11 @@ on_done(void *arg, int err)
     p->x = NULL; /* freed by the upstream module after this returns */
     if (p->detached) {
         end_detached(p, err);
+        return;
+    }
+    cond_answered(p, err);
+    if (err == 0 && p->cond_failed) {
+        cond_learn(p);
         return;
     }
     if (err != 0) {
@@ -512,6 +703,11 @@ on_cut(void *arg, int err, uint64_t current)
         preq_free(p);
         return;
     }
+    if (p->cond_wait) {
+        /* after the store's 412: the fence moved on, or the lease ended */
+        store_refused(p, err, current, true);
+        return;
+    }
     gw_upstream_xfer_cancel(p->x);
     p->x = NULL;
     log_info("req %s: cut before its last byte (%s): token %llu, lock %s at %llu", gw_req_id(req),
@@ -534,6 +730,11 @@ static void
 on_resume(void *arg)
 {
     struct preq *p = arg;
+    if (p->cond_wait) {
+        p->cond_wait = false;
+        cond_slow_down(p); /* after the store's 412: the token is still current */
+        return;
+    }
     if (p->start_pending) {
         int rc = start_transfer(p);
         if (rc != 0) {
@@ -570,6 +771,7 @@ enum fwd_end {
     FWD_FAIL,  /* the client's request: logged at info, answered from rc and what */
     FWD_OURS,  /* our own failure: logged as an error, answered 5xx */
     FWD_QUIET, /* already answered (p->req cleared) */
+    FWD_WAIT,  /* waiting for the key's ETag (a HEAD): on_cond_head goes on */
 };
 
 /* What forward works out for one request, step by step. */
@@ -596,7 +798,9 @@ struct fwd {
     char ce_rest[256];
     char decoded[24];
     char epoch[24];
-    struct buf query; /* the client's query less presigned credentials */
+    struct buf query;                  /* the client's query less presigned credentials */
+    enum gw_payload payload;           /* auth->payload, for fwd_sign (auth may be gone) */
+    char sha256[GW_SIGV4_HEX_LEN + 1]; /* auth->sha256, the same */
 };
 
 /* fwd_bind - the request context, its share of upstream transfers, the fence ticket. */
@@ -756,7 +960,7 @@ fwd_headers(struct fwd *f)
     size_t nclient = gw_req_header_count(f->req);
     /* + x-amz-meta-fencing-epoch, and Content-Encoding, x-amz-decoded-content-length
      * and x-amz-trailer (re-framed) or the checksum header (buffered) */
-    f->extra = calloc(nclient + 4, sizeof(*f->extra));
+    f->extra = calloc(nclient + 5, sizeof(*f->extra)); /* + our condition (fwd_cond) */
     if (f->extra == NULL) {
         f->rc = ERR_NOMEM;
         return FWD_FAIL;
@@ -814,6 +1018,72 @@ fwd_headers(struct fwd *f)
     return FWD_OK;
 }
 
+/* fwd_add_cond - our condition goes with the write (sent unsigned: SigV4 signs what
+ * the builder's policy says, and a condition need not be signed). */
+static void
+fwd_add_cond(struct fwd *f)
+{
+    fwd_add(f, f->p->cond_hdr.name, f->p->cond_hdr.value);
+    f->p->cond = true;
+}
+
+/* Whether the client set a condition of its own on the destination. */
+static bool
+own_condition(const struct fwd *f)
+{
+    static const char *const names[] = {
+        "if-match",
+        "if-none-match",
+        "x-amz-copy-source-if-match",
+        "x-amz-copy-source-if-none-match",
+        "x-amz-copy-source-if-modified-since",
+        "x-amz-copy-source-if-unmodified-since",
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (gw_req_header(f->req, names[i]) != NULL) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * fwd_cond - a fenced overwrite goes with a condition on the version this
+ * gateway knows (DESIGN "Conditional writes"): from the ETag map, or, on a
+ * miss, a HEAD of the key first (FWD_WAIT: on_cond_head goes on).  A
+ * request with a condition of its own gets none of ours.
+ */
+static enum fwd_end
+fwd_cond(struct fwd *f)
+{
+    struct preq *p = f->p;
+    if (p->ticket == NULL) {
+        return FWD_OK;
+    }
+    p->cond_use = gw_cond_use(f->px->cond, f->s3, own_condition(f));
+    if (p->cond_use == GW_COND_USE_UNKNOWN) {
+        slow_down_reply(f->req, "The gateway has not yet learned whether the store honours "
+                                "conditional writes. Please retry.");
+        p->req = NULL;
+        return FWD_QUIET;
+    }
+    if (p->cond_use != GW_COND_USE_ADD) {
+        return FWD_OK;
+    }
+    if (gw_cond_lookup(f->px->cond, p->lock, p->token, f->s3->bucket, f->s3->key, &p->cond_hdr) ==
+        0) {
+        fwd_add_cond(f);
+        return FWD_OK;
+    }
+    f->rc = gw_cond_head(f->px->cond, p->lock, p->token, f->s3->bucket, f->s3->key, on_cond_head, p,
+                         &p->head);
+    if (f->rc != 0) {
+        f->what = "The object's current version could not be looked up.";
+        return FWD_OURS;
+    }
+    return FWD_WAIT;
+}
+
 /*
  * fwd_sign - where it goes and its signature: the raw (still encoded) key is
  * forwarded byte for byte; only the bucket moves between path and Host with
@@ -840,9 +1110,9 @@ fwd_sign(struct fwd *f)
         f->what = "The request could not be forwarded.";
         return FWD_OURS;
     }
-    const char *payload_hash = f->auth->payload == GW_PAYLOAD_SHA256 ? f->auth->sha256
-                               : f->trailer != NULL                  ? GW_SIGV4_STREAMING_UTRL
-                                                                     : GW_SIGV4_UNSIGNED;
+    const char *payload_hash = f->payload == GW_PAYLOAD_SHA256 ? f->sha256
+                               : f->trailer != NULL            ? GW_SIGV4_STREAMING_UTRL
+                                                               : GW_SIGV4_UNSIGNED;
     struct gw_s3client_sign_req sr = {
         .method = gw_req_method(f->req),
         .bucket = s3->bucket_len > 0 ? s3->bucket : NULL,
@@ -884,6 +1154,67 @@ fwd_start(struct fwd *f)
     return f->rc == 0 ? FWD_OK : FWD_OURS;
 }
 
+static void
+fwd_free(struct fwd *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    free(f->extra);
+    buf_cleanup(&f->query);
+    free(f);
+}
+
+/* The end of forward's steps: a failure answered, p freed unless forwarded; f freed. */
+static void
+fwd_end(struct fwd *f, enum fwd_end end)
+{
+    struct gw_req *req = f->req;
+    struct preq *p = f->p;
+    if (end == FWD_OURS || end == FWD_FAIL) {
+        int rc = f->rc;
+        if (end == FWD_OURS) {
+            log_error("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
+            rc = own_failure(rc);
+        } else {
+            log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
+        }
+        gw_refuse_err(req, rc, f->what);
+        p->req = NULL;
+    }
+    if (end != FWD_OK) {
+        preq_free(p);
+    }
+    fwd_free(f);
+}
+
+/* gw_cond_head_fn: the key's version is known (or cannot be): the steps go on. */
+static void
+on_cond_head(void *arg, int err, const struct gw_cond_hdr *hdr)
+{
+    struct preq *p = arg;
+    struct fwd *f = p->fwd;
+    p->head = NULL;
+    p->fwd = NULL;
+    enum fwd_end end = FWD_OK;
+    if (err == 0) {
+        p->cond_hdr = *hdr;
+        fwd_add_cond(f);
+    } else if (err == ERR_DENIED) {
+        p->cond_use = GW_COND_USE_TRACK; /* the store would not say: as without conditions */
+    } else {
+        log_info("req %s: the HEAD for the key's ETag failed (%s): 503", gw_req_id(f->req),
+                 err_str(err));
+        slow_down_reply(f->req, "The object's current version could not be looked up. Please "
+                                "retry.");
+        p->req = NULL;
+        end = FWD_QUIET;
+    }
+    end = end != FWD_OK ? end : fwd_sign(f);
+    end = end != FWD_OK ? end : fwd_start(f);
+    fwd_end(f, end);
+}
+
 /* gw_proxy_forward and gw_proxy_forward_body: mem NULL streams the client's body. */
 static void
 forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
@@ -907,6 +1238,8 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     f->mem = mem;
     f->mem_len = mem_len;
     f->p = p;
+    f->payload = auth->payload;
+    memcpy(f->sha256, auth->sha256, sizeof(f->sha256));
     f->what = "The request could not be forwarded.";
     buf_init(&f->query, PROXY_MAX_QUERY);
 
@@ -914,26 +1247,19 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     end = end != FWD_OK ? end : fwd_body(f);
     end = end != FWD_OK ? end : fwd_checksum(f);
     end = end != FWD_OK ? end : fwd_headers(f);
+    end = end != FWD_OK ? end : fwd_cond(f);
+    if (end == FWD_WAIT) {
+        /* s3 and auth are the caller's for this call only: the copy in p, and what
+         * the later steps read of auth, stay */
+        f->s3 = p->s3;
+        f->auth = NULL;
+        f->mem = f->mem != NULL ? p->mem : NULL;
+        p->fwd = f;
+        return;
+    }
     end = end != FWD_OK ? end : fwd_sign(f);
     end = end != FWD_OK ? end : fwd_start(f);
-
-    if (end == FWD_OURS || end == FWD_FAIL) {
-        int rc = f->rc;
-        if (end == FWD_OURS) {
-            log_error("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
-            rc = own_failure(rc);
-        } else {
-            log_info("req %s: not forwarded: %s (%s)", gw_req_id(req), f->what, err_str(rc));
-        }
-        gw_refuse_err(req, rc, f->what);
-        p->req = NULL;
-    }
-    if (end != FWD_OK) {
-        preq_free(p);
-    }
-    free(f->extra);
-    buf_cleanup(&f->query);
-    free(f);
+    fwd_end(f, end);
 }
 
 void

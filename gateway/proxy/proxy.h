@@ -26,6 +26,9 @@
  *   proxy_hdr.h / .c  which request and response headers cross
  *   body.h / .c       the request-body filter (hash checks, aws-chunked)
  *   upload.h / .c     multipart uploads under epochs, aborts of stale ones
+ *   cond.h / .c       conditional writes: which condition a fenced write gets
+ *                     (the ETag map, a HEAD on a miss)
+ *   etag_map.h / .c   the bounded key -> ETag map (LRU, per lock and epoch)
  */
 #ifndef GW_PROXY_H
 #define GW_PROXY_H
@@ -38,6 +41,7 @@
 
 struct event_base;
 struct gw_auth;
+struct gw_cond_caps;
 struct gw_config;
 struct gw_fence;
 struct gw_fence_ticket;
@@ -81,6 +85,18 @@ void gw_proxy_set_trailers(struct gw_proxy *px, bool on);
 
 /* gw_proxy_trailers - the current setting. */
 bool gw_proxy_trailers(const struct gw_proxy *px);
+
+/*
+ * gw_proxy_set_cond_caps - what the store honours (the conditional-write
+ * probe's answer, gateway/s3client/cond_probe.h; copied): fenced overwrites
+ * forwarded from now on carry conditions as fencing.conditional_writes and
+ * the rules say (gateway/proxy/cond.h).  Until it is called, "auto" adds
+ * none and "on" answers fenced overwrites 503 SlowDown.
+ */
+void gw_proxy_set_cond_caps(struct gw_proxy *px, const struct gw_cond_caps *caps);
+
+/* gw_proxy_cond_active - whether fenced PutObjects get conditions now. */
+bool gw_proxy_cond_active(const struct gw_proxy *px);
 
 /* gw_proxy_free - free the proxy (requests in flight must be gone; transfers still running
  * for clients that left are cancelled and their tickets released).  NULL-safe. */
