@@ -28,7 +28,8 @@
  *
  * May run on the event loop (never wait for fsync or for an LMDB writer):
  *   store_fence_get, store_fence_check, store_elect_get, store_fence_list,
- *   store_elect_list, store_audit_query (bounded by its limit),
+ *   store_elect_list, store_fence_page, store_elect_page (bounded by their
+ *   limit), store_audit_query (bounded by its limit),
  *   store_fence_advance, store_elect_advance, store_audit_append,
  *   store_completion_fd, store_dispatch_completions, store_stats_get,
  *   store_audit_cursor_format, store_audit_cursor_parse,
@@ -78,6 +79,9 @@
 
 /* The on-disk format this build writes; a store with a newer one is refused. */
 #define STORE_FORMAT_VERSION 1
+
+/* Upper bound on store_fence_page's and store_elect_page's limit. */
+#define STORE_PAGE_MAX 10000
 
 /* Upper bound on store_audit_query's limit. */
 #define STORE_AUDIT_LIMIT_MAX 10000
@@ -376,6 +380,26 @@ MUST_USE int store_elect_advance_sync(struct store *s, const char *lock, uint64_
 
 /* store_elect_list - as store_fence_list, for the election cache. */
 MUST_USE int store_elect_list(struct store *s, store_elect_each_fn *fn, void *arg);
+
+/*
+ * store_fence_page - one page of the fence table: fn for at most limit
+ * entries whose names sort (bytewise) strictly after `after`, in order, in
+ * one read-only transaction.  A range scan: its cost does not grow with the
+ * table.  Entries added or removed between pages may or may not show; every
+ * entry present throughout is delivered exactly once across the pages.
+ * [in]  after  NULL or "": from the first entry; else a valid lock name (it
+ *              need not exist)
+ * [in]  limit  1..STORE_PAGE_MAX
+ * [out] more   true when an entry past this page exists (only on 0)
+ * Returns 0, fn's negative return, ERR_INVAL (bad after, limit or more),
+ * ERR_IO.  Damaged entries are skipped (not counted in limit).
+ */
+MUST_USE int store_fence_page(struct store *s, const char *after, uint32_t limit,
+                              store_fence_each_fn *fn, void *arg, bool *more);
+
+/* store_elect_page - as store_fence_page, for the election cache. */
+MUST_USE int store_elect_page(struct store *s, const char *after, uint32_t limit,
+                              store_elect_each_fn *fn, void *arg, bool *more);
 
 /* ---- multipart uploads ---- */
 

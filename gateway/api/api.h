@@ -9,9 +9,14 @@
  *   locks.h / locks.c          the election endpoints (acquire, renew, release,
  *                              show and long-poll)
  *   json_audit.h / json_audit.c audit records as JSON (also for `fencegate audit`)
+ *   cursor.h / cursor.c        the opaque cursors of the paged listings
  */
 #ifndef GW_API_H
 #define GW_API_H
+
+/* Entries per page of GET /locks and GET /fences: by default, and at most. */
+#define GW_LIST_DEFAULT 1000
+#define GW_LIST_MAX     10000
 
 struct gw_req;
 struct store;
