@@ -35,7 +35,7 @@
  *   store_audit_cursor_format, store_audit_cursor_parse,
  *   store_audit_kind_name, store_audit_kind_parse, store_lock_valid,
  *   store_upload_put, store_upload_del, store_upload_get,
- *   store_upload_list_older (bounded by its limit).
+ *   store_upload_list_older (bounded by its limit), store_audit_lock_stats.
  * Block (start-up, CLI, tests, other threads; not on the loop):
  *   store_open, store_close, every *_sync function, store_audit_prune_sync.
  * Reads are LMDB read-only transactions, which never wait for a writer.  The
@@ -105,6 +105,9 @@ struct store_opts {
     uint64_t audit_max_age_ms;      /* delete audit records older than this (0 = no age limit;
                                        default 30 days) */
     uint32_t retention_interval_ms; /* how often the worker runs age retention (default 1000) */
+    uint64_t audit_max_per_lock;    /* keep at most this many audit records per lock: its
+                                       first and its newest; the middle ones are dropped and
+                                       counted (0 = no quota, else >= 2; default 10,000) */
 };
 
 /* Per-lock fence entry, copied out of the store. */
@@ -495,6 +498,16 @@ MUST_USE int store_audit_count(struct store *s, uint64_t *n);
  */
 MUST_USE int store_audit_prune_sync(struct store *s, int64_t now_ms, uint32_t max_delete,
                                     uint64_t *deleted, bool *more);
+
+/*
+ * store_audit_lock_stats - the quota counters of one lock's audit records.
+ * [in]  lock     a lock name, or "" (records with no lock)
+ * [out] kept     records of lock stored now
+ * [out] dropped  records of lock deleted by the per-lock quota so far
+ * Returns 0 (zeros for a lock never refused), ERR_INVAL, ERR_IO.
+ */
+MUST_USE int store_audit_lock_stats(struct store *s, const char *lock, uint64_t *kept,
+                                    uint64_t *dropped);
 
 /*
  * store_audit_kind_name - "stale", "not_granted", "cut", "missing_token",

@@ -271,6 +271,16 @@ get_audit(struct gw_req *req, struct store *st)
     } else if (rc == 0) {
         rc = buf_append_str(&b, "null");
     }
+    if (rc == 0 && q.lock != NULL) {
+        /* the per-lock quota's count: how many of this lock's refusals were
+         * dropped between its first and its newest records */
+        uint64_t kept = 0, dropped = 0;
+        rc = store_audit_lock_stats(st, q.lock, &kept, &dropped);
+        if (rc == 0) {
+            rc = buf_printf(&b, ",\"lock_kept\":%llu,\"lock_dropped\":%llu",
+                            (unsigned long long)kept, (unsigned long long)dropped);
+        }
+    }
     if (rc == 0) {
         rc = buf_append_str(&b, "}\n");
     }

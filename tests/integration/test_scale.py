@@ -1,6 +1,7 @@
 """Issue 28, scale: paged lock and fence listings (every entry exactly once,
 whatever the total), a lock list that agrees with each lock's own GET after a
-restart.
+restart, and an audit log that one flooding client cannot wipe (the per-lock
+quota: README "Audit retention", DESIGN.md "Audit retention under a flood").
 
 The 25,000 locks are seeded straight into the store by
 tests/helpers/store_seed (election cache and fence table, grouped commits):
@@ -174,3 +175,102 @@ def test_list_after_restart_agrees_with_get(gateway, rgw, tmp_path):
     # released: every 4th, re-acquired: every 8th (of those), so 180 + 30 live
     assert live == 210, live
 
+
+# ---- the audit under a flood ----
+
+def _stale(gw, lock):
+    """A token the fence refuses for lock: the first holder's, after a second took over."""
+    g1 = _acquire(gw, lock, "first", lease_ms=60000)
+    _release(gw, g1)
+    g2 = _acquire(gw, lock, "second", lease_ms=60000)
+    assert g2["token"] > g1["token"]
+    return g1["token"]
+
+
+def _put(gw, bucket, lock, key, token, session=None):
+    s = session or requests
+    return s.put(f"{gw.url}/{bucket}/{key}", data=b"zombie", timeout=30,
+                 headers={"X-Fencing-Token": str(token), "X-Fencing-Lock": lock})
+
+
+def _refused(r):
+    assert r.status_code == 409 and "<Code>StaleFencingToken</Code>" in r.text, r.text
+    rid = r.headers.get("x-amz-request-id")
+    assert rid, r.headers
+    return rid
+
+
+def _audit(gw, lock):
+    """Every record of lock (paged) and the quota counters."""
+    recs, after = [], None
+    while True:
+        params = {"lock": lock, "limit": 1000}
+        if after:
+            params["after"] = after
+        j = requests.get(f"{gw.url}{API}/audit", params=params, timeout=30).json()
+        recs.extend(j["records"])
+        after = j["next"]
+        if not after:
+            return recs, j["lock_kept"], j["lock_dropped"]
+
+
+QUOTA = 20
+MAX_RECORDS = 200
+FLOOD = 600
+
+
+def _flood(gw, bucket, token, n, threads=8):
+    """n identical stale writes on "orders" from one client, 8 at a time."""
+    sessions = [requests.Session() for _ in range(threads)]
+
+    def one(i):
+        return _refused(_put(gw, bucket, "orders", "orders/k", token, session=sessions[i % threads]))
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        return list(ex.map(one, range(n)))
+
+
+def flood_gateway(gateway, tmp_path, bucket):
+    return dir_gateway(gateway, tmp_path, bucket, extra={
+        "audit": {"max_records": MAX_RECORDS, "max_records_per_lock": QUOTA}})
+
+
+def test_flood_leaves_other_locks_records(gateway, rgw, bucket, tmp_path):
+    """600 identical stale writes on one lock, in a log of at most 200 records:
+    the quiet lock's records from before and during the flood stay findable
+    by their request ids; the flood keeps its first and newest records and
+    counts the rest."""
+    gw = flood_gateway(gateway, tmp_path, bucket)
+    zombie = _stale(gw, "orders")
+    other = _stale(gw, "quiet")
+    before = _refused(_put(gw, bucket, "quiet", "quiet/k", other))
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        flood = ex.submit(_flood, gw, bucket, zombie, FLOOD)
+        time.sleep(0.2)
+        during = _refused(_put(gw, bucket, "quiet", "quiet/k", other))
+        rids = flood.result()
+    recs, kept, dropped = _audit(gw, "quiet")
+    assert {before, during} <= {r["request_id"] for r in recs}, recs
+    assert (kept, dropped) == (2, 0)
+    recs, kept, dropped = _audit(gw, "orders")
+    assert len(recs) == kept == QUOTA, len(recs)
+    assert kept + dropped == FLOOD
+    found = [r["request_id"] for r in recs]
+    assert found[-1] in rids and recs[0]["request_id"] in rids
+
+
+def test_quota_refusal_answers_409_with_findable_id(gateway, rgw, bucket, tmp_path):
+    """Past its quota, a lock's refusal is still answered 409 only once its
+    record committed (G7), and the audit API finds its request id at once."""
+    gw = flood_gateway(gateway, tmp_path, bucket)
+    zombie = _stale(gw, "orders")
+    first = _flood(gw, bucket, zombie, 1, threads=1)[0]
+    _flood(gw, bucket, zombie, 3 * QUOTA)
+    s = requests.Session()
+    for _ in range(5):
+        rid = _refused(_put(gw, bucket, "orders", "orders/k", zombie, session=s))
+        recs, kept, dropped = _audit(gw, "orders")  # no wait: committed before the 409
+        ids = [r["request_id"] for r in recs]
+        assert rid == ids[-1], (rid, ids[-3:])
+        assert ids[0] == first
+        assert kept == QUOTA and dropped > 0
