@@ -621,7 +621,9 @@ static int
 show_all(struct lockcli *c)
 {
     json_t *all = json_array();
-    char query[GW_CURSOR_MAX + 64] = "limit=10000";
+    /* pages of 1000: one fits GW_APICLIENT_MAX_BODY (1 MiB) even with the
+     * longest holders; 10,000 would not */
+    char query[GW_CURSOR_MAX + 64] = "limit=1000";
     int ex = GW_LOCK_EXIT_ERROR;
     for (;;) {
         long status;
@@ -643,7 +645,7 @@ show_all(struct lockcli *c)
         }
         bool more = json_is_string(next) && strlen(json_string_value(next)) <= GW_CURSOR_MAX;
         if (more) {
-            (void)snprintf(query, sizeof(query), "limit=10000&after=%s", json_string_value(next));
+            (void)snprintf(query, sizeof(query), "limit=1000&after=%s", json_string_value(next));
         }
         json_decref(js);
         if (!more) {

@@ -7,6 +7,7 @@ The 25,000 locks are seeded straight into the store by
 tests/helpers/store_seed (election cache and fence table, grouped commits):
 acquiring them one by one would take a minute."""
 import concurrent.futures
+import json
 import os
 import subprocess
 import time
@@ -88,6 +89,11 @@ def test_locks_paged_each_exactly_once(gateway, rgw, tmp_path):
     assert set(names) == {f"L{i:06d}" for i in range(FLEET)}
     assert len(pages) == (FLEET + 996) // 997
     assert all(len(p["locks"]) == 997 for p in pages[:-1])
+    # `fencegate lock show` with no lock pages through them all
+    from test_lock_cli import lock
+    r = lock(gw, "show")
+    assert r.returncode == 0, r.stderr
+    assert sorted(x["lock"] for x in json.loads(r.stdout)["locks"]) == names
     # the default page is 1000 and says there is more
     j = requests.get(f"{gw.url}{API}/locks", timeout=60).json()
     assert len(j["locks"]) == 1000 and j["truncated"] is True and j["next"]
