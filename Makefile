@@ -1,5 +1,5 @@
 # fencegate build.  Targets: all check check-deploy unit integration js-deps lint check-deps fuzz
-# fuzz-smoke bench fault-long fault-bypass deps run demo clean.  Sources, unit tests (tests/unit/**/
+# fuzz-smoke bench bench-scale fault-long fault-bypass deps run demo clean.  Sources, unit tests (tests/unit/**/
 # *_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
 #
 #   make deps                      install Debian packages (root)
@@ -50,7 +50,7 @@ PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
 .PHONY: all check check-deploy unit integration js-deps js-client js-unit lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
-        bench-windows bench-stays-up \
+        bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
 all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
@@ -165,6 +165,12 @@ bench: $(BENCH_BINS) $(BIN)
 # Write windows: reads per lock per gateway, hand-over times (boots RGW; about 2 minutes).
 bench-windows: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/windows_bench.py
+
+# Fleet sizes (issue 28): listings, restart, RSS and disk per lock, acquires at 1k/10k/100k
+# locks; refusals at 1/8/64 connections; a bounded audit flood.  Loopback, no RGW (about 3 min).
+bench-scale: $(BIN) $(BUILD)/tests/helpers/store_seed
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_SEED=$(CURDIR)/$(BUILD)/tests/helpers/store_seed \
+	  $(PYTHON) tests/bench/scale_bench.py
 
 # Normal clients' latency alone and beside abuse (boots RGW; about 1 minute).
 bench-stays-up: $(BIN)

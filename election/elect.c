@@ -258,6 +258,7 @@ elect_info_fill(struct elect *e, struct elect_lock *lk, uint64_t now, struct ele
     if (!lk->have || lk->rec.epoch != lk->latest) {
         return;
     }
+    info->known = true;
     const struct elect_lockfile *r = &lk->rec;
     (void)snprintf(info->holder, sizeof(info->holder), "%s", r->holder);
     (void)snprintf(info->granted_by, sizeof(info->granted_by), "%s", r->granted_by);

@@ -143,9 +143,11 @@ typedef void elect_learn_fn(void *arg, const char *lock, uint64_t epoch);
 /* What a call learned about a lock's latest epoch. */
 struct elect_info {
     char lock[ELECT_LOCK_MAX + 1];
-    uint64_t token;                    /* the latest epoch known; 0 = never granted */
-    bool live;                         /* held now: not released, lease not run out (G6) */
-    bool released;                     /* the record says expired:true */
+    uint64_t token; /* the latest epoch known; 0 = never granted */
+    bool known;     /* the record of epoch `token` was read: live, holder and the times below are
+                       real; false: only the epoch is known (not read since the restart) */
+    bool live;      /* held now: not released, lease not run out (G6) */
+    bool released;  /* the record says expired:true */
     char holder[ELECT_HOLDER_MAX + 1]; /* "" when token is 0 */
     uint32_t lease_ms;
     uint64_t expires_in_ms; /* when live: own estimate of the lease left */
@@ -301,7 +303,9 @@ MUST_USE int elect_get(struct elect *e, const char *lock, uint64_t after, uint32
 /*
  * elect_peek - what this process knows about lock now, without I/O (for
  * GET /_fencegate/v1/locks, metrics, logs).
- * [out] info  filled (lease_id always ""); on ERR_NOTFOUND token is 0
+ * [out] info  filled (lease_id always ""); on ERR_NOTFOUND token is 0;
+ *             info->known false when only the election cache knows the lock
+ *             (not read since the restart): elect_get reads it
  * Returns 0, ERR_NOTFOUND (nothing known in memory or in the election
  * cache), ERR_INVAL (bad lock).
  */

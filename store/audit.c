@@ -98,7 +98,10 @@ del_index(struct store *s, MDB_txn *txn, const MDB_val *v, int64_t t, uint64_t s
     uint8_t ik[STORE_KEY_INDEX_MAX];
     MDB_val k = {.mv_size = store_rec_index_key(r.lock, t, seq, ik), .mv_data = ik};
     int rc = mdb_del(txn, s->dbi_index, &k, NULL);
-    return rc == MDB_NOTFOUND ? 0 : rc;
+    if (rc == MDB_NOTFOUND) {
+        return 0;
+    }
+    return rc != 0 ? rc : store_audit_quota_forget(s, txn, r.lock);
 }
 
 int
@@ -198,6 +201,15 @@ store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_
     if (rc != 0) {
         return rc;
     }
+    if (n < s->audit_txn_seq0) {
+        s->audit_txn_seq0 = n;
+    }
+    uint64_t evicted = 0;
+    rc = store_audit_quota_add(s, txn, lock, &evicted);
+    if (rc != 0) {
+        return rc;
+    }
+    atomic_fetch_add(&s->st_pruned, evicted);
     *seq = n;
     return 0;
 }
@@ -264,6 +276,7 @@ static int
 append_write(struct store *s, MDB_txn *txn, void *arg)
 {
     struct append_ctx *c = arg;
+    s->audit_txn_seq0 = UINT64_MAX;
     int rc =
         store_audit_apply(s, txn, c->op->rec, c->op->rec_len, c->op->time_ms, c->op->lock, &c->seq);
     if (rc != 0 || s->opts.audit_max_records == 0) {

@@ -336,11 +336,36 @@ struct walk_ctx {
     void *arg;                     /* for it */
 };
 
+/* Where a walk starts and how far it goes (store_*_page). */
+struct walk_range {
+    const char *after; /* NULL: from the first key; else strictly after this one */
+    uint32_t limit;    /* entries delivered at most; 0 = no bound */
+    bool more;         /* out: an entry past the limit exists */
+};
+
 /* Walk one lock-keyed database; each entry goes to visit. */
 typedef int visit_fn(struct store *s, const char *lock, const MDB_val *v, const struct walk_ctx *w);
 
+/* A key that is a plausible lock name, copied into lock (STORE_LOCK_MAX + 1). */
+static bool
+key_lock(const MDB_val *k, char *lock)
+{
+    if (k->mv_size == 0 || k->mv_size > STORE_LOCK_MAX ||
+        memchr(k->mv_data, '\0', k->mv_size) != NULL) {
+        return false;
+    }
+    memcpy(lock, k->mv_data, k->mv_size);
+    lock[k->mv_size] = '\0';
+    return true;
+}
+
+/*
+ * A range scan: MDB_SET_RANGE to r->after (skipping it if present), then at
+ * most r->limit entries.  The cost is that of the entries delivered plus one
+ * B-tree descent, whatever the table's size (DESIGN.md "Paged listings").
+ */
 static int
-walk(struct store *s, MDB_dbi dbi, visit_fn *visit, const struct walk_ctx *w)
+walk(struct store *s, MDB_dbi dbi, visit_fn *visit, const struct walk_ctx *w, struct walk_range *r)
 {
     MDB_txn *txn;
     int err = store_txn_read_begin(s, &txn);
@@ -353,25 +378,36 @@ walk(struct store *s, MDB_dbi dbi, visit_fn *visit, const struct walk_ctx *w)
         err = store_err_mdb(rc, "mdb_cursor_open");
         goto out;
     }
-    MDB_val k;
+    MDB_val k = {0};
     MDB_val v;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+    MDB_cursor_op op = MDB_FIRST;
+    if (r->after != NULL) {
+        k = lock_key(r->after);
+        op = MDB_SET_RANGE;
+    }
+    uint32_t n = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, op); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         char lock[STORE_LOCK_MAX + 1];
-        if (k.mv_size == 0 || k.mv_size > STORE_LOCK_MAX ||
-            memchr(k.mv_data, '\0', k.mv_size) != NULL) {
+        if (!key_lock(&k, lock)) {
             atomic_fetch_add(&s->st_damaged, 1);
             continue;
         }
-        memcpy(lock, k.mv_data, k.mv_size);
-        lock[k.mv_size] = '\0';
-        int r = visit(s, lock, &v, w);
-        if (r != 0) {
-            err = r < 0 ? r : 0;
+        if (r->after != NULL && strcmp(lock, r->after) == 0) {
+            continue; /* the cursor names the last entry already delivered */
+        }
+        if (r->limit > 0 && n == r->limit) {
+            r->more = true;
+            break;
+        }
+        n++;
+        int ret = visit(s, lock, &v, w);
+        if (ret != 0) {
+            err = ret < 0 ? ret : 0;
             goto out;
         }
     }
-    if (rc != MDB_NOTFOUND) {
+    if (rc != 0 && rc != MDB_NOTFOUND) {
         err = store_err_mdb(rc, "mdb_cursor_get");
     }
 out:
@@ -406,12 +442,46 @@ int
 store_fence_list(struct store *s, store_fence_each_fn *fn, void *arg)
 {
     struct walk_ctx w = {.fence_fn = fn, .arg = arg};
-    return walk(s, s->dbi_fence, visit_fence, &w);
+    struct walk_range r = {0};
+    return walk(s, s->dbi_fence, visit_fence, &w, &r);
 }
 
 int
 store_elect_list(struct store *s, store_elect_each_fn *fn, void *arg)
 {
     struct walk_ctx w = {.elect_fn = fn, .arg = arg};
-    return walk(s, s->dbi_elect, visit_elect, &w);
+    struct walk_range r = {0};
+    return walk(s, s->dbi_elect, visit_elect, &w, &r);
+}
+
+/* Arguments of the page calls; after must be NULL, "" or a lock name. */
+static int
+page(struct store *s, MDB_dbi dbi, visit_fn *visit, const struct walk_ctx *w, const char *after,
+     uint32_t limit, bool *more)
+{
+    if (limit == 0 || limit > STORE_PAGE_MAX || more == NULL ||
+        (after != NULL && after[0] != '\0' && !lock_name_valid(after))) {
+        return ERR_INVAL;
+    }
+    struct walk_range r = {.after = after != NULL && after[0] != '\0' ? after : NULL,
+                           .limit = limit};
+    int err = walk(s, dbi, visit, w, &r);
+    *more = err == 0 && r.more;
+    return err;
+}
+
+int
+store_fence_page(struct store *s, const char *after, uint32_t limit, store_fence_each_fn *fn,
+                 void *arg, bool *more)
+{
+    struct walk_ctx w = {.fence_fn = fn, .arg = arg};
+    return page(s, s->dbi_fence, visit_fence, &w, after, limit, more);
+}
+
+int
+store_elect_page(struct store *s, const char *after, uint32_t limit, store_elect_each_fn *fn,
+                 void *arg, bool *more)
+{
+    struct walk_ctx w = {.elect_fn = fn, .arg = arg};
+    return page(s, s->dbi_elect, visit_elect, &w, after, limit, more);
 }

@@ -34,6 +34,7 @@ store_opts_init(struct store_opts *o)
     o->audit_max_records = 1000000;
     o->audit_max_age_ms = 30ull * 24 * 3600 * 1000;
     o->retention_interval_ms = 1000;
+    o->audit_max_per_lock = 10000;
 }
 
 int
@@ -365,13 +366,29 @@ open_dbis(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errle
             return rc;
         }
     }
-    /* added later than the others: a read-only open of an older store goes on without it */
+    /* added later than the others: a read-only open of an older store goes on without them */
     rc = mdb_dbi_open(txn, "upload", fl, &s->dbi_upload);
     if (rc == MDB_NOTFOUND && !create) {
         s->has_upload = false;
+        s->has_quota = false;
         return 0;
     }
     s->has_upload = rc == 0;
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_dbi_open(txn, "audit_quota", 0, &s->dbi_quota);
+    if (rc == MDB_NOTFOUND && create) {
+        /* a store from before the quota: count what it holds, once */
+        rc = mdb_dbi_open(txn, "audit_quota", MDB_CREATE, &s->dbi_quota);
+        if (rc == 0) {
+            rc = store_audit_quota_rebuild(s, txn);
+        }
+    } else if (rc == MDB_NOTFOUND) {
+        s->has_quota = false;
+        return 0;
+    }
+    s->has_quota = rc == 0;
     return rc;
 }
 
@@ -437,10 +454,10 @@ check_opts(const struct store_opts *o, char *errbuf, size_t errlen)
         return ERR_INVAL;
     }
     if (o->audit_flush_ms < 1 || o->audit_flush_ms > 10 || o->queue_max < 1 ||
-        o->retention_interval_ms < 1) {
+        o->retention_interval_ms < 1 || o->audit_max_per_lock == 1) {
         errmsg(errbuf, errlen,
                "store: audit_flush_ms (1..10), queue_max, "
-               "retention_interval_ms must be set");
+               "retention_interval_ms must be set; audit_max_per_lock 0 or >= 2");
         return ERR_INVAL;
     }
     return 0;
@@ -455,7 +472,7 @@ open_env(struct store *s, char *errbuf, size_t errlen)
         errmsg(errbuf, errlen, "mdb_env_create: %s", mdb_strerror(rc));
         return ERR_IO;
     }
-    (void)mdb_env_set_maxdbs(s->env, 8);
+    (void)mdb_env_set_maxdbs(s->env, 9);
     (void)mdb_env_set_maxreaders(s->env, 256);
     (void)mdb_env_set_mapsize(s->env, s->opts.map_initial);
     /* MDB_NOTLS: read transactions are pooled across threads (store_int.h). */

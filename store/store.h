@@ -28,13 +28,14 @@
  *
  * May run on the event loop (never wait for fsync or for an LMDB writer):
  *   store_fence_get, store_fence_check, store_elect_get, store_fence_list,
- *   store_elect_list, store_audit_query (bounded by its limit),
+ *   store_elect_list, store_fence_page, store_elect_page (bounded by their
+ *   limit), store_audit_query (bounded by its limit),
  *   store_fence_advance, store_elect_advance, store_audit_append,
  *   store_completion_fd, store_dispatch_completions, store_stats_get,
  *   store_audit_cursor_format, store_audit_cursor_parse,
  *   store_audit_kind_name, store_audit_kind_parse,
  *   store_upload_put, store_upload_del, store_upload_get,
- *   store_upload_list_older (bounded by its limit).
+ *   store_upload_list_older (bounded by its limit), store_audit_lock_stats.
  * Block (start-up, CLI, tests, other threads; not on the loop):
  *   store_open, store_close, every *_sync function, store_audit_prune_sync.
  * Reads are LMDB read-only transactions, which never wait for a writer.  The
@@ -80,6 +81,9 @@
 /* The on-disk format this build writes; a store with a newer one is refused. */
 #define STORE_FORMAT_VERSION 1
 
+/* Upper bound on store_fence_page's and store_elect_page's limit. */
+#define STORE_PAGE_MAX 10000
+
 /* Upper bound on store_audit_query's limit. */
 #define STORE_AUDIT_LIMIT_MAX 10000
 
@@ -102,6 +106,9 @@ struct store_opts {
     uint64_t audit_max_age_ms;      /* delete audit records older than this (0 = no age limit;
                                        default 30 days) */
     uint32_t retention_interval_ms; /* how often the worker runs age retention (default 1000) */
+    uint64_t audit_max_per_lock;    /* keep at most this many audit records per lock: its
+                                       first and its newest; the middle ones are dropped and
+                                       counted (0 = no quota, else >= 2; default 10,000) */
 };
 
 /* Per-lock fence entry, copied out of the store. */
@@ -384,6 +391,26 @@ MUST_USE int store_elect_advance_sync(struct store *s, const char *lock, uint64_
 /* store_elect_list - as store_fence_list, for the election cache. */
 MUST_USE int store_elect_list(struct store *s, store_elect_each_fn *fn, void *arg);
 
+/*
+ * store_fence_page - one page of the fence table: fn for at most limit
+ * entries whose names sort (bytewise) strictly after `after`, in order, in
+ * one read-only transaction.  A range scan: its cost does not grow with the
+ * table.  Entries added or removed between pages may or may not show; every
+ * entry present throughout is delivered exactly once across the pages.
+ * [in]  after  NULL or "": from the first entry; else a valid lock name (it
+ *              need not exist)
+ * [in]  limit  1..STORE_PAGE_MAX
+ * [out] more   true when an entry past this page exists (only on 0)
+ * Returns 0, fn's negative return, ERR_INVAL (bad after, limit or more),
+ * ERR_IO.  Damaged entries are skipped (not counted in limit).
+ */
+MUST_USE int store_fence_page(struct store *s, const char *after, uint32_t limit,
+                              store_fence_each_fn *fn, void *arg, bool *more);
+
+/* store_elect_page - as store_fence_page, for the election cache. */
+MUST_USE int store_elect_page(struct store *s, const char *after, uint32_t limit,
+                              store_elect_each_fn *fn, void *arg, bool *more);
+
 /* ---- multipart uploads ---- */
 
 /*
@@ -478,6 +505,16 @@ MUST_USE int store_audit_count(struct store *s, uint64_t *n);
  */
 MUST_USE int store_audit_prune_sync(struct store *s, int64_t now_ms, uint32_t max_delete,
                                     uint64_t *deleted, bool *more);
+
+/*
+ * store_audit_lock_stats - the quota counters of one lock's audit records.
+ * [in]  lock     a lock name, or "" (records with no lock)
+ * [out] kept     records of lock stored now
+ * [out] dropped  records of lock deleted by the per-lock quota so far
+ * Returns 0 (zeros for a lock never refused), ERR_INVAL, ERR_IO.
+ */
+MUST_USE int store_audit_lock_stats(struct store *s, const char *lock, uint64_t *kept,
+                                    uint64_t *dropped);
 
 /*
  * store_audit_kind_name - "stale", "not_granted", "cut", "missing_token",

@@ -57,18 +57,23 @@ struct store_op {
 };
 
 struct store {
-    MDB_env *env;           /* the environment */
-    MDB_dbi dbi_meta;       /* "meta": format version, audit sequence */
-    MDB_dbi dbi_fence;      /* "fence": lock -> fence record */
-    MDB_dbi dbi_elect;      /* "elect": lock -> election record */
-    MDB_dbi dbi_audit;      /* "audit": (time, seq) -> audit record */
-    MDB_dbi dbi_index;      /* "audit_lock": (lock, time, seq) -> empty */
-    MDB_dbi dbi_upload;     /* "upload": (lock, upload id) -> upload record */
-    bool has_upload;        /* the "upload" database exists (an older read-only store may
-                               lack it) */
-    bool read_only;         /* opened MDB_RDONLY */
-    struct store_opts opts; /* copy; opts.data_dir is NULL after open */
-    char path[4096];        /* the data file's path, for messages */
+    MDB_env *env;            /* the environment */
+    MDB_dbi dbi_meta;        /* "meta": format version, audit sequence */
+    MDB_dbi dbi_fence;       /* "fence": lock -> fence record */
+    MDB_dbi dbi_elect;       /* "elect": lock -> election record */
+    MDB_dbi dbi_audit;       /* "audit": (time, seq) -> audit record */
+    MDB_dbi dbi_index;       /* "audit_lock": (lock, time, seq) -> empty */
+    MDB_dbi dbi_upload;      /* "upload": (lock, upload id) -> upload record */
+    MDB_dbi dbi_quota;       /* "audit_quota": 'q' + lock -> (kept, dropped) (audit_quota.c) */
+    bool has_quota;          /* the "audit_quota" database exists (an older read-only store
+                                may lack it) */
+    uint64_t audit_txn_seq0; /* the lowest audit seq appended by the write transaction
+                                running now (UINT64_MAX: none); guarded by wlock */
+    bool has_upload;         /* the "upload" database exists (an older read-only store may
+                                lack it) */
+    bool read_only;          /* opened MDB_RDONLY */
+    struct store_opts opts;  /* copy; opts.data_dir is NULL after open */
+    char path[4096];         /* the data file's path, for messages */
 
     pthread_mutex_t wlock; /* see the top of this file */
     pthread_rwlock_t maplock;
@@ -151,6 +156,18 @@ int store_upload_apply(struct store *s, MDB_txn *txn, const struct store_op *op)
 /* Delete, oldest first, records beyond the caps (age: if now_ms >= 0); at most max. */
 int store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t max,
                           uint64_t *deleted, bool *more);
+
+/*
+ * The per-lock audit quota (audit_quota.c), inside a write transaction:
+ * _add counts a record just appended for lock and deletes that lock's
+ * second-oldest records past opts.audit_max_per_lock (never one of this
+ * transaction: audit_txn_seq0), *evicted how many; _forget uncounts one
+ * deleted by retention; _rebuild counts every lock's records (a store that
+ * had no "audit_quota" yet).  Return 0 or an MDB_* code.
+ */
+int store_audit_quota_add(struct store *s, MDB_txn *txn, const char *lock, uint64_t *evicted);
+int store_audit_quota_forget(struct store *s, MDB_txn *txn, const char *lock);
+int store_audit_quota_rebuild(struct store *s, MDB_txn *txn);
 
 /* Worker (worker.c). */
 MUST_USE int store_worker_start(struct store *s);

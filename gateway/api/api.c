@@ -1,6 +1,7 @@
 #define LOG_MODULE "api"
 #include "gateway/api/api.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/buf.h"
@@ -8,6 +9,7 @@
 #include "common/lockname.h"
 #include "common/log.h"
 #include "common/num.h"
+#include "gateway/api/cursor.h"
 #include "gateway/api/json_audit.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
@@ -97,11 +99,20 @@ send_json_error(struct gw_req *req, int status, const char *code, const char *me
     buf_cleanup(&b);
 }
 
+/*
+ * The most one fence entry can take in the answer: the names and numbers
+ * plus its two free-text fields at the worst JSON escaping (\u00XX, 6 bytes
+ * per byte).  A page's buffer is sized from it, so no page of at most
+ * GW_LIST_MAX entries can overflow it.
+ */
+#define API_FENCE_ENTRY_MAX (128 + 6 * (STORE_LOCK_MAX + STORE_REQID_MAX + STORE_PRINCIPAL_MAX))
+
 struct fence_list {
     struct buf *b;                        /* the answer */
     const struct gw_principal *principal; /* who asks (gw_api_may_see), or NULL */
     int rc;                               /* first append error */
     bool first;                           /* no entry written yet */
+    char last[STORE_LOCK_MAX + 1];        /* the last name scanned (the next cursor) */
 };
 
 /* store_fence_each_fn */
@@ -109,7 +120,8 @@ static int
 on_fence(void *arg, const char *lock, const struct store_fence *f)
 {
     struct fence_list *fl = arg;
-    if (!gw_api_may_see(fl->principal, lock)) {
+    (void)snprintf(fl->last, sizeof(fl->last), "%s", lock);
+    if (!gw_api_may_see(fl->principal, lock)) { /* hidden: still moves the cursor */
         return 0;
     }
     char when[GW_AUDIT_TIME_LEN];
@@ -139,23 +151,64 @@ on_fence(void *arg, const char *lock, const struct store_fence *f)
     return rc;
 }
 
+/* A query parameter (decoded) or NULL when absent; 1 on a bad value. */
+static int
+param(const char *query, const char *name, char *out, size_t outlen, bool *present)
+{
+    int rc = gw_s3req_query_get(query, name, out, outlen);
+    *present = rc == 0;
+    return rc == 0 || rc == ERR_NOTFOUND ? 0 : 1;
+}
+
+/* GET /fences?limit=&after=: one page, a range scan from the cursor. */
 static void
 get_fences(struct gw_req *req, struct store *st, const struct gw_principal *principal)
 {
+    const char *query = gw_req_query(req);
+    char limit[24], after[GW_CURSOR_MAX + 2], from[STORE_LOCK_MAX + 1] = "";
+    bool has_limit, has_after;
+    uint64_t n = GW_LIST_DEFAULT;
+    if (param(query, "limit", limit, sizeof(limit), &has_limit) ||
+        (has_limit && parse_u64(limit, 1, GW_LIST_MAX, &n) != 0)) {
+        send_json_error(req, 400, "bad_limit", "limit must be an integer in 1..10000.");
+        return;
+    }
+    if (param(query, "after", after, sizeof(after), &has_after) ||
+        (has_after && gw_cursor_parse(GW_CURSOR_FENCES, after, strlen(after), from) != 0)) {
+        send_json_error(req, 400, "bad_cursor",
+                        "after must be the \"next\" of a previous page of this listing.");
+        return;
+    }
     struct buf b;
-    buf_init(&b, API_MAX_BODY);
+    buf_init(&b, 256 + (size_t)n * API_FENCE_ENTRY_MAX);
     struct fence_list fl = {.b = &b, .principal = principal, .first = true};
+    bool more = false;
     int rc = buf_append_str(&b, "{\"fences\":[");
     if (rc == 0) {
-        rc = store_fence_list(st, on_fence, &fl);
+        rc = store_fence_page(st, from, (uint32_t)n, on_fence, &fl, &more);
     }
     if (rc == 0) {
-        rc = buf_append_str(&b, fl.first ? "]}\n" : "\n]}\n");
+        rc = buf_printf(&b, "%s],\"truncated\":%s,\"next\":", fl.first ? "" : "\n",
+                        more ? "true" : "false");
+    }
+    char cursor[GW_CURSOR_MAX + 1];
+    if (rc == 0 && more) {
+        rc = gw_cursor_format(GW_CURSOR_FENCES, fl.last, cursor);
+        if (rc == 0) {
+            rc = gw_json_audit_str_append(&b, cursor);
+        }
+    } else if (rc == 0) {
+        rc = buf_append_str(&b, "null");
+    }
+    if (rc == 0) {
+        rc = buf_append_str(&b, "}\n");
     }
     if (rc != 0) {
         buf_cleanup(&b);
-        send_json_error(req, rc == ERR_TOOBIG ? 413 : 500, "internal",
-                        "The fence table could not be listed.");
+        log_error("req %s: fence list: %s", gw_req_id(req), err_str(rc));
+        /* ERR_TOOBIG cannot happen (the buffer fits GW_LIST_MAX entries); any
+         * failure here is the store's or memory's: the gateway is unavailable */
+        send_json_error(req, 503, "unavailable", "The fence table could not be listed.");
         return;
     }
     send_json(req, 200, &b);
@@ -196,15 +249,6 @@ on_audit(void *arg, const struct store_audit_rec *rec)
     }
     al->first = false;
     return rc;
-}
-
-/* A query parameter (decoded) or NULL when absent; 1 on a bad value. */
-static int
-param(const char *query, const char *name, char *out, size_t outlen, bool *present)
-{
-    int rc = gw_s3req_query_get(query, name, out, outlen);
-    *present = rc == 0;
-    return rc == 0 || rc == ERR_NOTFOUND ? 0 : 1;
 }
 
 static void
@@ -283,6 +327,16 @@ get_audit(struct gw_req *req, struct store *st, const struct gw_principal *princ
         }
     } else if (rc == 0) {
         rc = buf_append_str(&b, "null");
+    }
+    if (rc == 0 && q.lock != NULL) {
+        /* the per-lock quota's count: how many of this lock's refusals were
+         * dropped between its first and its newest records */
+        uint64_t kept = 0, dropped = 0;
+        rc = store_audit_lock_stats(st, q.lock, &kept, &dropped);
+        if (rc == 0) {
+            rc = buf_printf(&b, ",\"lock_kept\":%llu,\"lock_dropped\":%llu",
+                            (unsigned long long)kept, (unsigned long long)dropped);
+        }
     }
     if (rc == 0) {
         rc = buf_append_str(&b, "}\n");

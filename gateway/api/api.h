@@ -10,6 +10,7 @@
  *                              show and long-poll)
  *   json_audit.h / json_audit.c audit records as JSON (also for `fencegate audit`)
  *   status_page.h / status_page.c GET /_fencegate/: the HTML status page
+ *   cursor.h / cursor.c        the opaque cursors of the paged listings
  */
 #ifndef GW_API_H
 #define GW_API_H
@@ -17,6 +18,10 @@
 #include <stdbool.h>
 
 struct gw_principal;
+/* Entries per page of GET /locks and GET /fences: by default, and at most. */
+#define GW_LIST_DEFAULT 1000
+#define GW_LIST_MAX     10000
+
 struct gw_req;
 struct store;
 

@@ -1,6 +1,8 @@
 #define LOG_MODULE "locks"
 #include "gateway/api/locks.h"
 
+#include "gateway/api/api.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "common/num.h"
 #include "election/elect.h"
 #include "gateway/api/api.h"
+#include "gateway/api/cursor.h"
 #include "gateway/api/json_audit.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
@@ -20,7 +23,6 @@
 
 #define LOCKS_PREFIX   "/_fencegate/v1/locks"
 #define LOCKS_MAX_BODY ((size_t)64 * 1024) /* request bodies are tiny JSON objects */
-#define LOCKS_MAX_LIST 10000               /* locks listed by GET /locks at most */
 
 enum action {
     A_ACQUIRE,
@@ -410,56 +412,212 @@ lock_allowed(const struct gw_principal *p, const char *lock)
     return false;
 }
 
-struct names {
-    char (*lock)[ELECT_LOCK_MAX + 1]; /* collected names */
-    size_t n, alloc;                  /* used and allocated */
+/* One entry of a page of GET /locks. */
+struct lentry {
+    struct lpage *pg;        /* its page */
+    struct elect_call *call; /* the read in flight, or NULL */
+    struct elect_info info;  /* what is known (lease_id always "") */
 };
 
-/* store_elect_each_fn: collect names first; elect_peek reads the store itself. */
+/* A page of GET /locks in progress: the names are read from the election
+ * cache; locks not read since the restart are read like GET /locks/NAME. */
+struct lpage {
+    struct gw_req *req;             /* the request (owned by the server) */
+    struct elect *e;                /* the election */
+    const struct gw_principal *who; /* the caller (borrowed from the config) */
+    struct lentry *ent;             /* the entries, in name order */
+    size_t n;                       /* entries used */
+    size_t pending;                 /* reads in flight */
+    bool more;                      /* names past this page exist */
+    char last[ELECT_LOCK_MAX + 1];  /* the last name scanned (the next cursor) */
+};
+
+/*
+ * Whether principal may see lock in a listing.  Every lock is public to an
+ * authenticated principal today; the per-lock visibility rule (roles) goes
+ * here, and the page loop below calls it once per scanned lock.  A hidden
+ * lock still moves the cursor on, so pages never repeat or stall.
+ */
+static bool
+list_visible(const struct gw_principal *principal, const char *lock)
+{
+    return gw_api_may_see(principal, lock); /* DESIGN.md "Roles": reads bounded like writes */
+}
+
+/* store_elect_each_fn: one name of the page; elect_peek reads the store, so only copy. */
 static int
 on_name(void *arg, const char *lock, const struct store_elect *se)
 {
-    struct names *nm = arg;
+    struct lpage *pg = arg;
     (void)se;
-    if (nm->n == LOCKS_MAX_LIST) {
-        return 1;
+    (void)snprintf(pg->last, sizeof(pg->last), "%s", lock);
+    if (!list_visible(pg->who, lock)) {
+        return 0;
     }
-    if (nm->n == nm->alloc) {
-        size_t a = nm->alloc != 0 ? nm->alloc * 2 : 64;
-        void *p = realloc(nm->lock, a * sizeof(*nm->lock));
-        if (p == NULL) {
-            return ERR_NOMEM;
-        }
-        nm->lock = p;
-        nm->alloc = a;
-    }
-    (void)snprintf(nm->lock[nm->n++], ELECT_LOCK_MAX + 1, "%s", lock);
+    struct lentry *en = &pg->ent[pg->n++];
+    en->pg = pg;
+    (void)snprintf(en->info.lock, sizeof(en->info.lock), "%s", lock);
     return 0;
+}
+
+static void
+lpage_free(struct lpage *pg)
+{
+    if (pg != NULL) {
+        free(pg->ent);
+        free(pg);
+    }
+}
+
+/* The JSON of one listed lock: a lock whose record could not be read says
+ * "known":false and "live":null, never a "not live" it cannot know. */
+static json_t *
+entry_json(const struct elect_info *in)
+{
+    json_t *o = info_json(in, false);
+    if (o == NULL) {
+        return NULL;
+    }
+    bool known = in->known || in->token == 0;
+    (void)json_object_set_new(o, "known", json_boolean(known));
+    if (!known) {
+        (void)json_object_set_new(o, "live", json_null());
+    }
+    return o;
+}
+
+static void
+lpage_send(struct lpage *pg)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr != NULL && i < pg->n; i++) {
+        if (json_array_append_new(arr, entry_json(&pg->ent[i].info)) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    json_t *next = json_null();
+    char cursor[GW_CURSOR_MAX + 1];
+    if (pg->more && gw_cursor_format(GW_CURSOR_LOCKS, pg->last, cursor) == 0) {
+        next = json_string(cursor);
+    }
+    send_json_value(pg->req, 200,
+                    arr == NULL ? NULL
+                                : json_pack("{s:o,s:b,s:o}", "locks", arr, "truncated", pg->more,
+                                            "next", next));
+    lpage_free(pg);
+}
+
+/* elect_done_fn of one entry's read */
+static void
+on_entry_read(void *arg, int err, const struct elect_info *info)
+{
+    struct lentry *en = arg;
+    struct lpage *pg = en->pg;
+    en->call = NULL;
+    if (err == 0 && info->token >= en->info.token) {
+        en->info = *info;
+        en->info.lease_id[0] = '\0';
+    }
+    if (--pg->pending == 0) {
+        lpage_send(pg);
+    }
+}
+
+/* gw_req_ops.on_abort of a page: the client hung up while locks were read. */
+static void
+on_page_abort(struct gw_req *req, int err, void *arg)
+{
+    struct lpage *pg = arg;
+    (void)req;
+    (void)err;
+    for (size_t i = 0; i < pg->n; i++) {
+        if (pg->ent[i].call != NULL) {
+            elect_call_cancel(pg->e, pg->ent[i].call);
+        }
+    }
+    lpage_free(pg);
+}
+
+static const struct gw_req_ops lpage_ops = {
+    .on_abort = on_page_abort,
+};
+
+/* Reads limit= and after= of a listing; answers 400 itself on a bad value. */
+static bool
+list_params(struct gw_req *req, enum gw_cursor_kind kind, uint32_t *limit,
+            char after[ELECT_LOCK_MAX + 1])
+{
+    const char *query = gw_req_query(req);
+    char v[GW_CURSOR_MAX + 2];
+    uint64_t n = GW_LIST_DEFAULT;
+    after[0] = '\0';
+    int rc = gw_s3req_query_get(query, "limit", v, sizeof(v));
+    if (rc == 0) {
+        rc = parse_u64(v, 1, GW_LIST_MAX, &n);
+    }
+    if (rc != 0 && rc != ERR_NOTFOUND) {
+        send_error(req, 400, "bad_limit", "limit must be an integer in 1..10000.");
+        return false;
+    }
+    rc = gw_s3req_query_get(query, "after", v, sizeof(v));
+    if (rc == 0) {
+        rc = gw_cursor_parse(kind, v, strlen(v), after);
+    }
+    if (rc != 0 && rc != ERR_NOTFOUND) {
+        send_error(req, 400, "bad_cursor",
+                   "after must be the \"next\" of a previous page of this listing.");
+        return false;
+    }
+    *limit = (uint32_t)n;
+    return true;
 }
 
 static void
 list_locks(struct gw_req *req, struct elect *e, struct store *st,
            const struct gw_principal *principal)
 {
-    struct names nm = {0};
-    json_t *arr = json_array();
-    if (st == NULL || arr == NULL || store_elect_list(st, on_name, &nm) < 0) {
-        json_decref(arr);
-        free(nm.lock);
+    uint32_t limit;
+    char after[ELECT_LOCK_MAX + 1];
+    if (!list_params(req, GW_CURSOR_LOCKS, &limit, after)) {
+        return;
+    }
+    struct lpage *pg = calloc(1, sizeof(*pg));
+    if (pg == NULL || (pg->ent = calloc(limit, sizeof(*pg->ent))) == NULL) {
+        lpage_free(pg);
+        send_error(req, 503, "unavailable", "Out of memory.");
+        return;
+    }
+    pg->req = req;
+    pg->e = e;
+    pg->who = principal;
+    if (st == NULL || store_elect_page(st, after, limit, on_name, pg, &pg->more) != 0) {
+        lpage_free(pg);
         send_error(req, 503, "unavailable", "The lock list could not be read.");
         return;
     }
-    for (size_t i = 0; i < nm.n; i++) {
-        struct elect_info in;
-        if (!gw_api_may_see(principal, nm.lock[i])) {
-            continue; /* DESIGN.md "Roles": reads are bounded like writes */
+    gw_req_set_ops(req, &lpage_ops, pg);
+    pg->pending = 1; /* held by this loop, so no read's callback sends the page early */
+    for (size_t i = 0; i < pg->n; i++) {
+        struct lentry *en = &pg->ent[i];
+        char name[ELECT_LOCK_MAX + 1];
+        memcpy(name, en->info.lock, sizeof(name));
+        if (elect_peek(e, name, &en->info) != 0) {
+            (void)snprintf(en->info.lock, sizeof(en->info.lock), "%s", name);
+            continue;
         }
-        if (elect_peek(e, nm.lock[i], &in) == 0) {
-            (void)json_array_append_new(arr, info_json(&in, false));
+        if (en->info.known || en->info.token == 0) {
+            continue;
+        }
+        /* Not read since the restart: read it as GET /locks/NAME would (DESIGN.md
+         * "Paged listings"); on failure it stays "known":false. */
+        if (elect_get(e, name, 0, 0, on_entry_read, en, &en->call) == 0) {
+            pg->pending++;
         }
     }
-    free(nm.lock);
-    send_json_value(req, 200, json_pack("{s:o}", "locks", arr));
+    if (--pg->pending == 0) {
+        lpage_send(pg);
+    }
 }
 
 static int

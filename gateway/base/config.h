@@ -183,10 +183,14 @@ struct gw_config {
     } limits;
 
     struct {
-        uint32_t retention_days; /* audit records older than this are deleted; default 30 */
-        uint64_t max_records;    /* and beyond this count, oldest first; default 1000000 */
-        uint32_t queue_max;      /* store operations queued at most; a refusal whose record
-                                    cannot be queued is answered 503 SlowDown; default 65536 */
+        uint32_t retention_days;       /* audit records older than this are deleted; default 30 */
+        uint64_t max_records;          /* and beyond this count, oldest first; default 1000000 */
+        uint64_t max_records_per_lock; /* a lock's first and newest records kept at most;
+                                          the middle ones are dropped and counted
+                                          (DESIGN.md "Audit retention under a flood");
+                                          default 10000 */
+        uint32_t queue_max;            /* store operations queued at most; a refusal whose record
+                                          cannot be queued is answered 503 SlowDown; default 65536 */
     } audit;
 
     struct {

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/lockname.h"
 #include "common/num.h"
+#include "gateway/api/cursor.h"
 #include "gateway/cli/apiclient.h"
 #include "gateway/cli/lock_run.h"
 #include "gateway/s3/sigv4.h"
@@ -620,12 +621,12 @@ strip_secrets(json_t *js)
     }
 }
 
+/* One lock: GET /locks/LOCK, printed as is (without secrets). */
 static int
-cmd_show(struct lockcli *c, const struct lock_opts *o)
+show_one(struct lockcli *c, const char *lock)
 {
     char path[256];
-    (void)snprintf(path, sizeof(path), API_PREFIX "%s%s", o->lock != NULL ? "/" : "",
-                   o->lock != NULL ? o->lock : "");
+    (void)snprintf(path, sizeof(path), API_PREFIX "/%s", lock);
     long status;
     json_t *js;
     char raw[128];
@@ -640,6 +641,60 @@ cmd_show(struct lockcli *c, const struct lock_opts *o)
     }
     json_decref(js);
     return ex;
+}
+
+/*
+ * Every lock: GET /locks page by page (limit=, after= the previous page's
+ * "next") until a page says no more, printed as one {"locks":[...]}.  A page
+ * that fails fails the command: never a silently short list.
+ */
+static int
+show_all(struct lockcli *c)
+{
+    json_t *all = json_array();
+    /* pages of 1000: one fits GW_APICLIENT_MAX_BODY (1 MiB) even with the
+     * longest holders; 10,000 would not */
+    char query[GW_CURSOR_MAX + 64] = "limit=1000";
+    int ex = GW_LOCK_EXIT_ERROR;
+    for (;;) {
+        long status;
+        json_t *js = NULL;
+        char raw[128];
+        int rc = api_call(c, "GET", API_PREFIX, query, NULL, GW_LOCKRUN_REQ_EXTRA_MS,
+                          &gw_lock_run_stop_sig, &status, &js, raw);
+        json_t *locks = json_object_get(js, "locks");
+        json_t *next = json_object_get(js, "next");
+        if (rc != 0 || status != 200 || !json_is_array(locks) || all == NULL) {
+            report(c, rc, status, js, raw);
+            json_decref(js);
+            goto out;
+        }
+        strip_secrets(js);
+        if (json_array_extend(all, locks) != 0) {
+            json_decref(js);
+            goto out;
+        }
+        bool more = json_is_string(next) && strlen(json_string_value(next)) <= GW_CURSOR_MAX;
+        if (more) {
+            (void)snprintf(query, sizeof(query), "limit=1000&after=%s", json_string_value(next));
+        }
+        json_decref(js);
+        if (!more) {
+            break;
+        }
+    }
+    json_t *out = json_pack("{s:O}", "locks", all);
+    ex = out != NULL && print_json(out) == 0 ? GW_LOCK_EXIT_OK : GW_LOCK_EXIT_ERROR;
+    json_decref(out);
+out:
+    json_decref(all);
+    return ex;
+}
+
+static int
+cmd_show(struct lockcli *c, const struct lock_opts *o)
+{
+    return o->lock != NULL ? show_one(c, o->lock) : show_all(c);
 }
 
 /*

@@ -287,6 +287,7 @@ open_store(struct serve *s, char *errbuf, size_t errlen)
     store_opts_init(&o);
     o.data_dir = s->cfg->data_dir;
     o.audit_max_records = s->cfg->audit.max_records;
+    o.audit_max_per_lock = s->cfg->audit.max_records_per_lock;
     if (s->cfg->audit.queue_max != 0) {
         o.queue_max = s->cfg->audit.queue_max;
     }

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "common/clock.h"
+#include "common/num.h"
 #include "testutil.h"
 
 static int
@@ -138,6 +139,107 @@ test_list(void **state)
     assert_int_equal(c.sum, 9);
     struct list_acc d = {.stop_after = 1};
     assert_int_equal(store_elect_list(s, on_elect, &d), ERR_INVAL); /* negative propagates */
+    store_close(s);
+}
+
+/* Collects a page: names in order. */
+struct page_acc {
+    int n;          /* names this page */
+    char last[160]; /* the last name */
+    int *seen;      /* per lock index: times delivered */
+    bool ordered;   /* each name sorted after the one before */
+};
+
+static int
+on_page_elect(void *arg, const char *lock, const struct store_elect *e)
+{
+    struct page_acc *a = arg;
+    (void)e;
+    if (a->last[0] != '\0' && strcmp(lock, a->last) <= 0) {
+        a->ordered = false;
+    }
+    (void)snprintf(a->last, sizeof(a->last), "%s", lock);
+    uint64_t idx = 0;
+    if (lock[0] == 'L' && parse_u64(lock + 1, 0, 1499, &idx) == 0) {
+        a->seen[idx]++;
+    }
+    a->n++;
+    return 0;
+}
+
+static void
+elect_done_count(void *arg, int err, uint64_t epoch)
+{
+    int *done = arg;
+    (void)err;
+    (void)epoch;
+    (*done)++;
+}
+
+/* Pages of every size deliver every entry exactly once, in order; a cursor
+ * that names a missing lock starts after where it would sort. */
+static void
+test_page(void **state)
+{
+    struct store *s = tu_open(*state, false);
+    int done = 0;
+    for (int i = 0; i < 1500; i++) {
+        char name[32];
+        (void)snprintf(name, sizeof(name), "L%05d", i);
+        assert_int_equal(store_elect_advance(s, name, 1 + (uint64_t)i, elect_done_count, &done), 0);
+    }
+    tu_wait(s, &done, 1500);
+    static const uint32_t limits[] = {1, 7, 100, 1499, 1500, 10000};
+    for (size_t li = 0; li < sizeof(limits) / sizeof(limits[0]); li++) {
+        int *seen = calloc(1500, sizeof(int));
+        char after[160] = "";
+        int pages = 0;
+        bool more = true;
+        while (more) {
+            struct page_acc a = {.seen = seen, .ordered = true};
+            assert_int_equal(store_elect_page(s, after, limits[li], on_page_elect, &a, &more), 0);
+            assert_true(a.ordered);
+            assert_true((uint32_t)a.n <= limits[li]);
+            if (more) {
+                assert_int_equal((uint32_t)a.n, limits[li]);
+            }
+            (void)snprintf(after, sizeof(after), "%s", a.last);
+            pages++;
+        }
+        for (int i = 0; i < 1500; i++) {
+            assert_int_equal(seen[i], 1);
+        }
+        assert_int_equal(pages, (1500 + (int)limits[li] - 1) / (int)limits[li]);
+        free(seen);
+    }
+    /* after a name that does not exist: from where it would sort */
+    int *seen = calloc(1500, sizeof(int));
+    struct page_acc a = {.seen = seen, .ordered = true};
+    bool more = false;
+    assert_int_equal(store_elect_page(s, "L00999x", 10, on_page_elect, &a, &more), 0);
+    assert_int_equal(a.n, 10);
+    assert_int_equal(seen[999], 0);
+    assert_int_equal(seen[1000], 1);
+    assert_true(more);
+    free(seen);
+    /* bad arguments */
+    assert_int_equal(store_elect_page(s, NULL, 0, on_page_elect, &a, &more), ERR_INVAL);
+    assert_int_equal(store_elect_page(s, NULL, STORE_PAGE_MAX + 1, on_page_elect, &a, &more),
+                     ERR_INVAL);
+    assert_int_equal(store_elect_page(s, "a/b", 1, on_page_elect, &a, &more), ERR_INVAL);
+    assert_int_equal(store_elect_page(s, NULL, 1, on_page_elect, &a, NULL), ERR_INVAL);
+
+    /* the fence table pages alike */
+    assert_int_equal(store_fence_advance_sync(s, "b", 2, NULL, NULL, NULL), 0);
+    assert_int_equal(store_fence_advance_sync(s, "a", 1, NULL, NULL, NULL), 0);
+    assert_int_equal(store_fence_advance_sync(s, "c", 3, NULL, NULL, NULL), 0);
+    struct list_acc f = {0};
+    assert_int_equal(store_fence_page(s, NULL, 2, on_fence, &f, &more), 0);
+    assert_string_equal(f.locks, "a,b,");
+    assert_true(more);
+    assert_int_equal(store_fence_page(s, "b", 2, on_fence, &f, &more), 0);
+    assert_string_equal(f.locks, "a,b,c,");
+    assert_false(more);
     store_close(s);
 }
 
@@ -344,6 +446,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_get_check_advance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_page, setup, teardown),
         cmocka_unit_test_setup_teardown(test_elect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_async_advance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_never_lowers_threads, setup, teardown),

@@ -1,0 +1,295 @@
+"""make bench-scale: the gateway at fleet sizes (issue 28).  Loopback only,
+bounded (about 3 minutes), no RGW: the upstream is a closed port, which
+nothing here reaches (listings, acquires and refused stale writes never
+forward).
+
+Per size (1k, 10k, 100k locks: the election cache and fence table seeded by
+tests/helpers/store_seed; with BENCH_MKDIRS=1 also as many empty lock
+directories in the `dir` election's parent, as large as a real fleet's; off
+by default: 100,000 mkdirs took longer than the whole bench on the shared
+dev VM's disk.  Seeded locks have no lock files, so every page of /locks
+reads each of its locks as GET would (the worst case, "cold" every time):
+  - restart-to-ready (process start to /readyz 200);
+  - a /locks page (1000) cold after the restart (its locks read like GET),
+    warm, and one from the middle of the list; a /fences page first and middle;
+  - RSS per lock once every lock was listed (all loaded), store disk per lock;
+  - acquire rate of new locks beside the fleet (sequential, 1 connection).
+Then, at 1k locks: refusal throughput and p50/p99 at 1, 8 and 64 connections,
+and a bounded audit flood (BENCH_FLOOD_S, default 20 s, not the issue's
+5 minutes) on one lock beside a quiet lock: records kept per lock and the
+quiet lock's oldest record still there.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BIN = os.environ.get("FENCEGATE_BIN", "build/fencegate")
+SEED = os.environ.get("FENCEGATE_SEED", "build/tests/helpers/store_seed")
+SIZES = [int(x) for x in os.environ.get("BENCH_SIZES", "1000,10000,100000").split(",")]
+FLOOD_S = float(os.environ.get("BENCH_FLOOD_S", "20"))
+MKDIRS = os.environ.get("BENCH_MKDIRS", "0") == "1"
+API = "/_fencegate/v1"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gw:
+    def __init__(self, work, extra=None):
+        self.work = work
+        self.port = free_port()
+        cfg = {"listen": [f"127.0.0.1:{self.port}"], "data_dir": f"{work}/data",
+               "gateway_id": "bench",
+               "fencing": {"commit_margin_ms": 100, "complete_margin_ms": 200},
+               "upstream": {"endpoint": f"http://127.0.0.1:{free_port()}", "region": "us-east-1",
+                            "addressing": "path", "access_key_env": "FG_UP_AK",
+                            "secret_key_env": "FG_UP_SK"},
+               "election": {"backend": "dir", "path": f"{work}/locks", "min_lease_ms": 200},
+               "fences": [{"bucket": "b", "prefix": "orders/", "lock": "orders",
+                           "require_token": True},
+                          {"bucket": "b", "prefix": "quiet/", "lock": "quiet",
+                           "require_token": True}]}
+        cfg.update(extra or {})
+        os.makedirs(f"{work}/data", exist_ok=True)
+        os.makedirs(f"{work}/locks", exist_ok=True)
+        with open(f"{work}/config.json", "w") as f:
+            json.dump(cfg, f)
+        self.proc = None
+
+    def start(self):
+        env = dict(os.environ, FG_UP_AK="bench", FG_UP_SK="benchbenchbench")
+        t0 = time.monotonic()
+        self.log = open(f"{self.work}/gateway.log", "ab")
+        self.proc = subprocess.Popen([BIN, "serve", "-c", f"{self.work}/config.json"], env=env,
+                                     stdout=self.log, stderr=self.log)
+        while True:
+            try:
+                st, _ = self.req("GET", "/readyz")
+                if st == 200:
+                    return time.monotonic() - t0
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() - t0 > 60:
+                raise SystemExit(f"gateway did not get ready: see {self.work}/gateway.log")
+            time.sleep(0.005)
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+            self.proc = None
+            self.log.close()
+
+    def rss_kb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def conn(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def req(self, method, path, body=None, headers=None, conn=None):
+        c = conn or self.conn()
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        if conn is None:
+            c.close()
+        return r.status, data
+
+
+def timed(fn, n=1):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        out = fn()
+    return (time.perf_counter() - t0) / n * 1000, out
+
+
+def fnv_cursor(kind, name):
+    h = 2166136261
+    for b in (kind + "1" + name).encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return f"{kind}1{name.encode().hex()}.{h:08x}"
+
+
+def acquire(gw, conn, lock, holder="bench", lease_ms=60000):
+    st, data = gw.req("POST", f"{API}/locks/{lock}/acquire",
+                      json.dumps({"holder": holder, "lease_ms": lease_ms}),
+                      {"Content-Type": "application/json"}, conn)
+    assert st == 200, data
+    return json.loads(data)
+
+
+def release(gw, conn, g):
+    st, data = gw.req("POST", f"{API}/locks/{g['lock']}/release",
+                      json.dumps({"token": g["token"], "lease_id": g["lease_id"]}),
+                      {"Content-Type": "application/json"}, conn)
+    assert st == 200, data
+
+
+def du_bytes(path):
+    out = subprocess.run(["du", "-sb", path], capture_output=True, text=True)
+    return int(out.stdout.split()[0])
+
+
+def du_disk(path):
+    out = subprocess.run(["du", "-sk", path], capture_output=True, text=True)
+    return int(out.stdout.split()[0]) * 1024
+
+
+def fleet(n, root):
+    work = tempfile.mkdtemp(prefix=f"fg-scale-{n}-", dir=root)
+    gw = Gw(work)
+    out = subprocess.run([SEED, f"{work}/data", "L", "1", str(n)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    os.makedirs(f"{work}/locks/fencegate", exist_ok=True)  # the dir backend's prefix
+    if MKDIRS:  # as many lock directories in the dir election's parent (slow on a busy disk)
+        for i in range(n):
+            os.mkdir(f"{work}/locks/fencegate/L{i:06d}")
+    row = {"locks": n}
+    row["ready_s"] = gw.start()
+    c = gw.conn()
+    rss0 = gw.rss_kb()
+    row["locks_cold_ms"], _ = timed(lambda: gw.req("GET", f"{API}/locks?limit=1000", conn=c))
+    row["locks_warm_ms"], _ = timed(lambda: gw.req("GET", f"{API}/locks?limit=1000", conn=c), 5)
+    mid = fnv_cursor("l", f"L{n // 2:06d}")
+    gw.req("GET", f"{API}/locks?limit=1000&after={mid}", conn=c)
+    row["locks_mid_ms"], _ = timed(
+        lambda: gw.req("GET", f"{API}/locks?limit=1000&after={mid}", conn=c), 5)
+    row["fences_ms"], _ = timed(lambda: gw.req("GET", f"{API}/fences?limit=1000", conn=c), 5)
+    fmid = fnv_cursor("f", f"L{n // 2:06d}")
+    row["fences_mid_ms"], _ = timed(
+        lambda: gw.req("GET", f"{API}/fences?limit=1000&after={fmid}", conn=c), 5)
+    # every lock listed once: all loaded in memory
+    after, t0 = None, time.perf_counter()
+    while True:
+        q = f"{API}/locks?limit=10000" + (f"&after={after}" if after else "")
+        st, data = gw.req("GET", q, conn=c)
+        j = json.loads(data)
+        after = j["next"]
+        if not after:
+            break
+    row["list_all_s"] = time.perf_counter() - t0
+    row["rss_per_lock_b"] = (gw.rss_kb() - rss0) * 1024 / n
+    row["store_disk_per_lock_b"] = du_disk(f"{work}/data") / n
+    # acquire rate: new locks beside the fleet, one connection
+    k = 300
+    t0 = time.perf_counter()
+    for i in range(k):
+        acquire(gw, c, f"A{i:05d}")
+    row["acquire_per_s"] = k / (time.perf_counter() - t0)
+    row["dir_disk_per_lock_b"] = du_disk(f"{work}/locks/fencegate/A00000")
+    c.close()
+    gw.stop()
+    t0 = time.monotonic()
+    row["restart_ready_s"] = gw.start()
+    gw.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    return row
+
+
+def stale_token(gw, lock):
+    c = gw.conn()
+    g1 = acquire(gw, c, lock, "first")
+    release(gw, c, g1)
+    acquire(gw, c, lock, "second")
+    c.close()
+    return g1["token"]
+
+
+def refuse_loop(gw, lock, token, stop, lat, counts, idx):
+    c = gw.conn()
+    h = {"X-Fencing-Token": str(token), "X-Fencing-Lock": lock, "Content-Length": "6"}
+    n = 0
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        st, _ = gw.req("PUT", f"/b/{lock}/k", b"zombie", h, c)
+        lat.append((time.perf_counter() - t0) * 1000)
+        if st != 409:
+            raise SystemExit(f"expected 409, got {st}")
+        n += 1
+    counts[idx] = n
+    c.close()
+
+
+def refusals(gw, token, conns, secs):
+    stop, lat, counts = threading.Event(), [], [0] * conns
+    th = [threading.Thread(target=refuse_loop, args=(gw, "orders", token, stop, lat, counts, i))
+          for i in range(conns)]
+    t0 = time.perf_counter()
+    for t in th:
+        t.start()
+    time.sleep(secs)
+    stop.set()
+    for t in th:
+        t.join()
+    took = time.perf_counter() - t0
+    lat.sort()
+    return (sum(counts) / took, statistics.median(lat), lat[int(len(lat) * 0.99) - 1])
+
+
+def audit_of(gw, lock):
+    st, data = gw.req("GET", f"{API}/audit?lock={lock}&limit=1")
+    return json.loads(data)
+
+
+def main():
+    root = tempfile.mkdtemp(prefix="fg-bench-scale-")
+    try:
+        print("locks    ready_s  /locks cold/warm/mid ms  /fences first/mid ms  list_all_s  "
+              "RSS/lock B  store disk/lock B  acquire/s  dir disk/lock B  restart_ready_s")
+        for n in SIZES:
+            r = fleet(n, root)
+            print(f"{r['locks']:>7}  {r['ready_s']:7.2f}  {r['locks_cold_ms']:7.1f} /"
+                  f"{r['locks_warm_ms']:6.1f} /{r['locks_mid_ms']:6.1f}   "
+                  f"{r['fences_ms']:8.1f} /{r['fences_mid_ms']:6.1f}     {r['list_all_s']:8.2f}  "
+                  f"{r['rss_per_lock_b']:10.0f}  {r['store_disk_per_lock_b']:17.0f}  "
+                  f"{r['acquire_per_s']:9.0f}  {r['dir_disk_per_lock_b']:15.0f}  "
+                  f"{r['restart_ready_s']:15.2f}", flush=True)
+        work = tempfile.mkdtemp(prefix="fg-refuse-", dir=root)
+        gw = Gw(work, {"audit": {"max_records": 20000, "max_records_per_lock": 1000}})
+        gw.start()
+        token = stale_token(gw, "orders")
+        quiet = stale_token(gw, "quiet")
+        c = gw.conn()
+        st, _ = gw.req("PUT", "/b/quiet/k", b"zombie",
+                       {"X-Fencing-Token": str(quiet), "X-Fencing-Lock": "quiet"}, c)
+        assert st == 409
+        first_quiet = audit_of(gw, "quiet")["records"][0]
+        print("\nrefusals (stale writes, one lock, audit committed before each 409)")
+        print("conns  refusals/s  p50 ms  p99 ms")
+        for conns in (1, 8, 64):
+            rate, p50, p99 = refusals(gw, token, conns, 5)
+            print(f"{conns:5}  {rate:10.0f}  {p50:6.1f}  {p99:6.1f}", flush=True)
+        print(f"\naudit flood: {FLOOD_S:.0f} s at 8 connections on one lock "
+              "(max_records 20000, max_records_per_lock 1000)")
+        rate, _, _ = refusals(gw, token, 8, FLOOD_S)
+        a = audit_of(gw, "orders")
+        q = audit_of(gw, "quiet")
+        oldest = q["records"][0] if q["records"] else None
+        print(f"flood: {rate:.0f} refusals/s; flood lock (all refusals of this run) kept "
+              f"{a['lock_kept']}, "
+              f"dropped {a['lock_dropped']}; quiet lock kept {q['lock_kept']}, oldest record "
+              f"{'still there' if oldest and oldest['seq'] == first_quiet['seq'] else 'GONE'} "
+              f"({first_quiet['time']})")
+        gw.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
