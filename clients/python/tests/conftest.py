@@ -12,8 +12,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+try:  # the installed package (make py-client runs these against its venv) ...
+    import fencegate
+except ImportError:  # ... or, run from a checkout without an install, the source
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    import fencegate
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def pytest_report_header(config):
+    import botocore
+    return f"fencegate from {os.path.dirname(fencegate.__file__)}, botocore {botocore.__version__}"
 
 
 class Fake:
