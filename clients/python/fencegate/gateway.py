@@ -64,13 +64,15 @@ class Gateway:
             raise
         if status == 200:
             lease = Lease(self._api, lock, holder, doc, sent)
-            # A grant after a wait was made late in the request: the deadline
-            # counted from its send may be short, so renew at once (its
-            # deadline counts from now).
-            if lease.remaining() < lease.lease_ms / 1000.0 * 2 / 3:
-                lease._renew_once(lease.lease_ms / 3000.0)
-            if lease.lost.is_set() or lease.remaining() <= 0:
-                return LockHeld(lock, doc.get("holder"), doc.get("token"))
+            # A grant after a wait was made late in the request: a deadline
+            # counted from its send may be short or past.  Renew at once,
+            # before anyone sees the lease: the deadline then counts from
+            # the renewal's send.
+            if lease._deadline - time.monotonic() < lease.lease_ms / 1000.0 * 2 / 3:
+                if not lease._confirm(self.timeout):
+                    lease.release()
+                    raise GatewayError(f"acquire {lock}: granted, but the renewal that "
+                                       "confirms it failed")
             return lease._start()
         if status == 409 and doc.get("error") == "held":
             return LockHeld(lock, doc.get("holder"), doc.get("token"), doc.get("expires_in_ms"))

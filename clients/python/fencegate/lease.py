@@ -181,6 +181,23 @@ class Lease:
 
     # ---- renewal ----
 
+    def _confirm(self, timeout):
+        """One renewal before the threads start (Gateway.lease after a
+        wait); True if confirmed, the deadline then counting from its send."""
+        sent = self._clock()
+        try:
+            status, _ = self._api.call("POST", lock_path(self.lock, "renew"),
+                                       {"token": self.token, "lease_id": self._lease_id},
+                                       timeout=min(timeout, self.lease_ms / 1000.0))
+        except TransportError:
+            return False
+        if status != 200:
+            return False
+        with self._cv:
+            self._confirmed_at = sent
+            self._deadline = sent + self.lease_ms / 1000.0
+        return True
+
     def _renew_loop(self):
         third = self.lease_ms / 3000.0
         backoff = min(0.1, third / 4)
