@@ -201,3 +201,32 @@ def test_watch_yields_changes(fake):
         if len(seen) == 3:
             stop.set()
     assert seen == [(1, "a"), (2, "b"), (3, "a")]
+
+
+def test_grant_after_a_long_wait_is_confirmed_before_use(fake):
+    """The acquire waited longer than the lease (the lock was held): its
+    deadline counted from the send is past, so the library renews before
+    handing the lease out, and the deadline counts from that renewal."""
+    def acquire(req, body):
+        time.sleep(0.8)
+        fake.token += 1
+        return 200, {"token": fake.token, "lease_ms": LEASE_MS, "lease_id": "ab" * 32}
+    fake.grant(LEASE_MS)
+    fake.routes[("POST", "/acquire")] = acquire
+    lease = gw(fake).lease("l", lease_ms=LEASE_MS, wait_ms=5000)
+    assert not lease.lost.is_set()
+    assert lease.remaining() > LEASE_MS / 1000 * 0.8
+    assert len(fake.calls("/renew")) >= 1
+    lease.release()
+
+
+def test_grant_after_a_long_wait_not_confirmed_is_not_used(fake):
+    def acquire(req, body):
+        time.sleep(0.8)
+        fake.token += 1
+        return 200, {"token": fake.token, "lease_ms": LEASE_MS, "lease_id": "ab" * 32}
+    fake.grant(LEASE_MS)
+    fake.routes[("POST", "/acquire")] = acquire
+    fake.routes[("POST", "/renew")] = lambda r, b: (409, {"error": "superseded", "token": 9})
+    with pytest.raises(fencegate.GatewayError):
+        gw(fake).lease("l", lease_ms=LEASE_MS, wait_ms=5000)
