@@ -15,7 +15,10 @@ network:
 
 The reason says which: "superseded" (a newer token was granted), "expired"
 (the deadline passed, or the gateway says the lease ended), "unreachable"
-(the deadline passed while renewals got no answer), "released".  A lease
+(the deadline passed while renewals got no answer: failed, or still
+waiting when the deadline was judged on time), "released".  A process that
+judges its deadline more than PAUSE_S late was not running (a pause): its
+lease "expired".  A lease
 that is lost stays lost.
 """
 
@@ -31,6 +34,7 @@ RELEASED = "released"
 UNREACHABLE = "unreachable"
 
 RELEASE_BUDGET_S = 1.0  # release() never takes longer than this
+PAUSE_S = 0.25          # a deadline judged later than this: the process was not running
 
 
 class Lease:
@@ -55,6 +59,7 @@ class Lease:
         self._deadline = sent_at + self.lease_ms / 1000.0
         self._confirmed_at = sent_at  # send time of the last confirmed grant or renewal
         self._failing = False         # a renewal since then got no usable answer
+        self._inflight = False        # a renewal is waiting for its answer
         self._callbacks = []
         self._attached = []           # _Slot objects this lease is attached to
         self.renewals = 0
@@ -144,9 +149,15 @@ class Lease:
         with self._cv:
             if self.lost.is_set():
                 return True
-            if self._clock() < self._deadline:
+            now = self._clock()
+            if now < self._deadline:
                 return False
-        self._lose(UNREACHABLE if self._failing else EXPIRED)
+            # unreachable: renewals failed, or one was still unanswered when
+            # the deadline came (judged on time: a process judging long
+            # after its deadline was paused, and its lease expired)
+            on_time = now - self._deadline < PAUSE_S
+            unreachable = self._failing or (self._inflight and on_time)
+        self._lose(UNREACHABLE if unreachable else EXPIRED)
         return True
 
     def _lose(self, reason):
@@ -226,6 +237,7 @@ class Lease:
         with self._cv:
             left = self._deadline - sent
         timeout = max(0.05, min(left, third))
+        self._inflight = True
         try:
             status, doc = self._api.call(
                 "POST", lock_path(self.lock, "renew"),
@@ -233,6 +245,8 @@ class Lease:
         except TransportError:
             self._failing = True
             return
+        finally:
+            self._inflight = False
         if self._judge():
             return  # an answer after the deadline changes nothing
         if status == 200:

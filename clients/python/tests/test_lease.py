@@ -230,3 +230,39 @@ def test_grant_after_a_long_wait_not_confirmed_is_not_used(fake):
     fake.routes[("POST", "/renew")] = lambda r, b: (409, {"error": "superseded", "token": 9})
     with pytest.raises(fencegate.GatewayError):
         gw(fake).lease("l", lease_ms=LEASE_MS, wait_ms=5000)
+
+
+def test_trickling_gateway_lost_at_the_deadline(fake):
+    """A renewal answered a byte at a time: every socket read gets data
+    before its timeout, so only the watchdog can call the loss on time."""
+    fake.grant(LEASE_MS)
+    lease = gw(fake).lease("l", lease_ms=LEASE_MS, wait_ms=0)
+    deadline = time.monotonic() + lease.remaining()
+
+    def trickle(req, body):
+        req.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        for _ in range(100):
+            req.wfile.write(b"x")
+            req.wfile.flush()
+            time.sleep(0.05)
+        return 200, {}
+    fake.routes[("POST", "/renew")] = trickle
+    assert lease.lost.wait(3)
+    assert time.monotonic() - deadline < 0.1
+    assert lease.reason == "unreachable"
+
+
+@pytest.mark.parametrize("late,reason", [(0.05, "unreachable"), (2.0, "expired")])
+def test_unanswered_renewal_at_the_deadline(late, reason):
+    """Judged on time, a renewal still unanswered means the gateway is
+    unreachable; judged long after (the process was paused), the lease
+    simply expired."""
+    now = [100.0]
+    lease = Lease(api=None, lock="l", holder="h",
+                  grant={"token": 3, "lease_ms": 1000, "lease_id": "x"}, sent_at=100.0,
+                  clock=lambda: now[0])
+    lease._inflight = True
+    now[0] = 101.0 + late
+    with pytest.raises(fencegate.LeaseLost) as e:
+        lease.check()
+    assert e.value.reason == reason
