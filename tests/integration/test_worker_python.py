@@ -268,7 +268,12 @@ def test_three_electors_one_leader_and_kill9(setup):
     assert nxt is not None
     assert nxt[1]["t"] - killed_at <= LEASE_MS / 1000 + 1.0, nxt[1]["t"] - killed_at
     assert nxt[1]["token"] > started["token"]
-    time.sleep(LEASE_MS / 1000)
+    time.sleep(2 * LEASE_MS / 1000)                  # and it leads: steadily, writing
+    ev = s.events(nxt[0])
+    assert [e["ev"] for e in ev].count("started") == 1, ev
+    assert [e for e in ev if e["ev"] == "beat" and e["token"] == nxt[1]["token"]
+            and e["result"] == ["ok", None]], ev
+    assert not [e for e in ev if e["ev"] == "run_returned"], ev
     for w in ws:
         if w.poll() is None:
             w.send_signal(signal.SIGTERM)

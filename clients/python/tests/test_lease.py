@@ -132,10 +132,24 @@ def test_with_releases_on_exit_and_exceptions(fake):
     assert lease.reason == "released" and len(fake.calls("/release")) == 1
 
 
-def test_release_bounded_at_one_second(fake):
+def trickle(req, body):
+    """An answer a byte at a time: no socket read ever times out."""
+    req.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    for _ in range(100):
+        req.wfile.write(b"x")
+        req.wfile.flush()
+        time.sleep(0.05)
+    return 200, {}
+
+
+@pytest.mark.parametrize("how", ["hang", "trickle"])
+def test_release_bounded_at_one_second(fake, how):
     fake.grant(5000)
     lease = gw(fake).lease("l", lease_ms=5000, wait_ms=0)
-    fake.hang.set()
+    if how == "hang":
+        fake.hang.set()
+    else:
+        fake.routes[("POST", "/release")] = trickle
     t = time.monotonic()
     lease.release()
     assert time.monotonic() - t < 1.2
@@ -238,14 +252,6 @@ def test_trickling_gateway_lost_at_the_deadline(fake):
     fake.grant(LEASE_MS)
     lease = gw(fake).lease("l", lease_ms=LEASE_MS, wait_ms=0)
     deadline = time.monotonic() + lease.remaining()
-
-    def trickle(req, body):
-        req.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-        for _ in range(100):
-            req.wfile.write(b"x")
-            req.wfile.flush()
-            time.sleep(0.05)
-        return 200, {}
     fake.routes[("POST", "/renew")] = trickle
     assert lease.lost.wait(3)
     assert time.monotonic() - deadline < 0.1
