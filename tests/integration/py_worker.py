@@ -213,6 +213,14 @@ def unreachable():
         Bucket=CFG["bucket"], Key="orders/u", Body=b"after")))
 
 
+def watch():
+    """gw.watch until SIGTERM: every change of the lock's holder, token or
+    liveness, as the long poll reports it."""
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    for doc in gateway().watch("orders", wait_ms=2000):
+        event("seen", token=doc.get("token"), holder=doc.get("holder"), live=doc.get("live"))
+
+
 def signed_get(path):
     """GET a gateway path, signed like the library does when there are keys."""
     from botocore.auth import S3SigV4Auth

@@ -13,7 +13,7 @@ installed package.
 * three processes running elect: one leader at a time by the gateway's
   grants and the workers' own reports; after a kill -9 of the leader a new
   one leads within lease + 1 s; on SIGTERM each stops, on_stopped only
-  after on_started;
+  after on_started; a fourth process's gw.watch sees each leadership;
 * the JSON API blackholed by a relay: the lease is lost at its local
   deadline (reason unreachable), and the next write is not sent;
 * tokens on PutObject, CopyObject, DeleteObject, DeleteObjects and a 64 MiB
@@ -237,6 +237,8 @@ def test_lease_kept_through_steady_writing(setup):
 
 def test_three_electors_one_leader_and_kill9(setup):
     s = setup
+    watcher = s.start("watch")
+    s.wait_event(watcher, "start")
     ws = [s.start("elect", holder=f"elector-{i}") for i in range(3)]
     first = None
     deadline = time.monotonic() + 20
@@ -310,6 +312,14 @@ def test_three_electors_one_leader_and_kill9(setup):
     led = [(t, h) for _, _, t, h in intervals]
     assert grants[:len(led)] == led, (led, grants)
     assert len(grants) - len(led) <= 2, (led, grants)
+    # gw.watch saw both long leaderships as they began, on the long poll
+    watcher.send_signal(signal.SIGTERM)
+    seen = [(e["token"], e["holder"]) for e in s.finish(watcher) if e["ev"] == "seen"
+            and e["live"]]
+    for tok, holder in ((started["token"], leader.cfg["holder"]),
+                        (nxt[1]["token"], nxt[0].cfg["holder"])):
+        assert (tok, holder) in seen, (tok, holder, seen)
+    assert [t for t, _ in seen] == sorted(t for t, _ in seen), seen
     # leaders' beats landed at RGW as the last leader's
     assert s.rgw_body("orders/leader").startswith(b"elector-")
 
