@@ -111,7 +111,7 @@ py-client: $(PY_STAMP)
 	  clients/python/tests
 
 $(PY_STAMP): $(PY_SRCS)
-	rm -rf $(PYVENV)
+	rm -rf $(PYVENV) clients/python/build clients/python/fencegate.egg-info
 	$(PYTHON) -m venv --system-site-packages $(PYVENV)
 	$(PYVENV)/bin/pip install --no-build-isolation --no-index --disable-pip-version-check \
 	  --quiet ./clients/python

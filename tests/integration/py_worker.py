@@ -279,7 +279,7 @@ def tokens():
 
     api = lease._api
     def release_behind_its_back(le):  # the gateway ends it; the library does not know yet
-        st, _ = api.call("POST", f"/locks/orders/release",
+        st, _ = api.call("POST", "/locks/orders/release",
                          {"token": le.token, "lease_id": le._lease_id}, timeout=5)
         assert st == 200, st
 
@@ -317,7 +317,7 @@ if __name__ == "__main__":
     event("start", mode=MODE, fencegate=fencegate.__file__)
     try:
         globals()[MODE]()
-    except Exception as e:  # noqa: BLE001
+    except Exception:  # noqa: BLE001
         import traceback
         event("crash", error=traceback.format_exc())
         raise
