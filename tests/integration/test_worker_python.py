@@ -339,8 +339,8 @@ def test_unreachable_lost_at_the_local_deadline(setup):
     deadlines = [e for e in ev if e["ev"] == "deadline" and e["t"] < lost["t"]]
     last = deadlines[-1]["at"]
     assert lost["reason"] == "unreachable"
-    assert abs(lost["t"] - last) < 0.15, (lost["t"], last)   # at its local deadline
-    assert lost["t"] - cut <= LEASE_MS / 1000 + 0.15           # within a lease of the cut
+    assert abs(lost["t"] - last) < 0.25, (lost["t"], last)   # at its local deadline
+    assert lost["t"] - cut <= LEASE_MS / 1000 + 0.25           # within a lease of the cut
     after = [e for e in ev if e["ev"] == "after_loss"][0]["result"]
     assert after == ["LeaseLost", "unreachable"]
     assert s.rgw_body("orders/u") == b"before"                 # the late write never left

@@ -51,7 +51,8 @@ class _Slot:
             old, self.lease = self.lease, lease
         if old is not None and old is not lease:
             _forget(old, self)
-        lease._attached.append(self)
+        if self not in lease._attached:
+            lease._attached.append(self)
 
     def detach(self, lease):
         with self._lock:

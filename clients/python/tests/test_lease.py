@@ -41,7 +41,7 @@ def test_hung_renewal_lost_at_the_local_deadline_as_unreachable(fake):
     assert lease.lost.wait(5)
     lost_at = time.monotonic()
     assert lease.reason == "unreachable"
-    assert lost_at - deadline < 0.1, lost_at - deadline     # at the deadline ...
+    assert lost_at - deadline < 0.15, lost_at - deadline    # at the deadline ...
     assert lost_at - deadline > -0.05                        # ... not before it
     assert got and got[0][1] == "unreachable"
     t = time.monotonic()
@@ -85,7 +85,7 @@ def test_gateway_gone_lost_at_the_deadline(fake):
     deadline = time.monotonic() + lease.remaining()
     fake.close()                                     # connection refused from now on
     assert lease.lost.wait(3)
-    assert abs(time.monotonic() - deadline) < 0.1
+    assert abs(time.monotonic() - deadline) < 0.15
     assert lease.reason == "unreachable"
 
 
@@ -254,7 +254,7 @@ def test_trickling_gateway_lost_at_the_deadline(fake):
     deadline = time.monotonic() + lease.remaining()
     fake.routes[("POST", "/renew")] = trickle
     assert lease.lost.wait(3)
-    assert time.monotonic() - deadline < 0.1
+    assert time.monotonic() - deadline < 0.15
     assert lease.reason == "unreachable"
 
 
