@@ -1,4 +1,4 @@
-# fencegate build.  Targets: all check check-deploy unit integration js-deps lint check-deps fuzz
+# fencegate build.  Targets: all check check-deploy unit integration js-deps py-client lint check-deps fuzz
 # fuzz-smoke bench bench-scale fault-long fault-bypass deps run demo clean.  Sources, unit tests (tests/unit/**/
 # *_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
 #
@@ -49,7 +49,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration js-deps js-client js-unit lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
+.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -114,10 +114,27 @@ check-deploy:
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client
-	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \
+integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client py-client
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) FENCEGATE_PYVENV=$(CURDIR)/$(PYVENV) \
 	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) \
 	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
+
+# The Python worker library (clients/python), installed the supported offline
+# way into a fresh venv that sees Debian's botocore; its own unit tests run
+# against that install.  The integration tests' workers use the venv's python.
+PYVENV    := $(BUILD)/pyvenv
+PY_SRCS   := $(wildcard clients/python/pyproject.toml clients/python/fencegate/*.py)
+PY_STAMP  := $(PYVENV)/.fencegate-installed
+py-client: $(PY_STAMP)
+	AWS_EC2_METADATA_DISABLED=true $(PYVENV)/bin/python -m pytest -p no:cacheprovider -q \
+	  clients/python/tests
+
+$(PY_STAMP): $(PY_SRCS)
+	rm -rf $(PYVENV) clients/python/build clients/python/fencegate.egg-info
+	$(PYTHON) -m venv --system-site-packages $(PYVENV)
+	$(PYVENV)/bin/pip install --no-build-isolation --no-index --disable-pip-version-check \
+	  --quiet ./clients/python
+	touch $@
 
 # npm packages the JS client tests drive, pinned by tests/js/package-lock.json,
 # installed into the build tree (never into the repository).

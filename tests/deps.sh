@@ -10,7 +10,7 @@ PKGS=(
     python3 python3-pytest python3-boto3 python3-requests awscli s3cmd rclone
     radosgw ceph-mon ceph-osd
     nginx-light wrk linux-perf
-    python3-venv python3-setuptools python3-pip prometheus chromium
+    python3-venv python3-setuptools python3-wheel python3-pip prometheus chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do

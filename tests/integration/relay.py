@@ -160,3 +160,72 @@ def split_request(raw):
         k, _, v = line.partition(":")
         headers[k.strip().lower()] = v.strip()
     return lines[0], headers, body
+
+
+class BlackholeRelay:
+    """A plain TCP relay to 127.0.0.1:upstream_port that can be blackholed:
+    after blackhole(), bytes in both directions are read and dropped (new
+    connections are accepted and go nowhere), as a partition that neither
+    refuses nor resets looks to a client.  restore() forwards again."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.blackholed = False
+        self.stop = False
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def blackhole(self):
+        self.blackholed = True
+
+    def restore(self):
+        self.blackholed = False
+
+    def _accept(self):
+        self.lsock.settimeout(0.2)
+        while not self.stop:
+            try:
+                c, _ = self.lsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._connection, args=(c,), daemon=True).start()
+
+    def _connection(self, c):
+        try:
+            up = None if self.blackholed else socket.create_connection(
+                ("127.0.0.1", self.upstream_port))
+        except OSError:
+            c.close()
+            return
+        if up is not None:
+            threading.Thread(target=self._pump, args=(up, c), daemon=True).start()
+        self._pump(c, up)
+
+    def _pump(self, src, dst):
+        try:
+            while not self.stop:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if not self.blackholed and dst is not None:
+                    dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            if not self.blackholed:
+                for s in (src, dst):
+                    if s is not None:
+                        try:
+                            s.close()
+                        except OSError:
+                            pass
+
+    def close(self):
+        self.stop = True
+        self.lsock.close()

@@ -1,0 +1,73 @@
+"""The exceptions of fencegate.
+
+The four fencing refusals subclass botocore's ClientError, so a handler that
+catches ClientError (and reads e.response["Error"]["Code"]) keeps working.
+"""
+
+from botocore.exceptions import ClientError
+
+
+class FencegateError(Exception):
+    """Base of the library's own errors (not the S3 ones)."""
+
+
+class GatewayError(FencegateError):
+    """The JSON API answered something the library cannot use, or could not
+    be reached.  status is the HTTP status (None: no answer), body the
+    decoded JSON answer (or {})."""
+
+    def __init__(self, message, status=None, body=None):
+        super().__init__(message)
+        self.status = status
+        self.body = body or {}
+
+
+class LockHeld(FencegateError):
+    """The lock was still held when wait_ms ran out.  holder and token name
+    the current holder, as the gateway answered."""
+
+    def __init__(self, lock, holder=None, token=None, expires_in_ms=None):
+        super().__init__(f"lock {lock!r} is held by {holder!r} (token {token})")
+        self.lock = lock
+        self.holder = holder
+        self.token = token
+        self.expires_in_ms = expires_in_ms
+
+
+class LeaseLost(FencegateError):
+    """The lease is gone (reason: superseded, expired, released or
+    unreachable).  Raised by Lease.check(), on entering a lost lease, and by
+    an attached S3 client instead of sending a write."""
+
+    def __init__(self, lock, token, reason):
+        super().__init__(f"lease on {lock!r} (token {token}) lost: {reason}")
+        self.lock = lock
+        self.token = token
+        self.reason = reason
+
+
+class FencingError(ClientError):
+    """Base of the gateway's fencing refusals (a botocore ClientError)."""
+
+
+class StaleFencingToken(FencingError):
+    """409: a newer token has been granted (and used) for the lock."""
+
+
+class FencingLeaseExpired(FencingError):
+    """409: the token is the newest, but its lease ended."""
+
+
+class FencingTokenNotGranted(FencingError):
+    """409: the token is above every epoch granted."""
+
+
+class MissingFencingToken(FencingError):
+    """428: a fenced write without a token."""
+
+
+FENCING_ERRORS = {
+    cls.__name__: cls
+    for cls in (StaleFencingToken, FencingLeaseExpired, FencingTokenNotGranted,
+                MissingFencingToken)
+}

@@ -1,0 +1,135 @@
+"""botocore event hooks that fence an S3 client's writes with a lease.
+
+One set of handlers per client, registered once (by unique_id), reading the
+client's slot: the lease attached last.  Attaching another lease replaces the
+slot's lease, so the hooks of an older lease never act again; detaching
+empties it, and the client is then as it was (reads and writes pass
+untouched).
+
+* before-sign: on a write, check the lease on the local clock (LeaseLost,
+  nothing sent), then add X-Fencing-Lock, and X-Fencing-Token on every write
+  but the parts of a multipart upload: UploadPart, UploadPartCopy,
+  CompleteMultipartUpload and AbortMultipartUpload carry the lock only and
+  are claimed by the gateway with the epoch that created the upload (README,
+  "Multipart uploads").  before-sign runs for every attempt, so a retry
+  after the deadline is refused too.
+* needs-retry (registered first): a fencing refusal (409/428 with one of the
+  four codes) is raised there as its typed error, so no retry handler, in
+  whatever mode or with however many attempts, can send it again.
+"""
+
+import threading
+import weakref
+
+from .errors import FENCING_ERRORS
+
+# Writes that carry the token (botocore operation names).
+TOKEN_OPS = frozenset({
+    "PutObject", "CopyObject", "DeleteObject", "DeleteObjects", "CreateMultipartUpload",
+    "PutObjectTagging", "DeleteObjectTagging", "PutObjectAcl", "PutObjectRetention",
+    "PutObjectLegalHold", "RestoreObject",
+})
+# Writes into an upload: the lock only (the upload's epoch decides).
+PART_OPS = frozenset({
+    "UploadPart", "UploadPartCopy", "CompleteMultipartUpload", "AbortMultipartUpload",
+})
+
+_UNIQUE = "fencegate-lease-hooks"
+_slots = weakref.WeakKeyDictionary()  # client -> _Slot
+_slots_lock = threading.Lock()
+
+
+class _Slot:
+    """The lease a client's hooks use now (None: pass everything through)."""
+
+    def __init__(self):
+        self.lease = None
+        self._lock = threading.Lock()
+
+    def set(self, lease):
+        with self._lock:
+            old, self.lease = self.lease, lease
+        if old is not None and old is not lease:
+            _forget(old, self)
+        if self not in lease._attached:
+            lease._attached.append(self)
+
+    def detach(self, lease):
+        with self._lock:
+            if self.lease is lease:
+                self.lease = None
+        _forget(lease, self)
+
+    # before-sign.s3
+    def before_sign(self, request, operation_name=None, **kwargs):
+        lease = self.lease
+        if lease is None or getattr(request, "context", {}).get("is_presign_request"):
+            return
+        if operation_name in TOKEN_OPS:
+            lease.check()
+            request.headers["X-Fencing-Lock"] = lease.lock
+            request.headers["X-Fencing-Token"] = str(lease.token)
+        elif operation_name in PART_OPS:
+            lease.check()
+            request.headers["X-Fencing-Lock"] = lease.lock
+            if "X-Fencing-Token" in request.headers:
+                del request.headers["X-Fencing-Token"]
+
+    # needs-retry.s3
+    @staticmethod
+    def needs_retry(response=None, operation=None, **kwargs):
+        if response is None:
+            return None
+        http, parsed = response
+        code = (parsed or {}).get("Error", {}).get("Code")
+        cls = FENCING_ERRORS.get(code)
+        if cls is not None and getattr(http, "status_code", 0) in (409, 428):
+            raise cls(parsed, getattr(operation, "name", "unknown"))
+        return None
+
+
+def _forget(lease, slot):
+    try:
+        lease._attached.remove(slot)
+    except ValueError:
+        pass
+
+
+class Attachment:
+    """What Lease.attach returns: detach() (also on leaving a with block)."""
+
+    def __init__(self, client, slot, lease):
+        self.client = client
+        self._slot = slot
+        self._lease = lease
+
+    def detach(self):
+        self._slot.detach(self._lease)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+        return False
+
+
+def attach(client, lease):
+    with _slots_lock:
+        slot = _slots.get(client)
+        if slot is None:
+            slot = _Slot()
+            _slots[client] = slot
+            events = client.meta.events
+            events.register("before-sign.s3", slot.before_sign, unique_id=_UNIQUE + "-sign")
+            events.register_first("needs-retry.s3", _Slot.needs_retry,
+                                  unique_id=_UNIQUE + "-retry")
+    slot.set(lease)
+    return Attachment(client, slot, lease)
+
+
+def detach(client):
+    """Empties client's slot, whatever lease is attached."""
+    slot = _slots.get(client)
+    if slot is not None and slot.lease is not None:
+        slot.detach(slot.lease)

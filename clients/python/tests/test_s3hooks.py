@@ -1,0 +1,125 @@
+"""lease.attach(s3): headers on writes, local refusal after loss, typed
+fencing errors raised once with botocore's retries on, newest attach wins."""
+
+import boto3
+import botocore.config
+import pytest
+from botocore.exceptions import ClientError
+
+import fencegate
+
+ERR = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+       '<Message>refused</Message></Error>')
+
+
+def s3(fake, mode="standard", attempts=5):
+    return boto3.session.Session().client(
+        "s3", endpoint_url=fake.url, aws_access_key_id="AK", aws_secret_access_key="SK",
+        region_name="us-east-1",
+        config=botocore.config.Config(s3={"addressing_style": "path"},
+                                      retries={"mode": mode, "total_max_attempts": attempts}))
+
+
+@pytest.fixture
+def lease(fake):
+    fake.grant(5000)
+    fake.routes[("PUT", "")] = lambda r, b: (200, b"", {"ETag": '"e"'})
+    fake.routes[("GET", "/b/k")] = lambda r, b: (200, b"data")
+    le = fencegate.Gateway(fake.url, credentials=False).lease("orders", lease_ms=5000, wait_ms=0)
+    yield le
+    le.release()
+
+
+def s3_calls(fake):
+    return [r for r in fake.requests if "/_fencegate/" not in r[1]]
+
+
+def test_writes_carry_lock_and_token_parts_the_lock_only(fake, lease):
+    c = s3(fake)
+    lease.attach(c)
+    c.put_object(Bucket="b", Key="k", Body=b"x")
+    c.upload_part(Bucket="b", Key="k", UploadId="u1", PartNumber=1, Body=b"p")
+    c.get_object(Bucket="b", Key="k")["Body"].read()
+    put, part, get = s3_calls(fake)
+    assert put[2]["X-Fencing-Token"] == str(lease.token)
+    assert put[2]["X-Fencing-Lock"] == "orders"
+    assert "x-fencing-token" in put[2]["Authorization"].lower()      # signed with the request
+    assert part[2]["X-Fencing-Lock"] == "orders" and "X-Fencing-Token" not in part[2]
+    assert "X-Fencing-Token" not in get[2] and "X-Fencing-Lock" not in get[2]
+
+
+@pytest.mark.parametrize("code,status", [("StaleFencingToken", 409),
+                                         ("FencingLeaseExpired", 409),
+                                         ("FencingTokenNotGranted", 409),
+                                         ("MissingFencingToken", 428)])
+@pytest.mark.parametrize("mode", ["standard", "legacy", "adaptive"])
+def test_refusals_typed_and_sent_once(fake, lease, code, status, mode):
+    fake.routes[("PUT", "")] = lambda r, b: (status, ERR.format(code=code).encode(),
+                                             {"Content-Type": "application/xml"})
+    c = s3(fake, mode=mode, attempts=5)
+    lease.attach(c)
+    with pytest.raises(getattr(fencegate, code)) as e:
+        c.put_object(Bucket="b", Key="k", Body=b"x")
+    assert isinstance(e.value, ClientError)
+    assert e.value.response["Error"]["Code"] == code
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == status
+    assert len(s3_calls(fake)) == 1
+
+
+def test_other_errors_still_retried(fake, lease):
+    fake.routes[("PUT", "")] = lambda r, b: (503, ERR.format(code="SlowDown").encode())
+    c = s3(fake, attempts=3)
+    lease.attach(c)
+    with pytest.raises(ClientError) as e:
+        c.put_object(Bucket="b", Key="k", Body=b"x")
+    assert not isinstance(e.value, fencegate.FencingError)
+    assert len(s3_calls(fake)) == 3
+
+
+def test_lost_lease_refuses_locally_without_sending(fake, lease):
+    c = s3(fake)
+    lease.attach(c)
+    lease._lose("superseded")
+    with pytest.raises(fencegate.LeaseLost) as e:
+        c.put_object(Bucket="b", Key="k", Body=b"x")
+    assert e.value.reason == "superseded"
+    with pytest.raises(fencegate.LeaseLost):
+        c.upload_part(Bucket="b", Key="k", UploadId="u", PartNumber=1, Body=b"p")
+    c.get_object(Bucket="b", Key="k")                     # reads pass
+    assert [r[0] for r in s3_calls(fake)] == ["GET"]
+
+
+def test_newest_attach_wins_and_detach_restores(fake, lease):
+    c = s3(fake)
+    other = s3(fake)
+    lease.attach(c)
+    newer = fencegate.Gateway(fake.url, credentials=False).lease("orders2", lease_ms=5000,
+                                                                 wait_ms=0)
+    handle = newer.attach(c)
+    lease._lose("superseded")                              # the old lease's hooks are gone
+    c.put_object(Bucket="b", Key="k", Body=b"1")
+    assert s3_calls(fake)[-1][2]["X-Fencing-Token"] == str(newer.token)
+    handle.detach()
+    c.put_object(Bucket="b", Key="k", Body=b"2")
+    other.put_object(Bucket="b", Key="k", Body=b"3")     # never attached
+    assert "X-Fencing-Token" not in s3_calls(fake)[-2][2]
+    assert "X-Fencing-Token" not in s3_calls(fake)[-1][2]
+    newer.release()
+
+
+def test_release_detaches(fake, lease):
+    c = s3(fake)
+    with fencegate.Gateway(fake.url, credentials=False).lease("o3", lease_ms=5000,
+                                                              wait_ms=0) as le:
+        le.attach(c)
+        c.put_object(Bucket="b", Key="k", Body=b"1")
+    c.put_object(Bucket="b", Key="k", Body=b"2")          # released: the client is plain again
+    assert "X-Fencing-Token" in s3_calls(fake)[0][2]
+    assert "X-Fencing-Token" not in s3_calls(fake)[1][2]
+
+
+def test_presigned_urls_untouched(fake, lease):
+    c = s3(fake)
+    lease.attach(c)
+    url = c.generate_presigned_url("put_object", Params={"Bucket": "b", "Key": "k"})
+    assert "fencing" not in url.lower()
