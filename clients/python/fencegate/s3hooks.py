@@ -11,7 +11,7 @@ untouched).
   but the parts of a multipart upload: UploadPart, UploadPartCopy,
   CompleteMultipartUpload and AbortMultipartUpload carry the lock only and
   are claimed by the gateway with the epoch that created the upload (README,
-  "Multipart uploads").  before-sign runs for every attempt, so a retry
+  "Writing through fencegate", its multipart rule).  before-sign runs for every attempt, so a retry
   after the deadline is refused too.
 * needs-retry (registered first): a fencing refusal (409/428 with one of the
   four codes) is raised there as its typed error, so no retry handler, in
