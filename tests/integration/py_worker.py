@@ -237,10 +237,12 @@ def signed_get(path):
 
 
 def rejections():
-    for line in signed_get("/metrics").text.splitlines():
-        if line.startswith("fencegate_fence_rejections "):
-            return int(line.split()[1])
-    raise AssertionError("no fencegate_fence_rejections in /metrics")
+    """The fence's refusals so far: fencegate_fence_refusals_total summed over lock and code."""
+    text = signed_get("/metrics").text
+    if "# TYPE fencegate_fence_refusals_total counter" not in text:
+        raise AssertionError("no fencegate_fence_refusals_total in /metrics")
+    return sum(int(float(line.split()[-1])) for line in text.splitlines()
+               if line.startswith("fencegate_fence_refusals_total{"))
 
 
 def tokens():

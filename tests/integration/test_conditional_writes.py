@@ -341,7 +341,7 @@ def test_hole_two_gateways_store_refuses(gateway, rgw, bucket, locks_bucket, rel
     assert code_of(r) in ("FencingLeaseExpired", "StaleFencingToken"), r.text
     assert body_at_rgw(rgw, bucket, "orders/k") == b"B"
     assert audit(g1) == [("store_refused", a["token"])]
-    assert metric(g1, "cond_store_refused") == 1
+    assert metric(g1, "conditional_write_store_refused_total") == 1
 
 
 def test_hole_two_gateways_known_epoch(gateway, rgw, bucket, locks_bucket, relay):
