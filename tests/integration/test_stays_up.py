@@ -151,7 +151,7 @@ def test_full_audit_queue_answers_slowdown_never_an_unaudited_refusal(gateway, b
     assert not missing, f"{len(missing)} refusals without an audit record"
     assert slowed > 0, "the queue never filled: the test did not test anything"
     m = requests.get(f"{gw.url}/metrics", timeout=10).text
-    assert f"audit_failures {slowed}" in m
+    assert f"audit_failures_total {slowed}" in m
 
 
 # ---- /readyz while the upstream cannot be reached (G10) ----
