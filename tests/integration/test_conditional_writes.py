@@ -15,37 +15,10 @@ import pytest
 import requests
 
 from relay import DelayRelay, split_request
+from test_windows import acquire, api, body_at_rgw, code_of, put  # noqa: F401 (shared helpers)
 
 LOCK = "orders"
 S3_LEASE = 3500
-
-
-def api(gw, path, body=None, timeout=60):
-    url = f"{gw.url}/_fencegate/v1/locks/{path}"
-    if body is None:
-        return requests.get(url, timeout=timeout)
-    return requests.post(url, json=body, timeout=timeout)
-
-
-def acquire(gw, holder, lease_ms, wait_ms=0):
-    r = api(gw, f"{LOCK}/acquire", {"holder": holder, "lease_ms": lease_ms, "wait_ms": wait_ms})
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
-def put(gw, bucket, key, body, token, extra=None, timeout=30):
-    headers = {"X-Fencing-Token": str(token), "X-Fencing-Lock": LOCK}
-    headers.update(extra or {})
-    return requests.put(f"{gw.url}/{bucket}/{key}", data=body, headers=headers, timeout=timeout)
-
-
-def code_of(r):
-    t = r.text
-    return t.split("<Code>")[1].split("</Code>")[0] if "<Code>" in t else t
-
-
-def body_at_rgw(rgw, bucket, key):
-    return rgw.client().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
 def etag_at_rgw(rgw, bucket, key):
