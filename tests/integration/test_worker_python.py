@@ -186,6 +186,7 @@ def setup(request, gateway, rgw, bucket, tmp_path):
     s.stop_all()
 
 
+@pytest.mark.slow  # timing-bound (short leases): not under sanitizers
 def test_sigstop_past_the_lease(setup):
     s = setup
     marker, go = s.tmp / "inflight", s.tmp / "go"
@@ -226,6 +227,7 @@ def test_sigstop_past_the_lease(setup):
     assert s.rgw_body("orders/obj") == b"worker-b 1"
 
 
+@pytest.mark.slow  # timing-bound (short leases): not under sanitizers
 def test_lease_kept_through_steady_writing(setup):
     s = setup
     w = s.start("steady", durations=6)
@@ -238,6 +240,7 @@ def test_lease_kept_through_steady_writing(setup):
     assert len(s.grants()) == 1          # one grant, kept by renewals
 
 
+@pytest.mark.slow  # timing-bound (short leases): not under sanitizers
 def test_three_electors_one_leader_and_kill9(setup):
     s = setup
     watcher = s.start("watch")
@@ -327,6 +330,7 @@ def test_three_electors_one_leader_and_kill9(setup):
     assert s.rgw_body("orders/leader").startswith(b"elector-")
 
 
+@pytest.mark.slow  # timing-bound (short leases): not under sanitizers
 def test_unreachable_lost_at_the_local_deadline(setup):
     s = setup
     relay = BlackholeRelay(s.gw.port)
@@ -379,6 +383,7 @@ def test_readme_example_is_examples_worker():
     assert readme_example() == (REPO / "clients/python/examples/worker.py").read_text()
 
 
+@pytest.mark.slow  # timing-bound (short leases): not under sanitizers
 def test_readme_worker_runs(setup):
     """The README's worker, as printed: acquires, writes, survives a pause
     (SIGSTOP past its lease), stops on SIGTERM."""
