@@ -17,8 +17,11 @@
 #             "off" would save, but for the clock reads: the vDSO's
 #             clock_gettime is counted apart ("clock", every caller's,
 #             libevent's included, so an upper bound)
+# The same binary is measured again with the access log on (one JSON line per
+# request to a file on tmpfs; its writer thread's instructions count too), so
+# "metrics and access log on" is the second table against the first.
 # With BASELINE_BIN (a build without this accounting, e.g. the commit before
-# issue 23) the same total is measured for it, and the difference printed.
+# the labelled metrics) the same total is measured for it, and the difference printed.
 # Environment: METRICS_COST_N (requests per case, 2000), FENCEGATE_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,11 +61,17 @@ nginx_conf origin "$ORG_PORT" 1 "root $T/origin;
 start_nginx origin
 ORG_PID=$!
 wait_code "http://127.0.0.1:$ORG_PORT/bench/obj" 200 || { echo "origin down" >&2; exit 1; }
-cat >"$T/gw.json" <<JSON
+# gw_config ACCESS_LOG FILE: the gateway's configuration, access_log as given
+gw_config() {
+    cat >"$2" <<JSON
 {"listen": ["127.0.0.1:$GW_PORT"], "data_dir": "$T/gw-data", "log_level": "warn",
+ "access_log": "$1",
  "upstream": {"endpoint": "http://127.0.0.1:$ORG_PORT", "region": "us-east-1",
   "addressing": "path", "access_key": "ORIGINIGNORESTHIS", "secret_key": "origin-ignores-this"}}
 JSON
+}
+gw_config off "$T/gw.json"
+gw_config "$T/access.log" "$T/gw-access.json"
 
 # requests METHOD N: N requests of 1 KiB on one keep-alive connection
 requests() {
@@ -81,11 +90,11 @@ for i in range(n):
 PYEOF
 }
 
-# measure BIN: prints "CASE total metrics clock" per case (Ir per request)
+# measure BIN [CONFIG]: prints "CASE total metrics clock" per case (Ir per request)
 measure() {
-    local bin=$1 out
+    local bin=$1 cfg=${2:-$T/gw.json} out
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.out.%p" \
-        "$bin" serve -c "$T/gw.json" </dev/null >"$T/gw.log" 2>&1 &
+        "$bin" serve -c "$cfg" </dev/null >"$T/gw.log" 2>&1 &
     GW_PID=$!
     local i
     for ((i = 0; i < 20; i++)); do # valgrind starts slowly: up to 5 minutes
@@ -114,6 +123,7 @@ measure() {
 
 echo "== metrics cost: callgrind, $N requests per case after 200 warm-up, $(date -u '+%Y-%m-%d %H:%M UTC')"
 measure "$BIN" >"$T/new"
+measure "$BIN" "$T/gw-access.json" >"$T/access"
 if [ -n "$BASE_BIN" ]; then measure "$BASE_BIN" >"$T/base"; fi
 echo "| case | Ir per request | metrics code | clock_gettime, all callers | metrics code share |${BASE_BIN:+ baseline build | difference |}"
 echo "| --- | ---: | ---: | ---: | ---: |${BASE_BIN:+ ---: | ---: |}"
@@ -125,3 +135,13 @@ while read -r m total metrics clock; do
     fi
     echo "$line"
 done <"$T/new"
+echo
+echo "Metrics and the access log on (access_log: a file on tmpfs), the same build:"
+echo "| case | Ir per request, access log off | on | difference |"
+echo "| --- | ---: | ---: | ---: |"
+while read -r m total _ _; do
+    read -r _ atotal _ _ < <(grep "^$m " "$T/access")
+    echo "| $m 1 KiB | $total | $atotal | $(awk -v a="$atotal" -v b="$total" 'BEGIN { printf "%+.2f %%", 100 * (a - b) / b }') |"
+done <"$T/new"
+lines=$(wc -l <"$T/access.log" 2>/dev/null || echo 0)
+echo "access log lines written: $lines"
