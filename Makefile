@@ -1,6 +1,6 @@
 # fencegate build.  Targets: all check check-deploy unit integration js-deps py-client lint check-deps fuzz
-# fuzz-smoke bench bench-scale fault-long fault-bypass deps run demo clean.  Sources, unit tests (tests/unit/**/
-# *_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
+# fuzz-smoke bench bench-scale fault-long fault-bypass fault-cond deps run demo clean.  Sources, unit
+# tests (tests/unit/**/*_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
 #
 #   make deps                      install Debian packages (root)
 #   make                           build/fencegate
@@ -51,7 +51,7 @@ PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
 .PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
         bench-windows bench-stays-up bench-scale \
-        fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
+        fault-long fault-bypass fault-cond deps run demo clean format lint-refs install install-files uninstall deb
 
 all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
 
@@ -224,6 +224,19 @@ fault-bypass: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/fault/jepsen.py --mode bypass --gateways 1 \
 	  --workers 6 --locks 3 --faults pause-worker --duration 30 --out $(FAULT_OUT)-bypass $(FAULT_ARGS); \
 	  rc=$$?; test $$rc -eq 1 && echo "fault-bypass: the checker caught the unfenced writes, as it must"
+
+# Writes held far past the commit margin (8 s against 1 s) at the relays, two
+# gateways, every fault, conditional writes on: must pass; then the control,
+# the same with them off: must FAIL (stale versions after newer ones).
+FAULT_COND_ARGS := --gateways 2 --workers 6 --locks 3 --lease-ms 4500 --shared-window-ms 1200 \
+                   --commit-margin-ms 1000 --long-hold-ms 8000 --p-long-hold 0.25
+fault-cond: $(BIN)
+	rm -rf $(FAULT_OUT)-cond $(FAULT_OUT)-cond-off
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/fault/jepsen.py --mode cond $(FAULT_COND_ARGS) \
+	  --duration 600 --progress 60 --out $(FAULT_OUT)-cond $(FAULT_ARGS)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/fault/jepsen.py --mode cond-off $(FAULT_COND_ARGS) \
+	  --duration 180 --progress 60 --out $(FAULT_OUT)-cond-off $(FAULT_ARGS); \
+	  rc=$$?; test $$rc -eq 1 && echo "fault-cond: with conditional writes off the checker caught stale versions, as it must"
 
 # ---- fuzzing (libFuzzer, Debian's clang) ----
 FUZZ_CC    ?= clang

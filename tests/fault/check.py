@@ -12,7 +12,23 @@ Inputs (all in OUT_DIR):
                       (ListObjectVersions on the versioned bucket, then a GET of each)
   fences.jsonl        GET /_fencegate/v1/fences of each gateway, polled during the run
   audit/*.json        each gateway's audit log (`fencegate audit --data-dir --json`)
-  relay-*.jsonl       what each fault relay did (only for the margin figures)
+  relay-*.jsonl       what each fault relay did (the margin figures; in the cond
+                      modes also when each write's last byte went on to RGW)
+  store-watch.jsonl   cond modes: HEADs of every key at RGW throughout the run
+
+The cond modes (run.json "versioned": false) run on an unversioned bucket,
+since RGW 16 honours conditional writes only there: versions.json holds each
+key's final version only, and commit order is known from three sound
+witnesses instead of a version listing:
+  * the watcher: two HEADs of one key, one after the other, see its versions
+    in commit order;
+  * the release order: a write acknowledged 2xx was committed after the relay
+    passed on its last byte ("t_last") and before its worker got the answer,
+    so if A's last byte went on after B's answer came, A committed after B;
+  * the final version: it committed after every acknowledged write of its key.
+There, cross-key order is the known limit (a condition guards one key): it is
+reported, never counted as a failure; and acked-present can only be checked
+through these witnesses, so it is reported as a note.
 
 Properties (each passes or fails; the last line is "N passed, N failed"):
   versions-accounted  every stored version is a write some worker attempted, with
@@ -34,7 +50,8 @@ Properties (each passes or fails; the last line is "N passed, N failed"):
                       given (G7)
   workload-exercised  the run did what it is meant to: writes acknowledged, epochs
                       changed on every lock, zombies (writes with a token older than
-                      one already granted) were attempted; a run that exercises
+                      one already granted) were attempted, and in the cond modes a
+                      write was held past the commit margin; a run that exercises
                       nothing proves nothing
 
 Writes whose outcome is unknown (connection cut, timeout, 5xx but 503) may be
@@ -68,9 +85,10 @@ def read_jsonl(path):
 
 
 class Prop:
-    def __init__(self, name, doc):
+    def __init__(self, name, doc, limit=False):
         self.name = name
         self.doc = doc
+        self.limit = limit  # a known limit: reported, never a failure
         self.violations = 0
         self.examples = []
         self.notes = []
@@ -82,11 +100,11 @@ class Prop:
 
     @property
     def ok(self):
-        return self.violations == 0
+        return self.limit or self.violations == 0
 
     def as_dict(self):
         return {"name": self.name, "ok": self.ok, "violations": self.violations,
-                "examples": self.examples, "notes": self.notes}
+                "limit": self.limit, "examples": self.examples, "notes": self.notes}
 
 
 def load(out):
@@ -118,7 +136,9 @@ def load(out):
         relay.extend(read_jsonl(path))
     nemesis = read_jsonl(os.path.join(out, "nemesis.jsonl")) \
         if os.path.exists(os.path.join(out, "nemesis.jsonl")) else []
-    return run, attempts, acquires, versions, fences, audit, relay, nemesis
+    watch = read_jsonl(os.path.join(out, "store-watch.jsonl")) \
+        if os.path.exists(os.path.join(out, "store-watch.jsonl")) else []
+    return run, attempts, acquires, versions, fences, audit, relay, nemesis, watch
 
 
 def version_epoch(v):
@@ -159,13 +179,89 @@ def make_explain(attempts, acquires, nemesis):
     return explain
 
 
+def per_key_unversioned(p, attempts, versions, watch, relay, explain):
+    """per-key-order on an unversioned bucket, from the three witnesses of the
+    module docstring; each violation found is a stale version committed after
+    a newer epoch's version of the same key."""
+    # The watcher: per key, samples in the order they were taken.
+    top = {}
+    flagged = set()
+    for o in sorted(watch, key=lambda o: o["t"]):
+        e = o.get("epoch_sent")
+        if e is None:
+            continue
+        t = top.get(o["key"])
+        if t is not None and e < t["epoch_sent"] and o["vid"] not in flagged:
+            flagged.add(o["vid"])
+            a = attempts[o["vid"]]
+            p.bad(f"{o['key']}: epoch {e} ({o['vid']}, {a['outcome']}) seen current "
+                  f"{o['t'] - t['t']:.2f}s after epoch {t['epoch_sent']} ({t['vid']}) "
+                  f"[watcher; {explain({'meta': {'fg-vid': o['vid']}}, {'epoch': t['epoch_sent']})}]")
+        if t is None or e >= t["epoch_sent"]:
+            top[o["key"]] = o
+    # The release order of acknowledged writes.
+    t_last = {r["vid"]: r["t_last"] for r in relay if "vid" in r and "t_last" in r}
+    acked = collections.defaultdict(list)
+    for a in attempts.values():
+        if a["outcome"] == "acked":
+            acked[a["key"]].append(a)
+    for key, ws in sorted(acked.items()):
+        for a in ws:
+            if a["vid"] in flagged or a["vid"] not in t_last:
+                continue
+            newer = [b for b in ws if b["epoch"] > a["epoch"] and b["t_done"] < t_last[a["vid"]]]
+            if newer:
+                b = max(newer, key=lambda b: b["epoch"])
+                flagged.add(a["vid"])
+                p.bad(f"{key}: epoch {a['epoch']} ({a['vid']}, acked) reached RGW "
+                      f"{t_last[a['vid']] - b['t_done']:.2f}s after epoch {b['epoch']} "
+                      f"({b['vid']}) was acknowledged [release order; "
+                      f"{explain({'meta': {'fg-vid': a['vid']}}, b)}]")
+    # The final version.
+    for v in versions:
+        vid = v.get("meta", {}).get("fg-vid")
+        if vid not in attempts or vid in flagged:
+            continue
+        e = attempts[vid]["epoch"]
+        newer = [b for b in acked.get(v["key"], []) if b["epoch"] > e]
+        if newer:
+            b = max(newer, key=lambda b: b["epoch"])
+            flagged.add(vid)
+            p.bad(f"{v['key']}: the final version is epoch {e} ({vid}), committed after "
+                  f"epoch {b['epoch']} ({b['vid']}, acked) [final; "
+                  f"{explain({'meta': {'fg-vid': vid}}, b)}]")
+
+
+def cross_key_unversioned(p, attempts, relay, lock_of_key):
+    """cross-key-order on an unversioned bucket, by the release order only: an
+    acknowledged write of epoch e whose last byte went on to RGW after a newer
+    epoch's write of another key of its lock was acknowledged."""
+    t_last = {r["vid"]: r["t_last"] for r in relay if "vid" in r and "t_last" in r}
+    acked = collections.defaultdict(list)
+    for a in attempts.values():
+        if a["outcome"] == "acked" and a["key"] in lock_of_key:
+            acked[lock_of_key[a["key"]]].append(a)
+    for lock, ws in sorted(acked.items()):
+        for a in ws:
+            if a["vid"] not in t_last:
+                continue
+            newer = [b for b in ws if b["key"] != a["key"] and b["epoch"] > a["epoch"]
+                     and b["t_done"] < t_last[a["vid"]]]
+            if newer:
+                b = max(newer, key=lambda b: b["epoch"])
+                p.bad(f"{lock}: {a['key']} epoch {a['epoch']} ({a['vid']}) reached RGW "
+                      f"{t_last[a['vid']] - b['t_done']:.2f}s after {b['key']} epoch "
+                      f"{b['epoch']} ({b['vid']}) was acknowledged")
+
+
 def check(out):
-    run, attempts, acquires, versions, fences, audit, relay, nemesis = load(out)
+    run, attempts, acquires, versions, fences, audit, relay, nemesis, watch = load(out)
     props = collections.OrderedDict()
     explain = make_explain(attempts, acquires, nemesis)
+    versioned = run.get("versioned", True)
 
-    def prop(name, doc):
-        props[name] = Prop(name, doc)
+    def prop(name, doc, limit=False):
+        props[name] = Prop(name, doc, limit)
         return props[name]
 
     locks = run["locks"]
@@ -199,15 +295,31 @@ def check(out):
         if e != a["epoch"]:
             p.bad(f"{vid}: sent with token {a['epoch']}, stored with epoch stamp {e}")
         v["epoch"] = a["epoch"]  # the token it was sent with: what ordering is about
+    seen = {}  # vid -> first watcher sample (cond modes)
+    for o in watch:
+        vid = o.get("vid")
+        if vid is None or vid not in attempts:
+            p.bad(f"{o['key']}: the watcher saw vid {vid}, which no write attempt has")
+            continue
+        a = attempts[vid]
+        stamp = int(o["epoch"]) if str(o.get("epoch")).isdigit() else None
+        if vid not in seen and (o["key"] != a["key"] or stamp != a["epoch"]):
+            p.bad(f"{vid}: written to {a['key']} with token {a['epoch']}, seen as "
+                  f"{o['key']} with epoch stamp {stamp}")
+        seen.setdefault(vid, o)
+        o["epoch_sent"] = a["epoch"]
+    present = set(stored) | set(seen)
 
     # ---- per-key-order (commit order = the store's version order per key)
     p = prop("per-key-order", "per key, no older epoch committed after a newer one")
+    if not versioned:
+        per_key_unversioned(p, attempts, versions, watch, relay, explain)
     by_key = collections.defaultdict(list)
     for v in versions:
         if "epoch" in v:
             by_key[v["key"]].append(v)
     lm_disagree = 0
-    for key, vs in sorted(by_key.items()):
+    for key, vs in sorted(by_key.items()) if versioned else ():
         vs.sort(key=lambda v: v["order"])  # 0 = oldest
         top = None
         for i, v in enumerate(vs):
@@ -225,13 +337,16 @@ def check(out):
         p.notes.append(f"{lm_disagree} versions listed out of Last-Modified order (store quirk)")
 
     # ---- cross-key-order (per lock, by Last-Modified)
-    p = prop("cross-key-order", "per lock, no older epoch committed after a newer one's version")
+    p = prop("cross-key-order", "per lock, no older epoch committed after a newer one's version",
+             limit=not versioned)
+    if not versioned:
+        cross_key_unversioned(p, attempts, relay, lock_of_key)
     by_lock = collections.defaultdict(list)
     for v in versions:
         if "epoch" in v and v["key"] in lock_of_key:
             by_lock[lock_of_key[v["key"]]].append(v)
     ties = 0
-    for lock, vs in sorted(by_lock.items()):
+    for lock, vs in sorted(by_lock.items()) if versioned else ():
         vs.sort(key=lambda v: v["last_modified_ms"])
         best_before = None  # newest-epoch version with a strictly earlier Last-Modified
         i = 0
@@ -264,14 +379,18 @@ def check(out):
     unknown_present = 0
     for vid, a in attempts.items():
         outcomes[a["outcome"]] += 1
-        if a["outcome"] == "acked" and vid not in stored:
+        if a["outcome"] == "acked" and vid not in present and versioned:
             p3.bad(f"{vid} ({a['key']}, epoch {a['epoch']}, via g{a['g']}) answered "
                    f"{a.get('status')} but not stored")
-        elif a["outcome"] in ("refused", "notsent") and vid in stored:
+        elif a["outcome"] in ("refused", "notsent") and vid in present:
             p4.bad(f"{vid} ({a['key']}, epoch {a['epoch']}, via g{a['g']}) refused "
                    f"{a.get('status')} {a.get('code')} but stored")
-        elif a["outcome"] == "unknown" and vid in stored:
+        elif a["outcome"] == "unknown" and vid in present:
             unknown_present += 1
+    if not versioned:
+        p3.notes.append(f"unversioned bucket: {sum(1 for a in attempts.values() if a['outcome'] == 'acked' and a['vid'] in present)} "
+                        f"of {outcomes['acked']} acknowledged writes seen by the watcher or final; "
+                        "the rest were overwritten unseen (not checkable here)")
 
     # ---- fences-monotonic
     p = prop("fences-monotonic", "no gateway's highest token ever goes down")
@@ -339,6 +458,9 @@ def check(out):
             stale_attempts += 1
     if stale_attempts == 0:
         p.bad("no zombie write was ever attempted")
+    if not versioned and not any(r.get("vid") and r.get("hold_ms", 0) > run["commit_margin_ms"]
+                                 for r in relay):
+        p.bad("no write was held past the commit margin")
 
     # ---- figures
     kinds = collections.Counter(n["ev"] for n in nemesis if n.get("ev", "").startswith("nem-"))
@@ -364,6 +486,16 @@ def check(out):
         "relay_held": sum(1 for r in relay if r.get("hold_ms")),
         "relay_cut": sum(1 for r in relay if "cut" in r),
     }
+    if not versioned:
+        margin_ms = margin or 0
+        fig.update({
+            "conditional_writes": run.get("conditional_writes"),
+            "relay_held_past_margin": sum(1 for r in relay if r.get("hold_ms", 0) > margin_ms),
+            "store_watch_samples": len(watch),
+            "store_refused_audited": audit_kinds.get("store_refused", 0),
+            "slowdown_503": sum(1 for a in attempts.values() if a.get("status") == 503),
+            "cross_key_reorders": props["cross-key-order"].violations,
+        })
     if delays:
         delays.sort()
         fig["relay_in_to_resp_ms_p50_p99_max"] = [delays[len(delays) // 2],
@@ -379,8 +511,9 @@ def report(props, fig, stream=sys.stdout):
       f"duration={fig['duration_s']}s window_keys={fig['window_keys']}\n")
     w("figures: " + json.dumps(fig, sort_keys=True) + "\n")
     for p in props.values():
-        w(f"{'PASS' if p.ok else 'FAIL'} {p.name}: {p.violations} violation(s)"
-          f"{'' if p.ok else ''} - {p.doc}\n")
+        word = "LIMIT" if p.limit else "PASS" if p.ok else "FAIL"
+        what = "found (a known limit, not a failure)" if p.limit else "violation(s)"
+        w(f"{word} {p.name}: {p.violations} {what} - {p.doc}\n")
         for n in p.notes:
             w(f"     note: {n}\n")
         for e in p.examples:

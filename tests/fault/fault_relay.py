@@ -4,6 +4,7 @@
     fault_relay.py --upstream-port U --port P --log FILE [--seed N]
                    [--p-delay 0.3] [--max-delay-ms 250]
                    [--p-hold 0.3] [--max-hold-ms 250]
+                   [--p-long-hold 0] [--long-hold-ms 5000]
 
 For each request the gateway sends upstream it may
 
@@ -11,7 +12,13 @@ For each request the gateway sends upstream it may
             on (for a zero-length body this holds the whole request);
   * hold:   pass the body on except its last bytes, wait until the gateway has
             sent the whole body, then sit on those last bytes for up to
-            --max-hold-ms before passing them on.
+            --max-hold-ms before passing them on;
+  * hold long: for a worker's write only (a request carrying the header
+            x-amz-meta-fg-vid), with probability --p-long-hold, hold its last
+            bytes for up to --long-hold-ms instead: far beyond the margin, the
+            store or load balancer that sits on a fully sent request, which
+            only a store-side condition can make safe (the "cond" modes of
+            jepsen.py).  Election and HEAD requests never get it.
 
 Both are what a slow network or a slow store does to a request that the
 gateway has already sent completely.  The design's one timing assumption is
@@ -26,7 +33,9 @@ Responses are pumped back byte for byte.  Every request is logged (JSONL) with
 what was done to it and, for the margin check, the time from the relay
 receiving its last byte to RGW's first response byte ("in_to_resp_ms"), an
 upper bound of how long the "store" took to commit it counted from the moment
-the gateway's last byte arrived here.
+the gateway's last byte arrived here; for a worker's write also its vid
+and "t_last", the wall-clock time its last byte went on to RGW (the store
+commits it after that).
 
 Request bodies are framed by Content-Length (the gateway always sends one
 upstream); a request with Transfer-Encoding makes the relay fall back to a
@@ -69,12 +78,14 @@ class Relay:
         self.lsock.bind(("127.0.0.1", args.port))
         self.lsock.listen(128)
 
-    def plan(self):
+    def plan(self, write):
         with self.rng_lock:
             self.seq += 1
             a = self.args
             d = self.rng.uniform(0, a.max_delay_ms) if self.rng.random() < a.p_delay else 0.0
             h = self.rng.uniform(0, a.max_hold_ms) if self.rng.random() < a.p_hold else 0.0
+            if write and self.rng.random() < a.p_long_hold:
+                h = self.rng.uniform(a.max_hold_ms, a.long_hold_ms)
             return self.seq, d / 1000.0, h / 1000.0
 
     def serve_forever(self):
@@ -152,6 +163,7 @@ class Relay:
             lines = head.split(b"\r\n")
             length = 0
             chunked = False
+            vid = None
             for line in lines[1:]:
                 k, _, v = line.partition(b":")
                 k = k.strip().lower()
@@ -159,11 +171,15 @@ class Relay:
                     length = int(v.strip())
                 elif k == b"transfer-encoding":
                     chunked = True
-            seq, delay, hold = self.plan()
+                elif k == b"x-amz-meta-fg-vid":
+                    vid = v.strip().decode("latin-1", "replace")
+            seq, delay, hold = self.plan(vid is not None)
             req = lines[0].decode("latin-1", "replace").split(" ")
             rec = {"seq": seq, "method": req[0], "path": req[1] if len(req) > 1 else "",
                    "length": length, "delay_ms": round(delay * 1000, 1),
                    "hold_ms": round(hold * 1000, 1)}
+            if vid is not None:
+                rec["vid"] = vid
             if chunked:
                 rec["passthrough"] = True
                 self.log.write(rec)
@@ -177,6 +193,7 @@ class Relay:
                 # The head is the whole request: "last byte" = end of head.
                 t_in_last = time.monotonic()
                 time.sleep(delay + hold)
+                rec["t_last"] = time.time()
                 with lock:
                     state["pending"] = (rec, t_in_last)
                 up.sendall(head)
@@ -194,6 +211,12 @@ class Relay:
                         self.log.write(rec)
                         return
                 n = min(len(buf), length - tail - sent)
+                if not tail and sent + n == length:
+                    # The last bytes: log from the moment they go (the answer
+                    # may come back before sendall returns).
+                    rec["t_last"] = time.time()
+                    with lock:
+                        state["pending"] = (rec, time.monotonic())
                 up.sendall(buf[:n])
                 buf = buf[n:]
                 sent += n
@@ -207,13 +230,12 @@ class Relay:
                     buf += data
                 t_in_last = time.monotonic()
                 time.sleep(hold)
+                rec["t_last"] = time.time()
                 with lock:
                     state["pending"] = (rec, t_in_last)
                 up.sendall(buf[:tail])
                 buf = buf[tail:]
-            else:
-                with lock:
-                    state["pending"] = (rec, time.monotonic())
+
 
 
 def main():
@@ -226,6 +248,8 @@ def main():
     ap.add_argument("--max-delay-ms", type=float, default=250)
     ap.add_argument("--p-hold", type=float, default=0.3)
     ap.add_argument("--max-hold-ms", type=float, default=250)
+    ap.add_argument("--p-long-hold", type=float, default=0.0)
+    ap.add_argument("--long-hold-ms", type=float, default=5000)
     ap.add_argument("--ready-file", help="written with the port once listening")
     args = ap.parse_args()
     r = Relay(args)

@@ -3,7 +3,7 @@
 workers, a nemesis, and a checker that reads the real store.
 
     /usr/bin/python3 tests/fault/jepsen.py [--gateways 2] [--workers 4] [--duration 60]
-        [--seed N] [--mode normal|bypass] [--out DIR] [--rgw-env FILE]
+        [--seed N] [--mode normal|bypass|cond|cond-off] [--out DIR] [--rgw-env FILE]
 
 What runs (everything on 127.0.0.1, every process stopped by PID at the end):
 
@@ -30,6 +30,18 @@ when the harness itself could not run.
 --mode bypass runs the same workload with the writes going straight to RGW,
 around the fence: the checker must find ordering violations there (it proves
 the checker can fail).
+
+--mode cond breaks the one timing assumption on purpose: the relays hold a
+share (--p-long-hold) of the workers' writes' last bytes for up to
+--long-hold-ms (5 s against a 1 s margin), so a write admitted in time reaches
+RGW after its lease has ended and a newer epoch has written.  Only the
+store's own check can stop it: the gateways run with
+fencing.conditional_writes "on", on an unversioned data bucket (RGW 16
+honours conditions only there).  With no versions to list, a watcher HEADs
+every key at RGW throughout the run, and the relays log when each write's
+last byte went on; check.py orders by those (see its docstring).
+--mode cond-off is the same with conditional_writes "off": the control, in
+which the checker must find stale versions.
 
 Write windows: the config keys fencing.commit_margin_ms / election.shared /
 election.shared_window_ms are put in the gateways' config when the binary
@@ -164,11 +176,13 @@ class Run:
         self.rng = random.Random(args.seed)
         self.rgw = None
         self.rgw_dir = None
+        self.cond = args.mode in ("cond", "cond-off")
         self.relays = []
         self.gws = []
         self.workers = []  # [Proc, wid, paused]
         self.stop_nemesis = threading.Event()
         self.stop_poller = threading.Event()
+        self.stop_watch = threading.Event()
         self.nem_log = open(self.out / "nemesis.jsonl", "a", buffering=1)
         self.fence_log = open(self.out / "fences.jsonl", "a", buffering=1)
         self.log_lock = threading.Lock()
@@ -218,8 +232,9 @@ class Run:
         self.bucket = f"fault-data-{tag}"
         self.locks_bucket = f"fault-locks-{tag}"
         c.create_bucket(Bucket=self.bucket)
-        c.put_bucket_versioning(Bucket=self.bucket,
-                                VersioningConfiguration={"Status": "Enabled"})
+        if not self.cond:
+            c.put_bucket_versioning(Bucket=self.bucket,
+                                    VersioningConfiguration={"Status": "Enabled"})
         c.create_bucket(Bucket=self.locks_bucket)
         self.locks = [f"L{i}" for i in range(a.locks)]
         self.lock_of = {f"w{i}": self.locks[i % a.locks] for i in range(a.workers)}
@@ -230,6 +245,8 @@ class Run:
         election = {"backend": "s3", "bucket": self.locks_bucket, "prefix": "fencegate/",
                     "default_lease_ms": a.lease_ms, "min_lease_ms": min(a.lease_ms, 1000)}
         fencing = {}
+        if self.cond:
+            fencing["conditional_writes"] = "on" if a.mode == "cond" else "off"
         if self.window_keys:
             election.update({"shared": True, "shared_window_ms": a.shared_window_ms,
                              "min_lease_ms": a.lease_ms})
@@ -241,7 +258,9 @@ class Run:
             rp = Proc([PY, str(HERE / "fault_relay.py"), "--upstream-port", str(up_port),
                        "--port", str(rport), "--log", str(self.out / f"relay-{i}.jsonl"),
                        "--seed", str(a.seed * 100 + i), "--max-delay-ms", str(self.max_delay),
-                       "--max-hold-ms", str(self.max_hold), "--ready-file", str(ready)],
+                       "--max-hold-ms", str(self.max_hold), "--ready-file", str(ready)]
+                      + (["--p-long-hold", str(a.p_long_hold), "--long-hold-ms",
+                          str(a.long_hold_ms)] if self.cond else []),
                       self.out / f"relay-{i}.log")
             self.relays.append(rp)
             deadline = time.monotonic() + 15
@@ -278,7 +297,10 @@ class Run:
             "relay_max_delay_ms": self.max_delay, "relay_max_hold_ms": self.max_hold,
             "bucket": self.bucket, "locks_bucket": self.locks_bucket,
             "gateway_urls": [g.gw.url for g in self.gws], "binary": conftest.gateway_bin(),
-            "min_acked": a.min_acked, "faults": a.faults,
+            "min_acked": a.min_acked, "faults": a.faults, "versioned": not self.cond,
+            "conditional_writes": fencing_mode(a.mode),
+            "relay_long_hold_ms": a.long_hold_ms if self.cond else None,
+            "relay_p_long_hold": a.p_long_hold if self.cond else None,
         }
         run.update(extra)
         old = self.out / "run.json"
@@ -365,6 +387,25 @@ class Run:
             with self.log_lock:
                 self.fence_log.write(json.dumps({"g": g.idx, "life": life, "t": time.time(),
                                                  "fences": f}) + "\n")
+
+    def watch_store(self):
+        """cond modes: HEAD every key at RGW, round and round, and log what is
+        current (an unversioned bucket keeps no history of its own)."""
+        c = self.rgw.client(connect_timeout=2, read_timeout=5)
+        keys = [f"{lock}/k{i}" for lock in self.locks for i in range(self.args.keys_per_lock)]
+        with open(self.out / "store-watch.jsonl", "a", buffering=1) as f:
+            while not self.stop_watch.is_set():
+                for key in keys:
+                    t0 = time.time()
+                    try:
+                        r = c.head_object(Bucket=self.bucket, Key=key)
+                    except Exception:  # noqa: BLE001 - absent yet, or RGW busy: no sample
+                        continue
+                    m = r.get("Metadata", {})
+                    f.write(json.dumps({"t": t0, "key": key, "vid": m.get("fg-vid"),
+                                        "epoch": m.get("fencing-epoch"),
+                                        "etag": r.get("ETag")}) + "\n")
+                self.stop_watch.wait(0.01)
 
     def progress(self, elapsed):
         writes = collections.Counter()
@@ -506,6 +547,10 @@ class Run:
         self.start_workers()
         poller = threading.Thread(target=self.poll_fences, daemon=True)
         poller.start()
+        watcher = None
+        if self.cond:
+            watcher = threading.Thread(target=self.watch_store, daemon=True)
+            watcher.start()
         log(f"workload: {a.workers} workers on {len(self.locks)} locks, {a.gateways} gateway(s), "
             f"{a.duration}s, mode {a.mode}, seed {a.seed}")
         t0 = time.monotonic()
@@ -543,10 +588,15 @@ class Run:
             except subprocess.TimeoutExpired:
                 self.errors.append(f"worker {w[1]} did not stop by itself; killed")
                 w[0].kill()
-        # Anything a relay still holds reaches RGW within the margin.
-        time.sleep(a.commit_margin_ms / 1000 + 1.0)
+        # Anything a relay still holds reaches RGW within the margin (in the
+        # cond modes, within the long hold).
+        held = max(a.commit_margin_ms, a.long_hold_ms if self.cond else 0)
+        time.sleep(held / 1000 + 1.0)
         self.stop_poller.set()
+        self.stop_watch.set()
         poller.join(10)
+        if watcher is not None:
+            watcher.join(10)
         self.poll_fences_once()
         self.write_run_json(ended=time.time(), errors=self.errors)
 
@@ -600,7 +650,9 @@ class Run:
             if v.get("delete_marker"):
                 return v
             kw = {"Range": "bytes=0-127"} if v["size"] else {}
-            r = c.get_object(Bucket=self.bucket, Key=v["key"], VersionId=v["version_id"], **kw)
+            if not self.cond:
+                kw["VersionId"] = v["version_id"]
+            r = c.get_object(Bucket=self.bucket, Key=v["key"], **kw)
             head = r["Body"].read()
             v["meta"] = r.get("Metadata", {})
             vid = v["meta"].get("fg-vid", "")
@@ -615,6 +667,7 @@ class Run:
     def teardown(self):
         self.stop_nemesis.set()
         self.stop_poller.set()
+        self.stop_watch.set()
         for w in self.workers:
             w[0].kill()
         for g in self.gws:
@@ -643,6 +696,11 @@ class Run:
                 log(f"bucket cleanup: {e}")
 
 
+def fencing_mode(mode):
+    """fencing.conditional_writes as the mode sets it (None: the default)."""
+    return {"cond": "on", "cond-off": "off"}.get(mode)
+
+
 def delete_bucket_all(c, bucket):
     for page in c.get_paginator("list_object_versions").paginate(Bucket=bucket):
         objs = [{"Key": v["Key"], "VersionId": v["VersionId"]}
@@ -661,12 +719,16 @@ def main():
     ap.add_argument("--keys-per-lock", type=int, default=3)
     ap.add_argument("--duration", type=float, default=60, help="seconds of workload")
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--mode", choices=["normal", "bypass"], default="normal")
+    ap.add_argument("--mode", choices=["normal", "bypass", "cond", "cond-off"], default="normal")
     ap.add_argument("--out", help="output directory (default: a new temp dir)")
     ap.add_argument("--rgw-env", help="use the running RGW this rgw.sh env file describes")
     ap.add_argument("--lease-ms", type=int, default=5000)
     ap.add_argument("--commit-margin-ms", type=int, default=1000)
     ap.add_argument("--shared-window-ms", type=int, default=4000)
+    ap.add_argument("--long-hold-ms", type=float, default=5000,
+                    help="cond modes: longest hold of a write's last bytes at a relay")
+    ap.add_argument("--p-long-hold", type=float, default=0.2,
+                    help="cond modes: share of the workers' writes held long")
     ap.add_argument("--write-timeout", type=float, default=20, help="worker's read timeout, s")
     ap.add_argument("--nemesis-interval", type=float, nargs=2, default=[0.7, 2.0],
                     metavar=("MIN", "MAX"))

@@ -10,7 +10,7 @@ with its writes going straight to RGW, around the fence, must be caught.
 
 Environment: FAULT_SEED (default: random, printed), FAULT_DURATION (seconds
 of workload of each normal run; default 25 with one gateway, 40 with two),
-FAULT_WINDOW_KEYS (see jepsen.py).  The long run is `make fault-long`.
+FAULT_WINDOW_KEYS (see jepsen.py).  The long runs are `make fault-long` and `make fault-cond`.
 """
 
 import json
@@ -111,23 +111,62 @@ def test_fault_injection_bypass_is_caught(rgw, tmp_path):
     assert re.fullmatch(r"\d+ passed, [1-9]\d* failed", stdout.rstrip().splitlines()[-1])
 
 
+@pytest.mark.slow
+def test_fault_injection_cond(rgw, tmp_path):
+    """The one timing assumption broken on purpose: the relays hold a quarter
+    of the writes' last bytes for up to 8 s against a 1 s commit margin, so a
+    write admitted in time reaches RGW after its lease ended and the next
+    epoch wrote.  Two gateways, random routing, every fault; conditional
+    writes on (an unversioned bucket): no stale version after a newer one on
+    any key.  Cross-key order is reported, as the known limit.
+
+    8 s, not 5: with a 1 s margin the S3 election's shortest lease is 4.5 s,
+    and a held write must outlast the lease it has left (about 3 s) plus the
+    hand-over (shared_window_ms + commit_margin_ms) before the next epoch can
+    write first.  The control (conditions off, which must fail) is `make
+    fault-cond`'s second run; its deterministic form is test_conditional_writes'
+    hole test."""
+    rc, stdout, props, result = run_exercised(rgw, tmp_path / "cond", "--mode", "cond",
+                                            "--gateways", 2, "--workers", 4, "--locks", 2,
+                                            "--lease-ms", 4500, "--shared-window-ms", 1200,
+                                            "--commit-margin-ms", 1000,
+                                            "--long-hold-ms", 8000, "--p-long-hold", 0.25,
+                                            "--duration", 35, timeout=130)
+    assert props["workload-exercised"]["ok"], stdout[-3000:]
+    fig = result["figures"]
+    assert fig["conditional_writes"] == "on" and fig["relay_held_past_margin"] > 0, fig
+    assert rc == 0 and not failed(props), \
+        f"violations {failed(props)} (seed {result['seed']})\n{stdout[-6000:]}"
+    assert props["cross-key-order"]["limit"], props["cross-key-order"]
+
+
 # ---- the checker on made-up runs: each property can fail (no RGW needed) ----
 
 sys.path.insert(0, str(HARNESS.parent))
 import check  # noqa: E402  (tests/fault/check.py)
 
 
-def synthetic_run(tmp_path, writes, versions, fences=(), audit=None):
-    """A run directory as jepsen.py writes it.  writes: (vid, worker, key,
-    epoch, outcome, status, code, request_id); versions: (vid, key, order,
-    last_modified_ms, stamped_epoch)."""
+def synthetic_props(tmp_path, writes, versions, fences=(), audit=None, relay=None, watch=None):
+    """A run directory as jepsen.py writes it, checked.  writes: (vid, worker,
+    key, epoch, outcome, status, code, request_id), the n-th sent at t = 3 + n
+    and answered 0.1 s later; versions: (vid, key, order, last_modified_ms,
+    stamped_epoch).  relay (t_last by vid) or watch ((t, key, vid, stamp)
+    samples) make it a cond-mode run, on an unversioned bucket."""
     out = tmp_path / "run"
     (out / "workers").mkdir(parents=True)
     (out / "audit").mkdir()
+    cond = relay is not None or watch is not None
     (out / "run.json").write_text(json.dumps({
-        "mode": "normal", "gateways": 1, "workers": 2, "duration": 1, "window_keys": True,
-        "locks": ["L0"], "keys_per_lock": 2, "lock_of": {"w0": "L0", "w1": "L0"},
-        "commit_margin_ms": 1000, "min_acked": 1}))
+        "mode": "cond" if cond else "normal", "gateways": 1, "workers": 2, "duration": 1,
+        "window_keys": True, "locks": ["L0"], "keys_per_lock": 2,
+        "lock_of": {"w0": "L0", "w1": "L0"}, "commit_margin_ms": 1000, "min_acked": 1,
+        "versioned": not cond}))
+    (out / "relay-0.jsonl").write_text("".join(
+        json.dumps({"vid": vid, "t_last": t, "hold_ms": 2000}) + "\n"  # past the margin
+        for vid, t in (relay or {}).items()))
+    (out / "store-watch.jsonl").write_text("".join(
+        json.dumps({"t": t, "key": key, "vid": vid, "epoch": str(e)}) + "\n"
+        for t, key, vid, e in (watch or [])))
     lines = {"w0": [], "w1": []}
     # w0 holds epoch 1, then w1 epoch 2: one hand-over, and w0 writes on as a zombie.
     lines["w0"].append({"ev": "acquire", "status": 200, "token": 1, "w": "w0", "t": 1.0})
@@ -152,6 +191,11 @@ def synthetic_run(tmp_path, writes, versions, fences=(), audit=None):
     (out / "fences.jsonl").write_text("".join(json.dumps(f) + "\n" for f in fences))
     (out / "audit" / "gw0.json").write_text(json.dumps({"records": audit or []}))
     props, _ = check.check(str(out))
+    return props
+
+
+def synthetic_run(tmp_path, writes, versions, fences=(), audit=None):
+    props = synthetic_props(tmp_path, writes, versions, fences, audit)
     return {n: p.violations for n, p in props.items()}
 
 
@@ -211,3 +255,44 @@ def test_checker_catches(tmp_path, case):
         versions.append(("z2", "L0/k1", 1, 2000, 1))  # same ms as b1: a tie
     v = synthetic_run(tmp_path, writes, versions, fences, audit)
     assert {n: c for n, c in v.items() if c} == expect, v
+
+
+# The cond modes' checker (unversioned bucket): final versions only, plus the
+# watcher's samples and the relays' release times.  GOOD_WRITES are sent at
+# t = 3, 4, 5, 6 (a1, a2, b1, z1), each answered 0.1 s later.
+COND_FINAL = [("a2", "L0/k1", 0, 1001, 1), ("b1", "L0/k0", 0, 2000, 2)]
+COND_RELAY = {"a1": 3.05, "a2": 4.05, "b1": 5.05}
+COND_WATCH = [(3.5, "L0/k0", "a1", 1), (4.5, "L0/k1", "a2", 1), (5.5, "L0/k0", "b1", 2)]
+
+
+@pytest.mark.parametrize("case", ["clean", "watcher", "release-order", "final", "refused-seen",
+                                  "other-key-is-a-limit"])
+def test_checker_unversioned(tmp_path, case):
+    writes, versions = list(GOOD_WRITES), list(COND_FINAL)
+    relay, watch = dict(COND_RELAY), list(COND_WATCH)
+    expect = {}
+    if case == "watcher":  # a stale version seen current after a newer one, outcome unknown
+        writes.append(("z2", "w0", "L0/k0", 1, "unknown", None, None, None))
+        watch.append((7.5, "L0/k0", "z2", 1))
+        expect = {"per-key-order": 1}
+    elif case == "release-order":  # acknowledged, its last byte sent on after b1's answer
+        writes.append(("z2", "w0", "L0/k0", 1, "acked", 200, None, None))
+        relay["z2"] = 6.0
+        expect = {"per-key-order": 1}
+    elif case == "final":  # the key's last version is older than an acknowledged one
+        versions[1] = ("a1", "L0/k0", 0, 2500, 1)
+        expect = {"per-key-order": 1}
+    elif case == "refused-seen":
+        watch.append((6.5, "L0/k1", "z1", 1))
+        expect = {"refused-absent": 1}
+    elif case == "other-key-is-a-limit":  # reported, never a failure
+        writes.append(("z2", "w0", "L0/k1", 1, "acked", 200, None, None))
+        relay["z2"] = 6.0
+        expect = {"cross-key-order": 1}
+    props = synthetic_props(tmp_path, writes, versions, GOOD_FENCES, GOOD_AUDIT, relay, watch)
+    assert {n: p.violations for n, p in props.items() if p.violations} == expect
+    assert [n for n, p in props.items() if not p.ok] == [n for n in expect
+                                                         if n != "cross-key-order"]
+    failed_count = check.report(props, {"mode": "cond", "gateways": 1, "workers": 2,
+                                        "duration_s": 1, "window_keys": True})
+    assert failed_count == len([n for n in expect if n != "cross-key-order"])
