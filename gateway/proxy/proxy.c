@@ -21,12 +21,12 @@
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/body.h"
 #include "gateway/proxy/cond.h"
+#include "gateway/proxy/cond_reply.h"
 #include "gateway/proxy/etag_map.h"
 #include "gateway/proxy/proxy_hdr.h"
 #include "gateway/proxy/refuse.h"
 #include "gateway/proxy/upload.h"
 #include "gateway/s3/checksum.h"
-#include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/s3/sigv4.h"
@@ -263,30 +263,6 @@ finish_error(struct preq *p, int err, const char *what)
 
 /* ---- conditional writes: the answer to our condition ---- */
 
-/* 503 SlowDown with Retry-After: 1 (SDKs retry it with the same body). */
-static void
-slow_down_reply(struct gw_req *req, const char *message)
-{
-    struct buf body;
-    char bare[GW_S3ERR_BARE_MAX];
-    size_t len = 0;
-    buf_init(&body, GW_S3ERR_MAX_BODY);
-    const char *doc = gw_s3err_build(&body, bare, &len, "SlowDown", message, gw_req_path(req),
-                                     gw_req_id(req), NULL, 0);
-    gw_resp_start(req, 503);
-    if (gw_resp_header(req, "Content-Type", "application/xml") != 0 ||
-        gw_resp_header(req, "Retry-After", "1") != 0) {
-        log_warn("req %s: a header of the answer was dropped", gw_req_id(req));
-    }
-    gw_resp_body_begin(req, (int64_t)len);
-    int rc = gw_resp_body_write(req, doc, len);
-    if (rc != 0 && rc != ERR_AGAIN) { /* ERR_AGAIN: queued anyway */
-        log_debug("req %s: %s", gw_req_id(req), err_str(rc));
-    }
-    gw_resp_end(req);
-    buf_cleanup(&body);
-}
-
 /* The map learns from a tracked write's outcome: its new ETag, or to forget the key. */
 static void
 cond_answered(struct preq *p, int err)
@@ -302,41 +278,23 @@ cond_answered(struct preq *p, int err)
                    p->etag[0] != '\0' ? p->etag : NULL);
 }
 
-/* Our condition failed while the token is still the lock's highest: the key
- * changed under the same epoch (another gateway, an unfenced writer).  The
- * map forgot it; the client's retry learns its new ETag with a HEAD. */
+/* Our condition failed while the token is still the lock's highest. */
 static void
 cond_slow_down(struct preq *p)
 {
-    gw_metrics.cond_slowdowns++;
-    log_info("req %s: the store refused our condition on %s/%s (412) while token %llu of lock "
-             "%s is current: 503 SlowDown, the retry learns the key's new version",
-             gw_req_id(p->req), p->s3->bucket, p->s3->key, (unsigned long long)p->token, p->lock);
-    slow_down_reply(p->req, "The object changed since this gateway last saw it. Please retry.");
+    gw_cond_slow_down(p->req, p->s3, p->lock, p->token);
     p->req = NULL;
     preq_free(p);
 }
 
 /* Our condition failed and the token is no longer current (err ERR_FENCED,
  * current the newer token; or ERR_EXPIRED): the store itself stopped a late
- * stale write.  409, audited store_refused (DESIGN "Conditional writes"). */
+ * stale write. */
 static void
 store_refused(struct preq *p, int err, uint64_t current, bool counted)
 {
-    struct gw_refusal r;
-    gw_fence_cut_refusal(err, p->lock, p->token, current, &r);
-    if (r.status == 409) {
-        r.audit = STORE_AUDIT_STORE_REFUSED;
-        r.message = "The store refused this late write: a newer write of the key came first and "
-                    "the fencing token is no longer current.";
-        r.count = counted ? GW_REFUSAL_UNCOUNTED : GW_REFUSAL_FENCE;
-        gw_metrics.cond_store_refused++;
-    }
-    log_info("req %s: the store refused the write of %s/%s (412) with token %llu of lock %s, "
-             "now at %llu: %d %s",
-             gw_req_id(p->req), p->s3->bucket, p->s3->key, (unsigned long long)p->token, p->lock,
-             (unsigned long long)current, r.status, r.code);
-    gw_refuse(p->store, p->req, p->s3, p->principal, &r);
+    gw_cond_store_refused(p->store, p->req, p->s3, p->principal, p->lock, p->token, err, current,
+                          counted);
     p->req = NULL;
     preq_free(p);
 }
@@ -346,16 +304,17 @@ static void
 cond_refused(struct preq *p)
 {
     uint64_t current = 0;
-    if (gw_fence_current(p->fence, p->lock, &current) == 0 && current > p->token) {
+    switch (gw_cond_judge(p->fence, p->ticket, p->lock, p->token, &current)) {
+    case GW_COND_SUPERSEDED:
         store_refused(p, ERR_FENCED, current, false);
         return;
-    }
-    /* this gateway knows of nothing newer: the window says whether another may */
-    if (gw_fence_ticket_may_finish(p->ticket)) {
+    case GW_COND_CURRENT:
         cond_slow_down(p);
         return;
+    default:
+        p->cond_wait = true; /* on_resume: still current; on_cut: superseded or ended */
+        return;
     }
-    p->cond_wait = true; /* on_resume: still current; on_cut: superseded or ended */
 }
 
 /* gw_cond_head_fn: after the store's 412 to our condition, the key's version
@@ -1062,8 +1021,8 @@ fwd_cond(struct fwd *f)
     }
     p->cond_use = gw_cond_use(f->px->cond, f->s3, own_condition(f));
     if (p->cond_use == GW_COND_USE_UNKNOWN) {
-        slow_down_reply(f->req, "The gateway has not yet learned whether the store honours "
-                                "conditional writes. Please retry.");
+        gw_cond_reply_slowdown(f->req, "The gateway has not yet learned whether the store "
+                                       "honours conditional writes. Please retry.");
         p->req = NULL;
         return FWD_QUIET;
     }
@@ -1205,8 +1164,8 @@ on_cond_head(void *arg, int err, const struct gw_cond_hdr *hdr)
     } else {
         log_info("req %s: the HEAD for the key's ETag failed (%s): 503", gw_req_id(f->req),
                  err_str(err));
-        slow_down_reply(f->req, "The object's current version could not be looked up. Please "
-                                "retry.");
+        gw_cond_reply_slowdown(f->req, "The object's current version could not be looked up. "
+                                       "Please retry.");
         p->req = NULL;
         end = FWD_QUIET;
     }
