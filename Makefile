@@ -205,6 +205,7 @@ bench-proxy-rgw: $(BIN)
 
 # Conditional writes' cost: fenced PUTs, off / on with the ETag cached / on with a HEAD
 # (tests/bench/cond_bench.py; RGW_ENV names a running RGW's env file, tests/rgw/rgw.sh).
+# bench-proxy-rgw runs the same on its own RGW, as its last table.
 bench-cond: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/cond_bench.py --rgw-env $(RGW_ENV)
 

@@ -29,7 +29,10 @@
 # of the RGW processes per 1000 requests; (2) large GET and (3) large PUT
 # with curl, BENCH_RUNS rounds, endpoints rotated each round, median MiB/s;
 # (4) peak RSS (VmHWM) of the gateway and of nginx (master + workers); CPU
-# of the proxy per GiB for the large transfers.
+# of the proxy per GiB for the large transfers; (5) conditional writes'
+# cost: fenced PUTs of 1 KiB and 1 MiB with them off, on with the key's ETag
+# cached (hit) and on with a HEAD first (miss), by tests/bench/cond_bench.py
+# on the same RGW (BENCH_COND=0 leaves it out).
 #
 # Environment (defaults full / quick):
 #   BENCH_QUICK=1        short run
@@ -47,6 +50,7 @@
 #                        its first large PUT into TMP/perf-gateway-put.data
 #                        (skews that pass's figures; implies BENCH_KEEP=1)
 #   BENCH_KEEP=1         keep the temp dir (logs, configs) on exit
+#   BENCH_COND=0         leave out (5), the conditional-write rows
 #
 # Every process started here is stopped by PID in the EXIT trap; nothing is
 # ever killed by name.
@@ -58,7 +62,7 @@ unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
 unset PYTHONHOME PYTHONPATH
 
 CMDLINE="$(for v in BENCH_QUICK FENCEGATE_BIN BENCH_WRK_SECS BENCH_WRK_PASSES BENCH_WRK_THREADS \
-    BENCH_WRK_CONNS BENCH_LARGE_MIB BENCH_RUNS NGINX_WORKERS BENCH_RGW_NODELAY; do
+    BENCH_WRK_CONNS BENCH_LARGE_MIB BENCH_RUNS NGINX_WORKERS BENCH_RGW_NODELAY BENCH_COND; do
     if [ -n "${!v:-}" ]; then printf '%s=%q ' "$v" "${!v}"; fi
 done)bash tests/bench/proxy_bench.sh"
 
@@ -437,4 +441,16 @@ fi
 echo "   raw GET MiB/s: direct[${GETS[direct]}] nginx[${GETS[nginx]}] gateway[${GETS[gateway]}]"
 echo "   raw PUT MiB/s: direct[${PUTS[direct]}] nginx[${PUTS[nginx]}] gateway[${PUTS[gateway]}]"
 echo "   raw req/s per pass: $(for ep in "${SMALL_EPS[@]}"; do printf '%s[%s] ' "$ep" "${RPS[$ep]% }"; done)"
+
+# ---- (5) conditional writes: fenced PUTs, off / on (hit) / on (miss) ----
+if [ "${BENCH_COND:-1}" = 1 ]; then
+    if [ "$QUICK" = 1 ]; then n_small=100 n_large=15; else n_small=300 n_large=40; fi
+    stop_pid "$GW_PID" # its own gateways from here; the proxy's figures are printed
+    GW_PID=""
+    echo
+    echo "== conditional writes: fenced PUT, sequential on one connection, $n_small x 1 KiB," \
+        "$n_large x 1 MiB per row (tests/bench/cond_bench.py)"
+    FENCEGATE_BIN=$BIN "$PY" "$ROOT/tests/bench/cond_bench.py" --rgw-env "$T/rgw/env" \
+        --n-small "$n_small" --n-large "$n_large" || die "cond_bench.py failed"
+fi
 echo "   command: $CMDLINE"
