@@ -21,6 +21,8 @@
 #define PROBE_KEY_MAX        1024
 #define PROBE_ETAG_MAX       128
 #define PROBE_SRC_MAX        (3 * PROBE_KEY_MAX + 300)
+#define PROBE_XML_MAX        4096 /* CreateMultipartUpload's answer, kept for its UploadId */
+#define PROBE_UPLOAD_MAX     512  /* an UploadId */
 
 /* An ETag no object of the probe ever has (MD5s are 32 hex digits). */
 #define PROBE_WRONG_ETAG "00000000000000000000000000000000"
@@ -35,6 +37,10 @@ enum step {
     STEP_QUOTED,
     STEP_BARE,
     STEP_COPY,
+    STEP_MP_CREATE,   /* CreateMultipartUpload on the object's key */
+    STEP_MP_PART,     /* its one part */
+    STEP_MP_COMPLETE, /* CompleteMultipartUpload with If-None-Match: * (the key exists) */
+    STEP_MP_ABORT,    /* the upload aborted, whatever Complete did (best effort) */
     STEP_DELETE,
     STEP_DONE,
 };
@@ -44,15 +50,20 @@ struct gw_cond_probe {
     struct event *timer;     /* retry */
     gw_cond_probe_done_fn *done;
     void *arg;
-    char *bucket;                  /* owned */
-    char *prefix;                  /* owned */
-    char key[PROBE_KEY_MAX + 1];   /* this attempt's object */
-    char etag[PROBE_ETAG_MAX + 1]; /* its ETag (bare) */
-    char src[PROBE_SRC_MAX];       /* x-amz-copy-source of it */
-    enum step step;                /* the step in flight */
-    struct gw_cond_caps caps;      /* what was found so far */
-    struct gw_s3client_op *call;   /* the call in flight, or NULL */
-    struct gw_s3client_op *del;    /* the clean-up DELETE, or NULL */
+    char *bucket;                          /* owned */
+    char *prefix;                          /* owned */
+    char key[PROBE_KEY_MAX + 1];           /* this attempt's object */
+    char etag[PROBE_ETAG_MAX + 1];         /* its ETag (bare) */
+    char src[PROBE_SRC_MAX];               /* x-amz-copy-source of it */
+    char xml[PROBE_XML_MAX + 1];           /* CreateMultipartUpload's answer so far */
+    size_t xml_len;                        /* its length */
+    char upload[PROBE_UPLOAD_MAX + 1];     /* the probe upload's UploadId, "" if none */
+    char part_etag[PROBE_ETAG_MAX + 1];    /* its part's ETag (bare) */
+    char query[3 * PROBE_UPLOAD_MAX + 64]; /* the multipart steps' query */
+    enum step step;                        /* the step in flight */
+    struct gw_cond_caps caps;              /* what was found so far */
+    struct gw_s3client_op *call;           /* the call in flight, or NULL */
+    struct gw_s3client_op *del;            /* the clean-up DELETE, or NULL */
     uint32_t backoff_ms;
 };
 
@@ -94,9 +105,10 @@ finish(struct gw_cond_probe *p)
 {
     const struct gw_cond_caps *c = &p->caps;
     log_info("conditional-write probe: PutObject %s (If-Match %s), CopyObject %s, "
-             "DeleteObject %s, CompleteMultipartUpload not probed (treated as not honoured)",
+             "CompleteMultipartUpload %s, DeleteObject %s",
              c->put ? "honours conditions" : "does NOT honour conditions",
              c->quoted ? "quoted" : "bare", c->copy ? "honours them" : "ignores them",
+             c->complete ? "honours them" : "ignores them",
              c->del ? "honours If-Match" : "ignores If-Match");
     const struct gw_s3client_call call = {.method = "DELETE", .bucket = p->bucket, .key = p->key};
     if (gw_s3client_start(p->s3c, &call, &clean_cbs, p, &p->del) != 0) {
@@ -105,14 +117,15 @@ finish(struct gw_cond_probe *p)
     p->done(p->arg, &p->caps);
 }
 
-/* gw_s3client_cbs.on_head: the ETag of the created object */
+/* gw_s3client_cbs.on_head: the ETag of the created object, or of the upload's part */
 static int
 on_head(void *arg, int status, const struct gw_header *headers, size_t n)
 {
     struct gw_cond_probe *p = arg;
-    if (p->step != STEP_CREATE || status < 200 || status >= 300) {
+    if ((p->step != STEP_CREATE && p->step != STEP_MP_PART) || status < 200 || status >= 300) {
         return 0;
     }
+    char *dst = p->step == STEP_CREATE ? p->etag : p->part_etag;
     for (size_t i = 0; i < n; i++) {
         if (strcasecmp(headers[i].name, "etag") != 0) {
             continue;
@@ -126,10 +139,85 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
         if (len == 0 || len > PROBE_ETAG_MAX || memchr(v, '"', len) != NULL) {
             return 0;
         }
-        memcpy(p->etag, v, len);
-        p->etag[len] = '\0';
+        memcpy(dst, v, len);
+        dst[len] = '\0';
     }
     return 0;
+}
+
+/* gw_s3client_cbs.on_body: CreateMultipartUpload's answer, kept up to its cap */
+static int
+on_body(void *arg, const char *data, size_t len)
+{
+    struct gw_cond_probe *p = arg;
+    if (p->step != STEP_MP_CREATE) {
+        return 0;
+    }
+    size_t room = PROBE_XML_MAX - p->xml_len;
+    size_t n = len < room ? len : room;
+    memcpy(p->xml + p->xml_len, data, n);
+    p->xml_len += n;
+    p->xml[p->xml_len] = '\0';
+    return 0;
+}
+
+/* The UploadId in CreateMultipartUpload's answer (p->xml) into p->upload; false if none. */
+static bool
+take_upload_id(struct gw_cond_probe *p)
+{
+    static const char open_tag[] = "<UploadId>";
+    const char *a = strstr(p->xml, open_tag);
+    const char *b = a != NULL ? strstr(a, "</UploadId>") : NULL;
+    if (b == NULL) {
+        return false;
+    }
+    a += sizeof(open_tag) - 1;
+    size_t len = (size_t)(b - a);
+    if (len == 0 || len > PROBE_UPLOAD_MAX) {
+        return false;
+    }
+    memcpy(p->upload, a, len);
+    p->upload[len] = '\0';
+    return true;
+}
+
+/*
+ * The multipart steps: an answer that is neither 2xx nor 412 (a store without
+ * multipart, an error) says nothing about conditions, but only of Complete:
+ * it is reported not honoured and the probe goes on, so PutObject's verdict
+ * never waits on it.  Returns the next step.
+ */
+static enum step
+mp_step(struct gw_cond_probe *p, bool ok, bool failed, int status)
+{
+    enum step next = STEP_DELETE;
+    switch (p->step) {
+    case STEP_MP_CREATE:
+        if (ok && take_upload_id(p)) {
+            return STEP_MP_PART;
+        }
+        break;
+    case STEP_MP_PART:
+        if (ok && p->part_etag[0] != '\0') {
+            return STEP_MP_COMPLETE;
+        }
+        next = STEP_MP_ABORT;
+        break;
+    case STEP_MP_COMPLETE:
+        /* 412: the key exists, so If-None-Match: * failed and Complete was refused */
+        p->caps.complete = failed;
+        next = STEP_MP_ABORT;
+        if (ok || failed) {
+            return next;
+        }
+        break;
+    default: /* STEP_MP_ABORT: best effort, whatever the answer */
+        return STEP_DELETE;
+    }
+    log_warn("conditional-write probe: multipart step %d answered %d; CompleteMultipartUpload "
+             "is treated as not honouring conditions",
+             (int)p->step, status);
+    return next;
 }
 
 /* gw_s3client_cbs.on_done of every step */
@@ -140,6 +228,11 @@ on_step(void *arg, int err, int status, const char *code)
     p->call = NULL;
     bool ok = err == 0 && status >= 200 && status < 300;
     bool failed = err == 0 && status == 412; /* the condition failed: honoured */
+    if (p->step >= STEP_MP_CREATE && p->step <= STEP_MP_ABORT) {
+        p->step = mp_step(p, ok, failed, status);
+        run(p);
+        return;
+    }
     if (!ok && !failed) {
         log_debug("probe step %d: %s %d %s", (int)p->step, err_str(err), status,
                   code != NULL ? code : "");
@@ -184,7 +277,7 @@ on_step(void *arg, int err, int status, const char *code)
         break;
     case STEP_COPY:
         p->caps.copy = failed;
-        p->step = STEP_DELETE;
+        p->step = STEP_MP_CREATE;
         break;
     case STEP_DELETE:
         p->caps.del = failed;
@@ -197,7 +290,33 @@ on_step(void *arg, int err, int status, const char *code)
     run(p);
 }
 
-static const struct gw_s3client_cbs step_cbs = {.on_head = on_head, .on_done = on_step};
+static const struct gw_s3client_cbs step_cbs = {
+    .on_head = on_head, .on_body = on_body, .on_done = on_step};
+
+/* The query of a multipart step ("" for the others); 0 or ERR_TOOBIG. */
+static int
+mp_query(struct gw_cond_probe *p)
+{
+    p->query[0] = '\0';
+    if (p->step == STEP_MP_CREATE) {
+        (void)snprintf(p->query, sizeof(p->query), "uploads");
+        return 0;
+    }
+    if (p->step != STEP_MP_PART && p->step != STEP_MP_COMPLETE && p->step != STEP_MP_ABORT) {
+        return 0;
+    }
+    struct buf q;
+    buf_init(&q, sizeof(p->query) - 1);
+    int rc = buf_printf(&q, "%suploadId=", p->step == STEP_MP_PART ? "partNumber=1&" : "");
+    if (rc == 0) {
+        rc = gw_s3client_encode(p->upload, false, &q);
+    }
+    if (rc == 0) {
+        (void)snprintf(p->query, sizeof(p->query), "%s", buf_cstr(&q));
+    }
+    buf_cleanup(&q);
+    return rc;
+}
 
 /* Starts the call of p->step (or ends the probe). */
 static void
@@ -213,6 +332,14 @@ run(struct gw_cond_probe *p)
     size_t ne = 0;
     const char *method = "PUT";
     bool body = true;
+    const char *data = PROBE_BODY;
+    size_t data_len = sizeof(PROBE_BODY) - 1;
+    char complete[PROBE_ETAG_MAX + 160];
+    if (mp_query(p) != 0) {
+        p->step = p->step == STEP_MP_CREATE ? STEP_DELETE : STEP_MP_ABORT;
+        run(p);
+        return;
+    }
     switch (p->step) {
     case STEP_CREATE:
         break;
@@ -234,6 +361,26 @@ run(struct gw_cond_probe *p)
         extra[ne++] = (struct gw_sigv4_header){"If-None-Match", "*"};
         body = false;
         break;
+    case STEP_MP_CREATE:
+        method = "POST";
+        data_len = 0;
+        break;
+    case STEP_MP_PART:
+        break;
+    case STEP_MP_COMPLETE:
+        method = "POST";
+        extra[ne++] = (struct gw_sigv4_header){"If-None-Match", "*"};
+        (void)snprintf(complete, sizeof(complete),
+                       "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+                       "<ETag>\"%s\"</ETag></Part></CompleteMultipartUpload>",
+                       p->part_etag);
+        data = complete;
+        data_len = strlen(complete);
+        break;
+    case STEP_MP_ABORT:
+        method = "DELETE";
+        body = false;
+        break;
     case STEP_DELETE:
         method = "DELETE";
         extra[ne++] = (struct gw_sigv4_header){"If-Match", PROBE_WRONG_ETAG};
@@ -246,10 +393,11 @@ run(struct gw_cond_probe *p)
         .method = method,
         .bucket = p->bucket,
         .key = p->key,
+        .query = p->query[0] != '\0' ? p->query : NULL,
         .extra = extra,
         .nextra = ne,
-        .body = body ? PROBE_BODY : NULL,
-        .body_len = body ? sizeof(PROBE_BODY) - 1 : 0,
+        .body = body ? data : NULL,
+        .body_len = body ? data_len : 0,
         .has_body = body,
     };
     int rc = gw_s3client_start(p->s3c, &call, &step_cbs, p, &p->call);
@@ -290,6 +438,10 @@ attempt(struct gw_cond_probe *p)
     buf_cleanup(&src);
     memset(&p->caps, 0, sizeof(p->caps));
     p->etag[0] = '\0';
+    p->xml_len = 0;
+    p->xml[0] = '\0';
+    p->upload[0] = '\0';
+    p->part_etag[0] = '\0';
     p->step = STEP_CREATE;
     run(p);
 }

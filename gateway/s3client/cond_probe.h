@@ -15,17 +15,21 @@
  *      wanted; the form taken is the form used (AWS: quoted; RGW 16: bare);
  *   5. CopyObject onto itself (x-amz-metadata-directive: REPLACE) with
  *      If-None-Match: *: 412 means CopyObject honours conditions;
- *   6. DELETE If-Match: <an ETag it never had>: 412 means DeleteObject
+ *   6. CreateMultipartUpload on the same key, one part, then
+ *      CompleteMultipartUpload with If-None-Match: * (the key exists): 412
+ *      means CompleteMultipartUpload honours conditions; the upload is then
+ *      aborted (best effort; a 404 after a completed one);
+ *   7. DELETE If-Match: <an ETag it never had>: 412 means DeleteObject
  *      honours them (a 2xx deleted it: not honoured);
- *   7. DELETE it (best effort).
+ *   8. DELETE it (best effort).
  *
- * PutObject honours conditions when 2, 3 and 4 all went as wanted.
- * CompleteMultipartUpload is not probed (it takes an upload of its own):
- * it is reported not honoured, so nothing is added to it (RGW 16 ignores
- * If-None-Match and If-Match on it, as tried by hand; see the README).
- * A step answered otherwise than 2xx or 412 (no answer, 5xx, 403, a
- * missing bucket) says nothing: the probe starts over with a backoff from
- * 1 s to 5 min; until it answers, conditional writes stay off.
+ * PutObject honours conditions when 2, 3 and 4 all went as wanted (else the
+ * probe ends there: nothing else matters).  A step answered otherwise than
+ * 2xx or 412 (no answer, 5xx, 403, a missing bucket) says nothing: the probe
+ * starts over with a backoff from 1 s to 5 min; until it answers,
+ * conditional writes stay off.  The multipart steps are the exception: a
+ * store without multipart (or an error there) only means Complete is
+ * reported not honoured, and the probe goes on to step 7.
  *
  * Event-loop thread only.  Free the probe (which cancels its calls without
  * callbacks) before the client.
@@ -46,7 +50,7 @@ struct gw_cond_caps {
     bool put;      /* PutObject: If-None-Match: * and If-Match */
     bool quoted;   /* If-Match takes the quoted ETag (else the bare one) */
     bool copy;     /* CopyObject (the destination) */
-    bool complete; /* CompleteMultipartUpload (never probed: false) */
+    bool complete; /* CompleteMultipartUpload */
     bool del;      /* DeleteObject If-Match */
 };
 

@@ -125,13 +125,26 @@ def s3_gateway(gateway, bucket, locks_bucket, i, relay=None, cond="auto"):
 
 # ---- the probe and the decision ----
 
-def test_probe_finds_rgw_honours_put_only(gateway, bucket, tmp_path):
+def test_probe_finds_rgw_honours_put_only(gateway, rgw, bucket, tmp_path):
     gw = dir_gateway(gateway, tmp_path, bucket)
     wait_cond(gw, True)
     log = gw.log()
     assert "conditional-write probe: PutObject honours conditions (If-Match bare)" in log, log
-    assert "CopyObject ignores them, DeleteObject ignores If-Match" in log, log
+    assert ("CopyObject ignores them, CompleteMultipartUpload ignores them, "
+            "DeleteObject ignores If-Match") in log, log
+    assert "multipart step" not in log, log  # Complete was tried, and answered 2xx
     assert "conditional writes ON" in log, log
+    # the probe leaves neither its object nor its upload behind
+    c = rgw.client()
+    deadline = time.monotonic() + 10
+    while True:
+        objs = [o["Key"] for o in c.list_objects_v2(Bucket=bucket).get("Contents", [])
+                if "~probe/" in o["Key"]]
+        ups = [u["Key"] for u in c.list_multipart_uploads(Bucket=bucket).get("Uploads", [])]
+        if not objs and not ups or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not objs and not ups, (objs, ups)
 
 
 def test_off_adds_nothing(gateway, rgw, bucket, tmp_path, relay):
