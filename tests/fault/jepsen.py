@@ -8,11 +8,13 @@ workers, a nemesis, and a checker that reads the real store.
 What runs (everything on 127.0.0.1, every process stopped by PID at the end):
 
   * a Ceph RGW (tests/rgw/rgw.sh), or the one FILE (rgw.sh's env file) names;
-    a versioned data bucket and a locks bucket made directly at RGW;
+    a versioned data bucket (unversioned in the cond modes) and a locks
+    bucket made directly at RGW;
   * N gateways (build/fencegate, or $FENCEGATE_BIN) sharing one `s3`
     election (each its own gateway_id, data_dir and port), each talking to
     RGW through its own fault relay (fault_relay.py) that delays requests and
-    holds their last bytes, always well inside fencing.commit_margin_ms;
+    holds their last bytes, well inside fencing.commit_margin_ms (the cond
+    modes, below, also hold some writes far beyond it);
   * workers (worker.py), separate processes, --locks locks with a few keys
     each, two or more workers per lock: acquire, renew at a third of the
     lease, write through a random gateway, log every attempt;
