@@ -1,7 +1,8 @@
 """Scale: paged lock and fence listings (every entry exactly once,
 whatever the total), a lock list that agrees with each lock's own GET after a
-restart, and an audit log that one flooding client cannot wipe (the per-lock
-quota: DESIGN.md "Audit retention under a flood").
+restart, and an audit log that one flooding client cannot wipe, on one lock
+or over many (the per-lock and per-principal quotas: DESIGN.md "Audit
+retention under a flood").
 
 The 25,000 locks are seeded straight into the store by
 tests/helpers/store_seed (election cache and fence table, grouped commits):
