@@ -184,7 +184,8 @@ bench-windows: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) $(PYTHON) tests/bench/windows_bench.py
 
 # Fleet sizes (issue 28): listings, restart, RSS and disk per lock, acquires at 1k/10k/100k
-# locks; refusals at 1/8/64 connections; a bounded audit flood.  Loopback, no RGW (about 3 min).
+# locks; refusals at 1/8/64 connections; a 5-minute audit flood (BENCH_FLOOD_S; BENCH_SMOKE=1
+# for a short run).  Loopback, no RGW (about 8 min).
 bench-scale: $(BIN) $(BUILD)/tests/helpers/store_seed
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_SEED=$(CURDIR)/$(BUILD)/tests/helpers/store_seed \
 	  $(PYTHON) tests/bench/scale_bench.py

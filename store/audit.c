@@ -56,6 +56,33 @@ store_audit_kind_parse(const char *name, enum store_audit_kind *out)
     return ERR_INVAL;
 }
 
+void
+store_audit_who(const char *principal, const char *client, char out[STORE_WHO_MAX + 1])
+{
+    if (principal != NULL && principal[0] != '\0') {
+        size_t n = store_rec_trunc_len(principal, STORE_WHO_MAX);
+        memcpy(out, principal, n);
+        out[n] = '\0';
+        return;
+    }
+    size_t n = client == NULL ? 0 : strnlen(client, STORE_CLIENT_MAX);
+    /* "host:port" or "[v6]:port": drop ":port" (digits after the last colon,
+     * when the host before it has no colon or ends in ']') */
+    size_t d = n;
+    while (d > 0 && client[d - 1] >= '0' && client[d - 1] <= '9') {
+        d--;
+    }
+    if (d > 0 && d < n && client[d - 1] == ':') {
+        size_t h = d - 1;
+        if (memchr(client, ':', h) == NULL || (h > 0 && client[h - 1] == ']')) {
+            n = h;
+        }
+    }
+    out[0] = '@';
+    memcpy(out + 1, client == NULL ? "" : client, n);
+    out[1 + n] = '\0';
+}
+
 int
 store_audit_cursor_format(const struct store_audit_cursor *c, char *out, size_t len)
 {
@@ -83,25 +110,6 @@ store_audit_cursor_parse(const char *s, struct store_audit_cursor *out)
     out->time_ms = (int64_t)t;
     out->seq = seq;
     return 0;
-}
-
-/* Delete the index entry of the record at (t, seq) with value v. */
-static int
-del_index(struct store *s, MDB_txn *txn, const MDB_val *v, int64_t t, uint64_t seq)
-{
-    struct store_audit_rec r;
-    struct store_rec_scratch sc;
-    if (store_rec_audit_decode(v->mv_data, v->mv_size, &r, &sc) != 0) {
-        atomic_fetch_add(&s->st_damaged, 1);
-        return 0; /* its index entry, if any, is an orphan that queries skip */
-    }
-    uint8_t ik[STORE_KEY_INDEX_MAX];
-    MDB_val k = {.mv_size = store_rec_index_key(r.lock, t, seq, ik), .mv_data = ik};
-    int rc = mdb_del(txn, s->dbi_index, &k, NULL);
-    if (rc == MDB_NOTFOUND) {
-        return 0;
-    }
-    return rc != 0 ? rc : store_audit_quota_forget(s, txn, r.lock);
 }
 
 int
@@ -141,7 +149,7 @@ store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t ma
             break; /* the oldest record may stay, so all younger ones may too */
         }
         if (key_ok) {
-            rc = del_index(s, txn, &v, t, seq);
+            rc = store_audit_unindex(s, txn, &v, t, seq, false);
             if (rc != 0) {
                 break;
             }
@@ -162,7 +170,7 @@ store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t ma
 
 int
 store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len,
-                  int64_t time_ms, const char *lock, uint64_t *seq)
+                  int64_t time_ms, const char *lock, const char *who, uint64_t *seq)
 {
     MDB_val mk = {.mv_size = sizeof(META_SEQ_KEY) - 1, .mv_data = (void *)META_SEQ_KEY};
     MDB_val mv;
@@ -201,15 +209,26 @@ store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_
     if (rc != 0) {
         return rc;
     }
+    if (s->has_who) {
+        MDB_val wkv = {.mv_size = store_rec_index_key(who, time_ms, n, ik), .mv_data = ik};
+        rc = mdb_put(txn, s->dbi_who, &wkv, &empty, 0);
+        if (rc != 0) {
+            return rc;
+        }
+    }
     if (n < s->audit_txn_seq0) {
         s->audit_txn_seq0 = n;
     }
     uint64_t evicted = 0;
-    rc = store_audit_quota_add(s, txn, lock, &evicted);
+    rc = store_audit_quota_add(s, txn, STORE_QUOTA_LOCK, lock, &evicted);
+    atomic_fetch_add(&s->st_pruned, evicted);
+    if (rc == 0 && s->has_who) {
+        rc = store_audit_quota_add(s, txn, STORE_QUOTA_WHO, who, &evicted);
+        atomic_fetch_add(&s->st_pruned, evicted);
+    }
     if (rc != 0) {
         return rc;
     }
-    atomic_fetch_add(&s->st_pruned, evicted);
     *seq = n;
     return 0;
 }
@@ -239,6 +258,7 @@ audit_op_new(const struct store_audit_rec *rec, struct store_op **out)
         memcpy(op->lock, r.lock, n);
     }
     op->lock[n] = '\0';
+    store_audit_who(r.principal, r.client, op->principal);
     memcpy(op->rec, buf, len);
     op->rec_len = len;
     *out = op;
@@ -277,8 +297,8 @@ append_write(struct store *s, MDB_txn *txn, void *arg)
 {
     struct append_ctx *c = arg;
     s->audit_txn_seq0 = UINT64_MAX;
-    int rc =
-        store_audit_apply(s, txn, c->op->rec, c->op->rec_len, c->op->time_ms, c->op->lock, &c->seq);
+    int rc = store_audit_apply(s, txn, c->op->rec, c->op->rec_len, c->op->time_ms, c->op->lock,
+                               c->op->principal, &c->seq);
     if (rc != 0 || s->opts.audit_max_records == 0) {
         return rc;
     }
@@ -372,7 +392,8 @@ store_audit_count(struct store *s, uint64_t *n)
 struct qwalk {
     const struct store_audit_query *q; /* the query */
     int64_t until;                     /* exclusive upper time bound */
-    size_t lock_len;                   /* q->lock's length (index walks) */
+    const char *name;                  /* q->lock or q->who (index walks) */
+    size_t name_len;                   /* its length */
     uint32_t count;                    /* records delivered */
     struct store_audit_cursor last;    /* the last one delivered */
     bool more;                         /* a record past the limit exists */
@@ -442,13 +463,14 @@ walk_all(struct store *s, MDB_txn *txn, struct qwalk *w, const uint8_t *start,
     return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* Walk "audit_lock" for one lock from key start, looking each record up. */
+/* Walk index dbi ("audit_lock" or "audit_who") for one name from key start,
+ * looking each record up. */
 static int
-walk_lock(struct store *s, MDB_txn *txn, struct qwalk *w, const uint8_t *start, size_t start_len,
-          store_audit_each_fn *fn, void *arg)
+walk_index(struct store *s, MDB_txn *txn, MDB_dbi dbi, struct qwalk *w, const uint8_t *start,
+           size_t start_len, store_audit_each_fn *fn, void *arg)
 {
     MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, s->dbi_index, &cur);
+    int rc = mdb_cursor_open(txn, dbi, &cur);
     if (rc != 0) {
         return rc;
     }
@@ -460,9 +482,9 @@ walk_lock(struct store *s, MDB_txn *txn, struct qwalk *w, const uint8_t *start, 
         int64_t t;
         uint64_t seq;
         const uint8_t *p = k.mv_data;
-        if (k.mv_size < 1 + w->lock_len || p[0] != w->lock_len ||
-            memcmp(p + 1, w->q->lock, w->lock_len) != 0) {
-            break; /* past this lock's entries */
+        if (k.mv_size < 1 + w->name_len || p[0] != w->name_len ||
+            memcmp(p + 1, w->name, w->name_len) != 0) {
+            break; /* past this name's entries */
         }
         if (store_rec_index_key_decode(p, k.mv_size, &ll, &t, &seq) != 0) {
             atomic_fetch_add(&s->st_damaged, 1);
@@ -501,7 +523,9 @@ store_audit_query(struct store *s, const struct store_audit_query *q, store_audi
         memset(next, 0, sizeof(*next));
     }
     if (q->limit < 1 || q->limit > STORE_AUDIT_LIMIT_MAX || fn == NULL ||
-        (q->lock != NULL && strnlen(q->lock, STORE_LOCK_MAX + 1) > STORE_LOCK_MAX)) {
+        (q->lock != NULL && strnlen(q->lock, STORE_LOCK_MAX + 1) > STORE_LOCK_MAX) ||
+        (q->who != NULL &&
+         (q->lock != NULL || strnlen(q->who, STORE_WHO_MAX + 1) > STORE_WHO_MAX))) {
         return ERR_INVAL;
     }
     struct qwalk w = {.q = q, .until = q->until_ms > 0 ? q->until_ms : INT64_MAX};
@@ -521,11 +545,18 @@ store_audit_query(struct store *s, const struct store_audit_query *q, store_audi
         return err;
     }
     int rc;
-    if (q->lock != NULL) {
-        w.lock_len = strlen(q->lock);
+    if (q->lock != NULL || q->who != NULL) {
+        w.name = q->lock != NULL ? q->lock : q->who;
+        w.name_len = strlen(w.name);
         uint8_t ik[STORE_KEY_INDEX_MAX];
-        size_t ilen = store_rec_index_key(q->lock, t0, seq0, ik);
-        rc = walk_lock(s, txn, &w, ik, ilen, fn, arg);
+        size_t ilen = store_rec_index_key(w.name, t0, seq0, ik);
+        if (q->lock != NULL) {
+            rc = walk_index(s, txn, s->dbi_index, &w, ik, ilen, fn, arg);
+        } else if (s->has_who) {
+            rc = walk_index(s, txn, s->dbi_who, &w, ik, ilen, fn, arg);
+        } else {
+            rc = 0; /* an older store opened read-only: no index by principal */
+        }
     } else {
         uint8_t ak[STORE_KEY_AUDIT_LEN];
         store_rec_audit_key(t0, seq0, ak);

@@ -35,6 +35,7 @@ store_opts_init(struct store_opts *o)
     o->audit_max_age_ms = 30ull * 24 * 3600 * 1000;
     o->retention_interval_ms = 1000;
     o->audit_max_per_lock = 10000;
+    o->audit_max_per_principal = 100000;
 }
 
 int
@@ -371,12 +372,14 @@ open_dbis(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errle
     if (rc == MDB_NOTFOUND && !create) {
         s->has_upload = false;
         s->has_quota = false;
+        s->has_who = false;
         return 0;
     }
     s->has_upload = rc == 0;
     if (rc != 0) {
         return rc;
     }
+    bool recount = false;
     rc = mdb_dbi_open(txn, "audit_quota", 0, &s->dbi_quota);
     if (rc == MDB_NOTFOUND && create) {
         /* a store from before the quota: count what it holds, once */
@@ -384,11 +387,34 @@ open_dbis(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errle
         if (rc == 0) {
             rc = store_audit_quota_rebuild(s, txn);
         }
+        recount = true;
     } else if (rc == MDB_NOTFOUND) {
         s->has_quota = false;
+        s->has_who = false;
         return 0;
     }
     s->has_quota = rc == 0;
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_dbi_open(txn, "audit_who", 0, &s->dbi_who);
+    if (rc == MDB_NOTFOUND && create) {
+        /* a store from before the per-principal quota: index and count what it holds, once */
+        rc = mdb_dbi_open(txn, "audit_who", MDB_CREATE, &s->dbi_who);
+        s->has_who = rc == 0;
+        if (rc == 0) {
+            rc = store_audit_who_rebuild(s, txn, true);
+        }
+        return rc;
+    }
+    if (rc == MDB_NOTFOUND) {
+        s->has_who = false;
+        return 0;
+    }
+    s->has_who = rc == 0;
+    if (rc == 0 && recount) {
+        rc = store_audit_who_rebuild(s, txn, false); /* its counters went with the table */
+    }
     return rc;
 }
 
@@ -454,10 +480,12 @@ check_opts(const struct store_opts *o, char *errbuf, size_t errlen)
         return ERR_INVAL;
     }
     if (o->audit_flush_ms < 1 || o->audit_flush_ms > 10 || o->queue_max < 1 ||
-        o->retention_interval_ms < 1 || o->audit_max_per_lock == 1) {
+        o->retention_interval_ms < 1 || o->audit_max_per_lock == 1 ||
+        o->audit_max_per_principal == 1) {
         errmsg(errbuf, errlen,
                "store: audit_flush_ms (1..10), queue_max, "
-               "retention_interval_ms must be set; audit_max_per_lock 0 or >= 2");
+               "retention_interval_ms must be set; audit_max_per_lock and "
+               "audit_max_per_principal 0 or >= 2");
         return ERR_INVAL;
     }
     return 0;

@@ -73,7 +73,8 @@
 #define STORE_KEY_MAX       1024
 #define STORE_OPERATION_MAX 32
 #define STORE_UA_MAX        256
-#define STORE_TRACE_MAX     32 /* a W3C trace id: 32 hex digits */
+#define STORE_TRACE_MAX     32                  /* a W3C trace id: 32 hex digits */
+#define STORE_WHO_MAX       STORE_PRINCIPAL_MAX /* store_audit_who's answer (<= STORE_LOCK_MAX) */
 #define STORE_UPLOAD_ID_MAX                                                                        \
     382 /* longer upload ids are not tracked: 1 + lock + id is an                                  \
            LMDB key (<= 511 bytes) */
@@ -109,6 +110,9 @@ struct store_opts {
     uint64_t audit_max_per_lock;    /* keep at most this many audit records per lock: its
                                        first and its newest; the middle ones are dropped and
                                        counted (0 = no quota, else >= 2; default 10,000) */
+    uint64_t audit_max_per_principal; /* the same per principal, or per origin for
+                                         unauthenticated clients (store_audit_who)
+                                         (0 = no quota, else >= 2; default 100,000) */
 };
 
 /* Per-lock fence entry, copied out of the store. */
@@ -186,6 +190,8 @@ struct store_audit_cursor {
 /* An audit query: records with since_ms <= time < until_ms, oldest first. */
 struct store_audit_query {
     const char *lock;                /* NULL: every lock; else only this lock */
+    const char *who;                 /* NULL: everyone; else only this principal or origin
+                                        (store_audit_who's form); not with lock */
     int64_t since_ms;                /* inclusive lower bound (0 = from the start) */
     int64_t until_ms;                /* exclusive upper bound (0 = no bound) */
     uint32_t limit;                  /* at most this many records (1..STORE_AUDIT_LIMIT_MAX) */
@@ -510,11 +516,27 @@ MUST_USE int store_audit_prune_sync(struct store *s, int64_t now_ms, uint32_t ma
  * store_audit_lock_stats - the quota counters of one lock's audit records.
  * [in]  lock     a lock name, or "" (records with no lock)
  * [out] kept     records of lock stored now
- * [out] dropped  records of lock deleted by the per-lock quota so far
+ * [out] dropped  records of lock deleted by a quota (per lock or per principal) so far
  * Returns 0 (zeros for a lock never refused), ERR_INVAL, ERR_IO.
  */
 MUST_USE int store_audit_lock_stats(struct store *s, const char *lock, uint64_t *kept,
                                     uint64_t *dropped);
+
+/*
+ * store_audit_who_stats - the same counters for one principal or origin
+ * (store_audit_who's form): its records kept now, and those of its records
+ * deleted by either quota.  Returns 0, ERR_INVAL, ERR_IO.
+ */
+MUST_USE int store_audit_who_stats(struct store *s, const char *who, uint64_t *kept,
+                                   uint64_t *dropped);
+
+/*
+ * store_audit_who - whom the per-principal quota counts a record against:
+ * principal when it is not empty, else "@" + client's address without its
+ * port ("192.0.2.7:51234" -> "@192.0.2.7", "[::1]:80" -> "@[::1]"); NULL is
+ * "".  Writes at most STORE_WHO_MAX bytes and a NUL into out.
+ */
+void store_audit_who(const char *principal, const char *client, char out[STORE_WHO_MAX + 1]);
 
 /*
  * store_audit_kind_name - "stale", "not_granted", "cut", "missing_token",

@@ -43,7 +43,7 @@ struct store_op {
     char lock[STORE_LOCK_MAX + 1];        /* fence and election: the lock */
     uint64_t value;                       /* fence: token; election: epoch */
     char request_id[STORE_REQID_MAX + 1]; /* fence: who advanced it */
-    char principal[STORE_PRINCIPAL_MAX + 1]; /* fence: its principal */
+    char principal[STORE_PRINCIPAL_MAX + 1]; /* fence: its principal; audit: store_audit_who */
     int64_t time_ms;                         /* audit: record time (keys) */
     store_fence_done_fn *fence_cb;           /* callbacks; at most one is set */
     store_elect_done_fn *elect_cb;
@@ -67,6 +67,8 @@ struct store {
     MDB_dbi dbi_quota;       /* "audit_quota": 'q' + lock -> (kept, dropped) (audit_quota.c) */
     bool has_quota;          /* the "audit_quota" database exists (an older read-only store
                                 may lack it) */
+    MDB_dbi dbi_who;         /* "audit_who": (who, time, seq) -> empty (audit_quota.c) */
+    bool has_who;            /* the "audit_who" database exists (idem) */
     uint64_t audit_txn_seq0; /* the lowest audit seq appended by the write transaction
                                 running now (UINT64_MAX: none); guarded by wlock */
     bool has_upload;         /* the "upload" database exists (an older read-only store may
@@ -150,24 +152,39 @@ int store_fence_apply(struct store *s, MDB_txn *txn, const char *lock, uint64_t 
 int store_elect_apply(struct store *s, MDB_txn *txn, const char *lock, uint64_t epoch,
                       int64_t now_ms, uint64_t *epoch_now);
 int store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len,
-                      int64_t time_ms, const char *lock, uint64_t *seq);
+                      int64_t time_ms, const char *lock, const char *who, uint64_t *seq);
 /* Apply an upload-table op (STORE_OP_UPLOAD_PUT / _DEL) inside a write transaction. */
 int store_upload_apply(struct store *s, MDB_txn *txn, const struct store_op *op);
 /* Delete, oldest first, records beyond the caps (age: if now_ms >= 0); at most max. */
 int store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t max,
                           uint64_t *deleted, bool *more);
 
+/* The two scopes of the audit quota; the byte is the prefix of its counter key. */
+enum store_quota_scope {
+    STORE_QUOTA_LOCK = 'q', /* per lock: opts.audit_max_per_lock, index "audit_lock" */
+    STORE_QUOTA_WHO = 'p',  /* per principal or origin: opts.audit_max_per_principal,
+                               index "audit_who" */
+};
+
 /*
- * The per-lock audit quota (audit_quota.c), inside a write transaction:
- * _add counts a record just appended for lock and deletes that lock's
- * second-oldest records past opts.audit_max_per_lock (never one of this
- * transaction: audit_txn_seq0), *evicted how many; _forget uncounts one
- * deleted by retention; _rebuild counts every lock's records (a store that
- * had no "audit_quota" yet).  Return 0 or an MDB_* code.
+ * The audit quotas (audit_quota.c), inside a write transaction:
+ * _add counts a record just appended for name in scope and deletes that
+ * scope's second-oldest records past its bound (never one of this
+ * transaction: audit_txn_seq0), *evicted how many; _unindex removes a
+ * record's entries (value v at (t, seq)) from both indexes and uncounts
+ * them, as dropped by a quota if dropped_by_quota (retention: not);
+ * _quota_rebuild counts every lock's records (a store that had no
+ * "audit_quota" yet); _who_rebuild counts every principal's and origin's
+ * records, after indexing them if index (a store that had no "audit_who"
+ * yet).  Return 0 or
+ * an MDB_* code.
  */
-int store_audit_quota_add(struct store *s, MDB_txn *txn, const char *lock, uint64_t *evicted);
-int store_audit_quota_forget(struct store *s, MDB_txn *txn, const char *lock);
+int store_audit_quota_add(struct store *s, MDB_txn *txn, enum store_quota_scope scope,
+                          const char *name, uint64_t *evicted);
+int store_audit_unindex(struct store *s, MDB_txn *txn, const MDB_val *v, int64_t t, uint64_t seq,
+                        bool dropped_by_quota);
 int store_audit_quota_rebuild(struct store *s, MDB_txn *txn);
+int store_audit_who_rebuild(struct store *s, MDB_txn *txn, bool index);
 
 /* Worker (worker.c). */
 MUST_USE int store_worker_start(struct store *s);

@@ -79,8 +79,8 @@ batch_write(struct store *s, MDB_txn *txn, void *arg)
             rc = store_elect_apply(s, txn, op->lock, op->value, now, &op->result);
             break;
         case STORE_OP_AUDIT:
-            rc =
-                store_audit_apply(s, txn, op->rec, op->rec_len, op->time_ms, op->lock, &op->result);
+            rc = store_audit_apply(s, txn, op->rec, op->rec_len, op->time_ms, op->lock,
+                                   op->principal, &op->result);
             naudit++;
             break;
         case STORE_OP_UPLOAD_PUT:

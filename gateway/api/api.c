@@ -255,8 +255,8 @@ static void
 get_audit(struct gw_req *req, struct store *st, const struct gw_principal *principal)
 {
     const char *query = gw_req_query(req);
-    char lock[160], since[64], until[64], limit[24], after[128];
-    bool has_lock, has_since, has_until, has_limit, has_after;
+    char lock[160], since[64], until[64], limit[24], after[128], who[STORE_WHO_MAX + 2];
+    bool has_lock, has_since, has_until, has_limit, has_after, has_who;
     struct store_audit_query q = {.limit = API_AUDIT_DEF};
     uint64_t n;
 
@@ -264,9 +264,24 @@ get_audit(struct gw_req *req, struct store *st, const struct gw_principal *princ
         param(query, "since", since, sizeof(since), &has_since) ||
         param(query, "until", until, sizeof(until), &has_until) ||
         param(query, "limit", limit, sizeof(limit), &has_limit) ||
-        param(query, "after", after, sizeof(after), &has_after)) {
+        param(query, "after", after, sizeof(after), &has_after) ||
+        param(query, "principal", who, sizeof(who), &has_who)) {
         send_json_error(req, 400, "bad_request", "A query parameter is malformed.");
         return;
+    }
+    if (has_who) {
+        if (has_lock || who[0] == '\0' || strlen(who) > STORE_WHO_MAX) {
+            send_json_error(req, 400, "bad_request",
+                            "principal must be a principal's name or @ADDRESS, without lock.");
+            return;
+        }
+        /* a principal's own records and counts; every client's for an admin
+         * (or anonymous loopback mode) */
+        if (principal != NULL && !principal->admin && strcmp(principal->name, who) != 0) {
+            send_json_error(req, 403, "denied", "This principal may not see another's records.");
+            return;
+        }
+        q.who = who;
     }
     if (has_lock) {
         if (!lock_name_valid(lock)) {
@@ -335,6 +350,15 @@ get_audit(struct gw_req *req, struct store *st, const struct gw_principal *princ
         rc = store_audit_lock_stats(st, q.lock, &kept, &dropped);
         if (rc == 0) {
             rc = buf_printf(&b, ",\"lock_kept\":%llu,\"lock_dropped\":%llu",
+                            (unsigned long long)kept, (unsigned long long)dropped);
+        }
+    }
+    if (rc == 0 && q.who != NULL) {
+        /* the per-principal quota's count, as the per-lock one */
+        uint64_t kept = 0, dropped = 0;
+        rc = store_audit_who_stats(st, q.who, &kept, &dropped);
+        if (rc == 0) {
+            rc = buf_printf(&b, ",\"principal_kept\":%llu,\"principal_dropped\":%llu",
                             (unsigned long long)kept, (unsigned long long)dropped);
         }
     }

@@ -690,6 +690,7 @@ static const struct gw_json_table_field audit_fields[] = {
     FU32("retention_days", AU(retention_days), 1, 36500, 30),
     FU64("max_records", AU(max_records), 1, 1000000000000ull, 1000000),
     FU64("max_records_per_lock", AU(max_records_per_lock), 2, 1000000000000ull, 10000),
+    FU64("max_records_per_principal", AU(max_records_per_principal), 2, 1000000000000ull, 100000),
     FU32("queue_max", AU(queue_max), 1, 16777216, 65536),
 };
 #undef AU

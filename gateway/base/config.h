@@ -189,8 +189,10 @@ struct gw_config {
                                           the middle ones are dropped and counted
                                           (DESIGN.md "Audit retention under a flood");
                                           default 10000 */
-        uint32_t queue_max;            /* store operations queued at most; a refusal whose record
-                                          cannot be queued is answered 503 SlowDown; default 65536 */
+        uint64_t max_records_per_principal; /* the same per principal, or per client address
+                                               when unauthenticated; default 100000 */
+        uint32_t queue_max; /* store operations queued at most; a refusal whose record
+                               cannot be queued is answered 503 SlowDown; default 65536 */
     } audit;
 
     struct {

@@ -14,10 +14,16 @@ reads each of its locks as GET would (the worst case, "cold" every time):
     warm, and one from the middle of the list; a /fences page first and middle;
   - RSS per lock once every lock was listed (all loaded), store disk per lock;
   - acquire rate of new locks beside the fleet (sequential, 1 connection).
-Then, at 1k locks: refusal throughput and p50/p99 at 1, 8 and 64 connections,
-and a bounded audit flood (BENCH_FLOOD_S, default 20 s, not the issue's
-5 minutes) on one lock beside a quiet lock: records kept per lock and the
-quiet lock's oldest record still there.
+Then, on a fresh gateway: refusal throughput and p50/p99 at 1, 8 and 64
+connections, and the audit under a flood (BENCH_FLOOD_S seconds, default 300:
+the issue's 5 minutes) from one client address (127.0.0.2, 8 connections:
+4 repeating one stale write on one lock, 4 spread over 10,000 locks) beside
+a quiet client (127.0.0.1) refused once before and once during the flood:
+records kept and dropped per lock and for the flooding client, and whether
+the quiet client's oldest record survived.
+
+BENCH_SMOKE=1: a smoke run (1k and 10k locks, 10 s flood, 2 s per refusal
+row) unless BENCH_SIZES / BENCH_FLOOD_S say otherwise.
 """
 import http.client
 import json
@@ -34,8 +40,13 @@ import time
 
 BIN = os.environ.get("FENCEGATE_BIN", "build/fencegate")
 SEED = os.environ.get("FENCEGATE_SEED", "build/tests/helpers/store_seed")
-SIZES = [int(x) for x in os.environ.get("BENCH_SIZES", "1000,10000,100000").split(",")]
-FLOOD_S = float(os.environ.get("BENCH_FLOOD_S", "20"))
+SMOKE = os.environ.get("BENCH_SMOKE", "0") == "1"
+SIZES = [int(x) for x in
+         os.environ.get("BENCH_SIZES", "1000,10000" if SMOKE else "1000,10000,100000").split(",")]
+FLOOD_S = float(os.environ.get("BENCH_FLOOD_S", "10" if SMOKE else "300"))
+REFUSE_S = 2 if SMOKE else 5
+SPREAD_LOCKS = 10000
+AUDIT = {"max_records": 20000, "max_records_per_lock": 1000, "max_records_per_principal": 5000}
 MKDIRS = os.environ.get("BENCH_MKDIRS", "0") == "1"
 API = "/_fencegate/v1"
 
@@ -99,8 +110,9 @@ class Gw:
                     return int(line.split()[1])
         return 0
 
-    def conn(self):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+    def conn(self, source="127.0.0.1"):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60,
+                                          source_address=(source, 0))
 
     def req(self, method, path, body=None, headers=None, conn=None):
         c = conn or self.conn()
@@ -211,13 +223,17 @@ def stale_token(gw, lock):
     return g1["token"]
 
 
-def refuse_loop(gw, lock, token, stop, lat, counts, idx):
-    c = gw.conn()
-    h = {"X-Fencing-Token": str(token), "X-Fencing-Lock": lock, "Content-Length": "6"}
+def refuse_loop(gw, lock, token, stop, lat, counts, idx, source, spread):
+    """Refused writes until stop: a stale token on lock, or (spread) a token
+    never granted on a new lock of SPREAD_LOCKS each time."""
+    c = gw.conn(source)
     n = 0
     while not stop.is_set():
+        name = f"s{(idx * 7919 + n) % SPREAD_LOCKS:05d}" if spread else lock
+        h = {"X-Fencing-Token": "999999" if spread else str(token), "X-Fencing-Lock": name,
+             "Content-Length": "6"}
         t0 = time.perf_counter()
-        st, _ = gw.req("PUT", f"/b/{lock}/k", b"zombie", h, c)
+        st, _ = gw.req("PUT", f"/b/{'spread' if spread else lock}/{name}", b"zombie", h, c)
         lat.append((time.perf_counter() - t0) * 1000)
         if st != 409:
             raise SystemExit(f"expected 409, got {st}")
@@ -226,9 +242,11 @@ def refuse_loop(gw, lock, token, stop, lat, counts, idx):
     c.close()
 
 
-def refusals(gw, token, conns, secs):
+def refusals(gw, token, conns, secs, source="127.0.0.3", spread=0):
+    """conns connections from source, the last `spread` of them spread over many locks."""
     stop, lat, counts = threading.Event(), [], [0] * conns
-    th = [threading.Thread(target=refuse_loop, args=(gw, "orders", token, stop, lat, counts, i))
+    th = [threading.Thread(target=refuse_loop, args=(gw, "orders", token, stop, lat, counts, i,
+                                                     source, i >= conns - spread))
           for i in range(conns)]
     t0 = time.perf_counter()
     for t in th:
@@ -242,9 +260,22 @@ def refusals(gw, token, conns, secs):
     return (sum(counts) / took, statistics.median(lat), lat[int(len(lat) * 0.99) - 1])
 
 
-def audit_of(gw, lock):
-    st, data = gw.req("GET", f"{API}/audit?lock={lock}&limit=1")
+def audit_of(gw, query):
+    st, data = gw.req("GET", f"{API}/audit?{query}&limit=1000")
+    assert st == 200, data
     return json.loads(data)
+
+
+def quiet_refusal(gw, token):
+    """One stale write on the quiet lock from 127.0.0.1; its request id."""
+    c = gw.conn()
+    c.request("PUT", "/b/quiet/k", body=b"zombie",
+              headers={"X-Fencing-Token": str(token), "X-Fencing-Lock": "quiet"})
+    r = c.getresponse()
+    r.read()
+    c.close()
+    assert r.status == 409
+    return r.getheader("x-amz-request-id")
 
 
 def main():
@@ -261,31 +292,39 @@ def main():
                   f"{r['acquire_per_s']:9.0f}  {r['dir_disk_per_lock_b']:15.0f}  "
                   f"{r['restart_ready_s']:15.2f}", flush=True)
         work = tempfile.mkdtemp(prefix="fg-refuse-", dir=root)
-        gw = Gw(work, {"audit": {"max_records": 20000, "max_records_per_lock": 1000}})
+        gw = Gw(work, {"audit": AUDIT})
         gw.start()
         token = stale_token(gw, "orders")
         quiet = stale_token(gw, "quiet")
-        c = gw.conn()
-        st, _ = gw.req("PUT", "/b/quiet/k", b"zombie",
-                       {"X-Fencing-Token": str(quiet), "X-Fencing-Lock": "quiet"}, c)
-        assert st == 409
-        first_quiet = audit_of(gw, "quiet")["records"][0]
+        before = quiet_refusal(gw, quiet)
         print("\nrefusals (stale writes, one lock, audit committed before each 409)")
         print("conns  refusals/s  p50 ms  p99 ms")
         for conns in (1, 8, 64):
-            rate, p50, p99 = refusals(gw, token, conns, 5)
+            rate, p50, p99 = refusals(gw, token, conns, REFUSE_S)
             print(f"{conns:5}  {rate:10.0f}  {p50:6.1f}  {p99:6.1f}", flush=True)
-        print(f"\naudit flood: {FLOOD_S:.0f} s at 8 connections on one lock "
-              "(max_records 20000, max_records_per_lock 1000)")
-        rate, _, _ = refusals(gw, token, 8, FLOOD_S)
-        a = audit_of(gw, "orders")
-        q = audit_of(gw, "quiet")
-        oldest = q["records"][0] if q["records"] else None
-        print(f"flood: {rate:.0f} refusals/s; flood lock (all refusals of this run) kept "
-              f"{a['lock_kept']}, "
-              f"dropped {a['lock_dropped']}; quiet lock kept {q['lock_kept']}, oldest record "
-              f"{'still there' if oldest and oldest['seq'] == first_quiet['seq'] else 'GONE'} "
-              f"({first_quiet['time']})")
+        print(f"\naudit flood: {FLOOD_S:.0f} s from one client (127.0.0.2), 8 connections: 4 on "
+              f"one lock, 4 spread over {SPREAD_LOCKS} locks; " +
+              ", ".join(f"{k} {v}" for k, v in AUDIT.items()))
+        box = {}
+        th = threading.Thread(target=lambda: box.update(
+            r=refusals(gw, token, 8, FLOOD_S, source="127.0.0.2", spread=4)))
+        th.start()
+        time.sleep(min(1.0, FLOOD_S / 2))
+        during = quiet_refusal(gw, quiet)
+        th.join()
+        rate, p50, p99 = box["r"]
+        a = audit_of(gw, "lock=orders")
+        f = audit_of(gw, "principal=@127.0.0.2")
+        q = audit_of(gw, "lock=quiet")
+        ids = [r["request_id"] for r in q["records"]]
+        print(f"flood: {rate:.0f} refusals/s (p50 {p50:.1f} ms, p99 {p99:.1f} ms)")
+        print(f"  the flood's lock kept {a['lock_kept']}, dropped {a['lock_dropped']} "
+              f"(of this run's {a['lock_kept'] + a['lock_dropped']} refusals on it)")
+        print(f"  the flooding client kept {f['principal_kept']}, dropped "
+              f"{f['principal_dropped']}")
+        print(f"  the quiet client's lock kept {q['lock_kept']}; its oldest record (before the "
+              f"flood) {'still there' if before in ids else 'GONE'}, the one during the flood "
+              f"{'still there' if during in ids else 'GONE'}")
         gw.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,7 +1,8 @@
 """Scale: paged lock and fence listings (every entry exactly once,
 whatever the total), a lock list that agrees with each lock's own GET after a
-restart, and an audit log that one flooding client cannot wipe (the per-lock
-quota: DESIGN.md "Audit retention under a flood").
+restart, and an audit log that one flooding client cannot wipe, on one lock
+or over many (the per-lock and per-principal quotas: DESIGN.md "Audit
+retention under a flood").
 
 The 25,000 locks are seeded straight into the store by
 tests/helpers/store_seed (election cache and fence table, grouped commits):
@@ -298,3 +299,141 @@ def test_client_hanging_up_mid_page(gateway, rgw, tmp_path):
     got, pages = page_all(gw, "locks", limit=10000)
     assert len(got) == 20000 and len(pages) == 2
     assert gw.alive()
+
+
+# ---- the audit under a flood spread over many locks: the per-principal quota ----
+
+PQ = 50  # audit.max_records_per_principal
+SPREAD = 600  # refusals in the flood, each lock refused at most twice (under the per-lock quota)
+SPREAD_LOCKS = 300
+# name -> (access key, secret key, extra principal keys)
+PEOPLE = {
+    "zombie": ("AKIAFGSCALEZOMBIE", "zombie-secret-0123456789abcdef", {}),
+    "quiet": ("AKIAFGSCALEQUIET", "quiet-secret-0123456789abcdefg", {}),
+    "ops": ("AKIAFGSCALEOPS", "ops-secret-0123456789abcdefghij", {"admin": True, "locks": []}),
+}
+
+
+def _signed(method, url, who, headers=None, data=b""):
+    """A request signed as principal who by botocore's SigV4 signer."""
+    import hashlib
+
+    import botocore.auth
+    import botocore.awsrequest
+    import botocore.credentials
+
+    ak, sk = PEOPLE[who][:2]
+    req = botocore.awsrequest.AWSRequest(method=method, url=url, data=data,
+                                         headers=dict(headers or {}))
+    req.headers["X-Amz-Content-SHA256"] = hashlib.sha256(data).hexdigest()
+    botocore.auth.S3SigV4Auth(botocore.credentials.Credentials(ak, sk), "s3",
+                              "us-east-1").add_auth(req)
+    p = req.prepare()
+    return requests.request(method, p.url, data=data, headers=dict(p.headers), timeout=30)
+
+
+def _not_granted(gw, bucket, who, lock):
+    """A write with a token no epoch of lock was ever granted: 409, audited.
+    who None: unsigned (an unauthenticated client, counted by its address)."""
+    url = f"{gw.url}/{bucket}/spread/{lock}"
+    h = {"X-Fencing-Token": "999", "X-Fencing-Lock": lock}
+    if who is None:
+        r = requests.put(url, data=b"zombie", headers=h, timeout=30)
+    else:
+        r = _signed("PUT", url, who, h, b"zombie")
+    assert r.status_code == 409 and "<Code>FencingTokenNotGranted</Code>" in r.text, r.text
+    rid = r.headers.get("x-amz-request-id")
+    assert rid, r.headers
+    return rid
+
+
+def _spread_flood(gw, bucket, who, n, locks, threads=8):
+    with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+        return list(ex.map(lambda i: _not_granted(gw, bucket, who, f"s{i % locks:04d}"), range(n)))
+
+
+def _audit_of(gw, asker, **params):
+    """Every record of one query (paged) and the answer's last page."""
+    recs, after = [], None
+    while True:
+        q = dict(params, limit=1000)
+        if after:
+            q["after"] = after
+        url = f"{gw.url}{API}/audit?" + "&".join(f"{k}={v}" for k, v in q.items())
+        r = _signed("GET", url, asker) if asker else requests.get(url, timeout=30)
+        assert r.status_code == 200, r.text
+        j = r.json()
+        recs.extend(j["records"])
+        after = j["next"]
+        if not after:
+            return recs, j
+
+
+def principal_gateway(gateway, tmp_path, people=True):
+    extra = {"audit": {"max_records": MAX_RECORDS, "max_records_per_lock": QUOTA,
+                       "max_records_per_principal": PQ}}
+    if people:
+        extra["principals"] = [dict(name=n, access_key=ak, secret_key=sk, **x)
+                               for n, (ak, sk, x) in PEOPLE.items()]
+    return dir_gateway(gateway, tmp_path, extra=extra)
+
+
+def test_spread_flood_leaves_other_principals_records(gateway, rgw, bucket, tmp_path):
+    """One principal refused 600 times over 300 locks (no lock past its own
+    quota), in a log of at most 200 records: the other principal's records
+    from before and during the flood stay findable by their request ids;
+    the flood keeps its first and newest records and counts the rest."""
+    gw = principal_gateway(gateway, tmp_path)
+    before = _not_granted(gw, bucket, "quiet", "calm")
+    first = _not_granted(gw, bucket, "zombie", "s0000")
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        flood = ex.submit(_spread_flood, gw, bucket, "zombie", SPREAD - 1, SPREAD_LOCKS)
+        time.sleep(0.2)
+        during = _not_granted(gw, bucket, "quiet", "calm")
+        rids = flood.result()
+    assert not flood.exception()
+    recs, j = _audit_of(gw, "quiet", principal="quiet")
+    assert [r["request_id"] for r in recs] == [before, during], recs
+    assert (j["principal_kept"], j["principal_dropped"]) == (2, 0)
+    recs, j = _audit_of(gw, "ops", lock="calm")
+    assert [r["request_id"] for r in recs] == [before, during]
+    recs, j = _audit_of(gw, "ops", principal="zombie")
+    assert len(recs) == j["principal_kept"] == PQ, len(recs)
+    assert j["principal_kept"] + j["principal_dropped"] == SPREAD
+    assert recs[0]["request_id"] == first
+    assert recs[-1]["request_id"] in rids
+    # a principal reads its own records and counts only
+    r = _signed("GET", f"{gw.url}{API}/audit?principal=zombie", "quiet")
+    assert r.status_code == 403, r.text
+    r = _signed("GET", f"{gw.url}{API}/audit?principal=quiet&lock=calm", "ops")
+    assert r.status_code == 400, r.text
+
+
+def test_principal_quota_refusal_answers_409_with_findable_id(gateway, rgw, bucket, tmp_path):
+    """Past its principal's quota, a refusal (each on a new lock) is still
+    answered 409 only once its record committed (G7): the audit API finds
+    its request id at once, by principal and by lock."""
+    gw = principal_gateway(gateway, tmp_path)
+    first = _not_granted(gw, bucket, "zombie", "s0000")
+    _spread_flood(gw, bucket, "zombie", 3 * PQ, 3 * PQ)
+    for i in range(5):
+        lock = f"new{i}"
+        rid = _not_granted(gw, bucket, "zombie", lock)
+        recs, j = _audit_of(gw, "zombie", principal="zombie")  # no wait: committed before the 409
+        ids = [r["request_id"] for r in recs]
+        assert ids[-1] == rid and ids[0] == first, (rid, ids[:2], ids[-3:])
+        assert j["principal_kept"] == PQ and j["principal_dropped"] > 0
+        recs, _ = _audit_of(gw, "zombie", lock=lock)
+        assert [r["request_id"] for r in recs] == [rid]
+
+
+def test_unauthenticated_flood_counted_by_address(gateway, rgw, bucket, tmp_path):
+    """Without principals, a client is counted by its address: loopback's
+    flood over many locks keeps PQ records under "@127.0.0.1"."""
+    gw = principal_gateway(gateway, tmp_path, people=False)
+    first = _not_granted(gw, bucket, None, "s0000")
+    _spread_flood(gw, bucket, None, 2 * PQ, 2 * PQ)
+    recs, j = _audit_of(gw, None, principal="@127.0.0.1")
+    assert len(recs) == j["principal_kept"] == PQ
+    assert j["principal_kept"] + j["principal_dropped"] == 2 * PQ + 1
+    assert recs[0]["request_id"] == first

@@ -1,8 +1,8 @@
 /* tests/unit/store/audit_quota_test.c: store/audit_quota.c: the per-lock
- * audit quota keeps a lock's first and newest records and counts the rest;
- * other locks' records are untouched; retention by age and count still
- * applies and keeps the counters right; a store from before the quota is
- * counted on open. */
+ * and per-principal audit quotas keep a lock's (a client's) first and newest
+ * records and count the rest; other locks' and clients' records are
+ * untouched; retention by age and count still applies and keeps the
+ * counters right; a store from before either quota is counted on open. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,18 +29,42 @@ teardown(void **state)
 }
 
 static struct store *
-open_q(const char *dir, uint64_t per_lock, uint64_t max_records, uint64_t max_age_ms)
+open_pq(const char *dir, uint64_t per_lock, uint64_t per_who, uint64_t max_records,
+        uint64_t max_age_ms)
 {
     struct store_opts o;
     store_opts_init(&o);
     o.data_dir = dir;
     o.audit_max_per_lock = per_lock;
+    o.audit_max_per_principal = per_who;
     o.audit_max_records = max_records;
     o.audit_max_age_ms = max_age_ms;
     o.retention_interval_ms = 3600 * 1000; /* the tests prune by hand */
     struct store *s = NULL;
     assert_int_equal(store_open(&o, &s, NULL, 0), 0);
     return s;
+}
+
+static struct store *
+open_q(const char *dir, uint64_t per_lock, uint64_t max_records, uint64_t max_age_ms)
+{
+    return open_pq(dir, per_lock, 0, max_records, max_age_ms);
+}
+
+/* One refusal of principal (or, when "", of client) on lock. */
+static void
+refuse_as(struct store *s, int64_t t, const char *lock, const char *principal, const char *client,
+          const char *rid)
+{
+    struct store_audit_rec r = {.time_ms = t,
+                                .kind = STORE_AUDIT_NOT_GRANTED,
+                                .token = 9,
+                                .lock = lock,
+                                .principal = principal,
+                                .client = client,
+                                .key = "k",
+                                .request_id = rid};
+    assert_int_equal(store_audit_append_sync(s, &r, NULL), 0);
 }
 
 static void
@@ -79,6 +103,24 @@ ids_of(struct store *s, const char *lock, struct ids *a)
     memset(a, 0, sizeof(*a));
     struct store_audit_query q = {.lock = lock, .limit = 1000};
     assert_int_equal(store_audit_query(s, &q, on_rec, a, NULL), 0);
+}
+
+/* The same, for the records of one principal or origin. */
+static void
+ids_of_who(struct store *s, const char *who, struct ids *a)
+{
+    memset(a, 0, sizeof(*a));
+    struct store_audit_query q = {.who = who, .limit = 1000};
+    assert_int_equal(store_audit_query(s, &q, on_rec, a, NULL), 0);
+}
+
+static void
+assert_who_stats(struct store *s, const char *who, uint64_t kept, uint64_t dropped)
+{
+    uint64_t k = 0, d = 0;
+    assert_int_equal(store_audit_who_stats(s, who, &k, &d), 0);
+    assert_int_equal(k, kept);
+    assert_int_equal(d, dropped);
 }
 
 /* A flood on one lock keeps its first record and its newest quota - 1. */
@@ -163,6 +205,7 @@ struct probe {
     char rid[16];    /* the record's request id */
     int *done;       /* callbacks run */
     int *missing;    /* callbacks whose record was already gone */
+    const char *who; /* NULL: look it up by lock "flood"; else by this principal */
 };
 
 static void
@@ -173,7 +216,11 @@ on_committed(void *arg, int err, uint64_t seq)
     char want[20];
     (void)seq;
     assert_int_equal(err, 0);
-    ids_of(p->s, "flood", &a);
+    if (p->who != NULL) {
+        ids_of_who(p->s, p->who, &a);
+    } else {
+        ids_of(p->s, "flood", &a);
+    }
     (void)snprintf(want, sizeof(want), "%s,", p->rid);
     if (strstr(a.s, want) == NULL) {
         (*p->missing)++;
@@ -247,6 +294,198 @@ test_rebuild_counts(void **state)
     store_close(s);
 }
 
+/* One client refused once on each of many locks (no lock past its quota) in a
+ * log bounded at 30 records: the per-principal quota keeps its first and
+ * newest 4 and counts the rest, and the quiet principal's records from
+ * before and after the flood survive the count bound. */
+static void
+test_principal_flood_over_many_locks(void **state)
+{
+    struct store *s = open_pq(*state, 100, 5, 30, 0);
+    refuse_as(s, 1000, "orders", "quiet", "10.0.0.9:4000", "q1");
+    for (int i = 0; i < 100; i++) {
+        char lock[16], rid[16];
+        (void)snprintf(lock, sizeof(lock), "L%03d", i);
+        (void)snprintf(rid, sizeof(rid), "z%d", i);
+        refuse_as(s, 2000 + i, lock, "zombie", "10.0.0.1:4000", rid);
+    }
+    refuse_as(s, 3000, "orders", "quiet", "10.0.0.9:4000", "q2");
+    struct ids a;
+    ids_of_who(s, "quiet", &a);
+    assert_string_equal(a.s, "q1,q2,");
+    ids_of_who(s, "zombie", &a);
+    assert_string_equal(a.s, "z0,z96,z97,z98,z99,");
+    assert_who_stats(s, "zombie", 5, 95);
+    assert_who_stats(s, "quiet", 2, 0);
+    /* the dropped records left their locks' indexes and counts too */
+    ids_of(s, "L050", &a);
+    assert_int_equal(a.n, 0);
+    uint64_t kept = 9, dropped = 0;
+    assert_int_equal(store_audit_lock_stats(s, "L050", &kept, &dropped), 0);
+    assert_int_equal(kept, 0);
+    assert_int_equal(dropped, 1);
+    ids_of(s, "L099", &a);
+    assert_string_equal(a.s, "z99,");
+    uint64_t n = 0;
+    assert_int_equal(store_audit_count(s, &n), 0);
+    assert_int_equal(n, 7);
+    store_close(s);
+}
+
+/* Without a principal, the client's address (any port) is who is counted. */
+static void
+test_origin_quota(void **state)
+{
+    struct store *s = open_pq(*state, 0, 3, 0, 0);
+    refuse_as(s, 1000, "a", "", "192.0.2.9:7", "other");
+    for (int i = 0; i < 10; i++) {
+        char client[32], rid[16], lock[16];
+        (void)snprintf(client, sizeof(client), "192.0.2.7:%d", 40000 + i);
+        (void)snprintf(rid, sizeof(rid), "o%d", i);
+        (void)snprintf(lock, sizeof(lock), "l%d", i);
+        refuse_as(s, 2000 + i, lock, NULL, client, rid);
+    }
+    struct ids a;
+    ids_of_who(s, "@192.0.2.7", &a);
+    assert_string_equal(a.s, "o0,o8,o9,");
+    assert_who_stats(s, "@192.0.2.7", 3, 7);
+    ids_of_who(s, "@192.0.2.9", &a);
+    assert_string_equal(a.s, "other,");
+    store_close(s);
+}
+
+static void
+who_is(const char *principal, const char *client, const char *want)
+{
+    char out[STORE_WHO_MAX + 1];
+    memset(out, 'x', sizeof(out));
+    store_audit_who(principal, client, out);
+    assert_string_equal(out, want);
+}
+
+static void
+test_who_names(void **state)
+{
+    (void)state;
+    who_is("worker", "192.0.2.7:51234", "worker");
+    who_is("", "192.0.2.7:51234", "@192.0.2.7");
+    who_is(NULL, "[2001:db8::1]:443", "@[2001:db8::1]");
+    who_is("", "2001:db8::1", "@2001:db8::1"); /* no port to drop */
+    who_is("", "host:", "@host:");
+    who_is("", ":80", "@");
+    who_is(NULL, NULL, "@");
+    char longp[300];
+    memset(longp, 'p', sizeof(longp) - 1);
+    longp[sizeof(longp) - 1] = '\0';
+    char out[STORE_WHO_MAX + 1];
+    store_audit_who(longp, NULL, out);
+    assert_int_equal(strlen(out), STORE_WHO_MAX);
+}
+
+/* Age retention removes a principal's old records and uncounts them (not as
+ * dropped); a per-lock eviction counts as dropped for its principal too. */
+static void
+test_principal_age_retention(void **state)
+{
+    struct store *s = open_pq(*state, 3, 4, 0, 10000);
+    for (int i = 0; i < 6; i++) {
+        char rid[16], lock[16];
+        (void)snprintf(rid, sizeof(rid), "z%d", i);
+        (void)snprintf(lock, sizeof(lock), "m%d", i);
+        refuse_as(s, 1000 + i, lock, "zombie", NULL, rid);
+    }
+    assert_who_stats(s, "zombie", 4, 2);
+    for (int i = 0; i < 3; i++) {
+        refuse_as(s, 50000 + i, "one", "late", NULL, "l");
+    }
+    refuse_as(s, 50100, "one", "other", NULL, "x"); /* "one" past 3: evicts a record of "late" */
+    assert_who_stats(s, "late", 2, 1);
+    uint64_t deleted = 0;
+    bool more = true;
+    assert_int_equal(store_audit_prune_sync(s, 20000, 100, &deleted, &more), 0);
+    assert_int_equal(deleted, 4);
+    assert_who_stats(s, "zombie", 0, 2);
+    struct ids a;
+    ids_of_who(s, "zombie", &a);
+    assert_int_equal(a.n, 0);
+    ids_of_who(s, "other", &a);
+    assert_string_equal(a.s, "x,");
+    store_close(s);
+}
+
+/* G7 with the per-principal quota: a record is never dropped by the
+ * transaction that wrote it, so each callback finds its own. */
+static void
+test_principal_same_transaction_protected(void **state)
+{
+    struct store *s = open_pq(*state, 0, 2, 0, 0);
+    refuse_as(s, 1000, "first", "zombie", NULL, "z0");
+    int done = 0;
+    int missing = 0;
+    struct probe p[10];
+    char locks[10][8];
+    for (int i = 0; i < 10; i++) {
+        p[i] = (struct probe){.s = s, .done = &done, .missing = &missing, .who = "zombie"};
+        (void)snprintf(p[i].rid, sizeof(p[i].rid), "z%d", i + 1);
+        (void)snprintf(locks[i], sizeof(locks[i]), "k%d", i);
+        struct store_audit_rec r = {.time_ms = 1001 + i,
+                                    .kind = STORE_AUDIT_STALE,
+                                    .token = 7,
+                                    .lock = locks[i],
+                                    .principal = "zombie",
+                                    .request_id = p[i].rid};
+        assert_int_equal(store_audit_append(s, &r, on_committed, &p[i]), 0);
+    }
+    tu_wait(s, &done, 10);
+    assert_int_equal(done, 10);
+    assert_int_equal(missing, 0);
+    struct ids a;
+    ids_of_who(s, "zombie", &a);
+    assert_true(strstr(a.s, "z0,") == a.s);
+    assert_non_null(strstr(a.s, "z10,"));
+    uint64_t kept = 0, dropped = 0;
+    assert_int_equal(store_audit_who_stats(s, "zombie", &kept, &dropped), 0);
+    assert_int_equal(kept, (uint64_t)a.n);
+    assert_int_equal(kept + dropped, 11);
+    store_close(s);
+}
+
+/* A store from before the per-principal quota (no "audit_who") is indexed
+ * and counted on open, and the quota applies from the next append. */
+static void
+test_who_rebuild(void **state)
+{
+    struct store *s = open_pq(*state, 0, 0, 0, 0);
+    for (int i = 1; i <= 5; i++) {
+        refuse_as(s, 1000 + i, "a", "zombie", NULL, "r");
+    }
+    refuse_as(s, 2000, "b", "", "192.0.2.1:9", "o");
+    MDB_txn *txn = NULL;
+    assert_int_equal(mdb_txn_begin(s->env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_drop(txn, s->dbi_who, 1), 0);
+    assert_int_equal(mdb_drop(txn, s->dbi_quota, 1), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    store_close(s);
+    s = open_pq(*state, 0, 3, 0, 0);
+    assert_who_stats(s, "zombie", 5, 0);
+    assert_who_stats(s, "@192.0.2.1", 1, 0);
+    refuse_as(s, 3000, "c", "zombie", NULL, "last");
+    assert_who_stats(s, "zombie", 3, 3);
+    struct ids a;
+    ids_of_who(s, "zombie", &a);
+    assert_string_equal(a.s, "r,r,last,");
+    store_close(s);
+    /* only the counters lost (the table dropped): recounted from the index */
+    s = open_pq(*state, 0, 3, 0, 0);
+    assert_int_equal(mdb_txn_begin(s->env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_drop(txn, s->dbi_quota, 1), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    store_close(s);
+    s = open_pq(*state, 0, 3, 0, 0);
+    assert_who_stats(s, "zombie", 3, 0);
+    store_close(s);
+}
+
 static void
 test_bad_options(void **state)
 {
@@ -255,6 +494,9 @@ test_bad_options(void **state)
     o.data_dir = *state;
     o.audit_max_per_lock = 1; /* cannot keep both the first and the last */
     struct store *s = NULL;
+    assert_int_equal(store_open(&o, &s, NULL, 0), ERR_INVAL);
+    o.audit_max_per_lock = 0;
+    o.audit_max_per_principal = 1;
     assert_int_equal(store_open(&o, &s, NULL, 0), ERR_INVAL);
 }
 
@@ -268,6 +510,12 @@ main(void)
         cmocka_unit_test_setup_teardown(test_age_retention_and_counters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_same_transaction_protected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuild_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_principal_flood_over_many_locks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_origin_quota, setup, teardown),
+        cmocka_unit_test(test_who_names),
+        cmocka_unit_test_setup_teardown(test_principal_age_retention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_principal_same_transaction_protected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_who_rebuild, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
