@@ -37,6 +37,9 @@ struct gw_upstream_ops {
 
 struct gw_upstream {
     const struct gw_upstream_ops *ops; /* the engine that made this client */
+    struct event_base *base;           /* borrowed */
+    struct gw_upstream_opts opts;      /* copied; opts.ca_file points at ca_file */
+    char *ca_file;                     /* owned copy */
     uint32_t connect_fails;            /* transfers in a row that could not connect */
     uint64_t connect_fail_ms;          /* when the last of them ended (mono ms) */
     char connect_err[160];             /* the text for the last connect failure */
@@ -45,6 +48,19 @@ struct gw_upstream {
 struct gw_xfer {
     const struct gw_upstream_ops *ops; /* its client's */
 };
+
+/*
+ * The set-up every engine's constructor shares (upstream.c).
+ * gw_upstream_alloc    a zeroed client of size bytes (the engine's struct,
+ *                      pub first) with pub's ops, base and a copy of opts
+ *                      (ca_file copied too) filled in; NULL when base or opts
+ *                      is NULL or out of memory (logged).
+ * gw_upstream_dealloc  frees what gw_upstream_alloc made, up included: the last
+ *                      step of an engine's free, after its own resources.
+ */
+void *gw_upstream_alloc(size_t size, const struct gw_upstream_ops *ops, struct event_base *base,
+                        const struct gw_upstream_opts *opts);
+void gw_upstream_dealloc(struct gw_upstream *up);
 
 /*
  * The unreachable streak (gw_upstream_unreachable), fed by both engines.

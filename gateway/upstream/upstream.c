@@ -1,12 +1,19 @@
 /*
  * gateway/upstream/upstream.c: gateway/upstream/upstream.h's functions: the
  * one public transfer API, each call handed to the engine a client or
- * transfer was made by through its operations table (engine.h).  The
- * unreachable streak is streak.c's.
+ * transfer was made by through its operations table (engine.h), and what
+ * the engines share: the client's set-up (gw_upstream_alloc) and the checks
+ * on a request before any engine sees it.  The unreachable streak is
+ * streak.c's.
  */
 #include "gateway/upstream/engine.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "gateway/upstream/upmsg.h"
 
 struct gw_upstream *
 gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
@@ -22,6 +29,37 @@ gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
     default:
         return NULL;
     }
+}
+
+void *
+gw_upstream_alloc(size_t size, const struct gw_upstream_ops *ops, struct event_base *base,
+                  const struct gw_upstream_opts *opts)
+{
+    if (base == NULL || opts == NULL) {
+        return NULL;
+    }
+    struct gw_upstream *up = calloc(1, size);
+    if (up == NULL) {
+        log_error("out of memory");
+        return NULL;
+    }
+    up->ops = ops;
+    up->base = base;
+    up->opts = *opts;
+    if (opts->ca_file != NULL && (up->ca_file = strdup(opts->ca_file)) == NULL) {
+        log_error("out of memory");
+        free(up);
+        return NULL;
+    }
+    up->opts.ca_file = up->ca_file;
+    return up;
+}
+
+void
+gw_upstream_dealloc(struct gw_upstream *up)
+{
+    free(up->ca_file);
+    free(up);
 }
 
 void
@@ -41,6 +79,16 @@ gw_upstream_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
         return ERR_INVAL;
     }
     *out = NULL;
+    /* the request checks both engines rely on */
+    if (rq == NULL || cbs == NULL || cbs->on_done == NULL || rq->method == NULL ||
+        rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {
+        return ERR_INVAL;
+    }
+    bool head = strcmp(rq->method, "HEAD") == 0;
+    if (rq->body_length < -1 || (rq->body_length >= 0 && (cbs->read_body == NULL || head)) ||
+        !gw_upmsg_req_method_ok(rq->method) || !gw_upmsg_req_url_ok(rq->url)) {
+        return ERR_INVAL;
+    }
     return up->ops->xfer_start(up, rq, cbs, arg, out);
 }
 

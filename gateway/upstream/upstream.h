@@ -18,7 +18,8 @@
  * Room gateway/upstream/ (the gateway's side of the store; the only room with
  * libcurl, make check-deps):
  *   upstream.c           the API below, each call handed to the engine a client
- *                        was made by through its operations table
+ *                        was made by through its operations table; the
+ *                        constructor set-up and request checks both share
  *   engine.h             the engine family: the operations table, the headers
  *                        each engine's structs start with, the constructors
  *   curl.c / curl_xfer.c the curl engine: the multi handle on the loop /
