@@ -50,7 +50,7 @@ struct gw_xfer {
 };
 
 /*
- * The set-up every engine's constructor shares (upstream.c).
+ * The set-up every engine's constructor shares (engine.c).
  * gw_upstream_alloc    a zeroed client of size bytes (the engine's struct,
  *                      pub first) with pub's ops, base and a copy of opts
  *                      (ca_file copied too) filled in; NULL when base or opts

@@ -1,18 +1,16 @@
 /*
  * gateway/upstream/upstream.c: gateway/upstream/upstream.h's functions: the
  * one public transfer API, each call handed to the engine a client or
- * transfer was made by through its operations table (engine.h), and what
- * the engines share: the client's set-up (gw_upstream_alloc) and the checks
- * on a request before any engine sees it.  The unreachable streak is
- * streak.c's.
+ * transfer was made by through its operations table (engine.h), and the
+ * checks on a request before any engine sees it.  The client's shared set-up
+ * is engine.c's, the unreachable streak streak.c's: the engines call those,
+ * never this file, so the API and its engines make no circle.
  */
 #include "gateway/upstream/engine.h"
 
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "gateway/upstream/upmsg.h"
 
 struct gw_upstream *
@@ -29,37 +27,6 @@ gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
     default:
         return NULL;
     }
-}
-
-void *
-gw_upstream_alloc(size_t size, const struct gw_upstream_ops *ops, struct event_base *base,
-                  const struct gw_upstream_opts *opts)
-{
-    if (base == NULL || opts == NULL) {
-        return NULL;
-    }
-    struct gw_upstream *up = calloc(1, size);
-    if (up == NULL) {
-        log_error("out of memory");
-        return NULL;
-    }
-    up->ops = ops;
-    up->base = base;
-    up->opts = *opts;
-    if (opts->ca_file != NULL && (up->ca_file = strdup(opts->ca_file)) == NULL) {
-        log_error("out of memory");
-        free(up);
-        return NULL;
-    }
-    up->opts.ca_file = up->ca_file;
-    return up;
-}
-
-void
-gw_upstream_dealloc(struct gw_upstream *up)
-{
-    free(up->ca_file);
-    free(up);
 }
 
 void
