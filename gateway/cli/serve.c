@@ -94,13 +94,12 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
     gw_server_drain(s->srv, on_drained, s);
 }
 
-/* upstream.checksum_trailers of cfg, with the probe's answer for "auto". */
+/* Wires the trailer decision (gw_trailer_probe_forwards) into the proxy and /metrics. */
 static void
 apply_trailers(struct serve *s, const struct gw_config *cfg)
 {
-    bool on = cfg->upstream.checksum_trailers == GW_TRAILERS_FORWARD ||
-              (cfg->upstream.checksum_trailers == GW_TRAILERS_AUTO && s->trailers_probed &&
-               s->trailers_supported);
+    bool on = gw_trailer_probe_forwards(cfg->upstream.checksum_trailers, s->trailers_probed,
+                                        s->trailers_supported);
     gw_proxy_set_trailers(s->proxy, on);
     gw_metrics.checksum_trailers_forwarded = on ? 1 : 0;
 }
@@ -115,16 +114,6 @@ on_trailers_probed(void *arg, bool supported)
     apply_trailers(s, s->cfg);
 }
 
-/* The bucket the trailer probe writes in: the s3 election's, else the first fence rule's. */
-static const char *
-probe_bucket(const struct gw_config *cfg)
-{
-    if (cfg->election.backend == GW_ELECT_S3) {
-        return cfg->election.bucket;
-    }
-    return cfg->nfences > 0 ? cfg->fences[0].bucket : NULL;
-}
-
 /* Sets up what upstream.checksum_trailers says: the start-up probe for "auto". */
 static int
 start_trailers(struct serve *s)
@@ -137,14 +126,14 @@ start_trailers(struct serve *s)
     } else if (cfg->upstream.checksum_trailers == GW_TRAILERS_VERIFY) {
         log_info("client checksum trailers are verified here, not forwarded "
                  "(upstream.checksum_trailers: verify)");
-    } else if (probe_bucket(cfg) == NULL) {
+    } else if (gw_s3client_probe_bucket(cfg) == NULL) {
         log_info("client checksum trailers are verified here, not forwarded: "
                  "upstream.checksum_trailers \"auto\" probes the upstream in the s3 election "
                  "bucket or a fenced bucket, and there is none (set \"forward\" for an upstream "
                  "that takes them)");
     } else {
         const char *prefix = cfg->election.prefix != NULL ? cfg->election.prefix : "fencegate/";
-        s->trprobe = gw_trailer_probe_start(s->base, s->s3c, probe_bucket(cfg), prefix,
+        s->trprobe = gw_trailer_probe_start(s->base, s->s3c, gw_s3client_probe_bucket(cfg), prefix,
                                             on_trailers_probed, s);
         if (s->trprobe == NULL) {
             log_error("out of memory");
@@ -204,7 +193,7 @@ start_cond(struct serve *s)
         log_info("conditional writes OFF (fencing.conditional_writes: off)");
         return 0;
     }
-    if (probe_bucket(cfg) == NULL) {
+    if (gw_s3client_probe_bucket(cfg) == NULL) {
         if (cfg->fencing.conditional_writes == GW_COND_ON) {
             log_error("fencing.conditional_writes \"on\" probes the store in the s3 election "
                       "bucket or a fenced bucket, and there is none");
@@ -215,7 +204,8 @@ start_cond(struct serve *s)
         return 0;
     }
     const char *prefix = cfg->election.prefix != NULL ? cfg->election.prefix : "fencegate/";
-    s->cprobe = gw_cond_probe_start(s->base, s->s3c, probe_bucket(cfg), prefix, on_cond_probed, s);
+    s->cprobe = gw_cond_probe_start(s->base, s->s3c, gw_s3client_probe_bucket(cfg), prefix,
+                                    on_cond_probed, s);
     if (s->cprobe == NULL) {
         log_error("out of memory");
         return ERR_NOMEM;
