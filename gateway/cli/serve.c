@@ -2,7 +2,6 @@
 #include "gateway/cli/serve.h"
 
 #include <event2/event.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +57,7 @@ struct serve {
     bool trailers_supported;          /* ... this */
     struct gw_cond_probe *cprobe;     /* owned; the conditional-write probe, or NULL */
     bool cond_failed;                 /* "on", and the store does not honour them: exit 1 */
-    struct event *trim_ev;            /* owned; hands the heap back once load stops */
-    uint64_t trim_seen;               /* gw_metrics.requests at its last tick */
-    uint64_t trim_done;               /* ... when the heap was last handed back */
+    struct gw_http_heap_trim *trim;   /* owned; hands the heap back once load stops */
     struct event *sig_term;           /* SIGTERM */
     struct event *sig_int;            /* SIGINT */
     struct event *sig_hup;            /* SIGHUP */
@@ -426,9 +423,7 @@ serve_cleanup(struct serve *s)
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
     }
-    if (s->trim_ev != NULL) {
-        event_free(s->trim_ev);
-    }
+    gw_http_heap_trim_free(s->trim);
     if (s->ready_ev != NULL) {
         event_free(s->ready_ev);
     }
@@ -454,55 +449,6 @@ serve_cleanup(struct serve *s)
         gw_config_free(s->old[i]);
     }
     gw_config_free(s->cfg);
-}
-
-/*
- * The heap's thresholds fixed instead of glibc's defaults.  Each upstream
- * transfer allocates read buffers (the lean client's reads of up to 128 KiB,
- * libcurl's 64 KiB receive and upload buffers) and frees them when done; with
- * tens of transfers in flight the heap's top moves by megabytes, and the
- * default 128 KiB trim threshold hands those pages back (brk) only to fault
- * them in again on the next request: at 64 connections that doubled the CPU
- * per PUT (make bench-proxy, PERFORMANCE.md "Performance notes").  Keeping up to
- * SERVE_TRIM_BYTES of free heap stops the churn; setting M_MMAP_THRESHOLD also
- * stops glibc raising it (and the trim threshold with it) as it sees large
- * frees.
- */
-#define SERVE_TRIM_BYTES (32 * 1024 * 1024)
-#define SERVE_MMAP_BYTES (1024 * 1024)
-
-static void
-tune_malloc(void)
-{
-    if (mallopt(M_MMAP_THRESHOLD, SERVE_MMAP_BYTES) != 1 ||
-        mallopt(M_TRIM_THRESHOLD, SERVE_TRIM_BYTES) != 1) {
-        log_warn("mallopt failed; the heap keeps glibc's default thresholds");
-    }
-}
-
-/*
- * The other side of SERVE_TRIM_BYTES: what the heap keeps under load it hands
- * back once load stops.  Every SERVE_IDLE_TRIM_MS, a gateway that received no
- * request since the last tick, has none in flight and received some since the
- * heap was last trimmed calls malloc_trim, which returns the free pages of the
- * whole heap, not only its top (make bench-proxy: 26 MiB resident after the
- * 64-connection runs, 14 MiB once trimmed).  A steady load never triggers it.
- */
-#define SERVE_IDLE_TRIM_MS 1000
-
-static void
-on_trim_tick(evutil_socket_t fd, short what, void *arg)
-{
-    struct serve *s = arg;
-    (void)fd;
-    (void)what;
-    uint64_t n = gw_metrics.requests;
-    bool idle = n == s->trim_seen && gw_metrics.requests_active == 0;
-    s->trim_seen = n;
-    if (idle && n != s->trim_done) {
-        s->trim_done = n;
-        (void)malloc_trim(0);
-    }
 }
 
 /*
@@ -562,15 +508,6 @@ start_notify(struct serve *s)
     return 0;
 }
 
-static int
-start_idle_trim(struct serve *s)
-{
-    s->trim_ev = event_new(s->base, -1, EV_PERSIST, on_trim_tick, s);
-    struct timeval tv = {SERVE_IDLE_TRIM_MS / 1000,
-                         (suseconds_t)(SERVE_IDLE_TRIM_MS % 1000) * 1000};
-    return s->trim_ev != NULL && event_add(s->trim_ev, &tv) == 0 ? 0 : ERR_NOMEM;
-}
-
 /*
  * The event loop, with epoll's changelist: event_del and event_add of one fd
  * within a loop iteration (libcurl's socket callback moving a connection
@@ -622,7 +559,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("%s", errbuf);
         goto out;
     }
-    tune_malloc();
+    gw_http_heap_tune();
 
     s.base = new_event_base();
     if (s.base == NULL) {
@@ -694,7 +631,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("cannot install signal handlers");
         goto out;
     }
-    if (start_idle_trim(&s) != 0 || start_notify(&s) != 0) {
+    if ((s.trim = gw_http_heap_trim_start(s.base)) == NULL || start_notify(&s) != 0) {
         log_error("out of memory");
         goto out;
     }
