@@ -7,9 +7,11 @@
  * The header carries the engine's operations table, so the public API
  * (gateway/upstream/upstream.c) calls through it and never asks which
  * engine it holds, as h2o's httpclient and curl's vtls backends do.  The
- * client's header also keeps the unreachable streak, which both engines feed
- * through the gw_upstream_note_* calls and upstream.c reads for
- * gw_upstream_unreachable.  Internal to gateway/upstream/.
+ * client's header also holds what every engine keeps alike: the loop, a copy
+ * of the options (gw_upstream_alloc, engine.c), and the unreachable streak,
+ * which both engines feed through the gw_upstream_note_* calls (streak.c)
+ * and upstream.c reads for gw_upstream_unreachable.  Internal to
+ * gateway/upstream/.
  *
  *   curl.c, curl_xfer.c, curl.h   libcurl multi on the loop: the internal S3
  *                                  client's engine, and the proxy's fallback
