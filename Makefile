@@ -1,5 +1,5 @@
-# fencegate build.  Targets: all check check-deploy unit integration js-deps py-client lint check-deps fuzz
-# fuzz-smoke bench bench-scale fault-long fault-bypass fault-cond deps run demo clean.  Sources, unit
+# fencegate build.  Targets: all check check-deploy unit integration js-deps py-client lint check-deps check-circles
+# fuzz fuzz-smoke bench bench-scale fault-long fault-bypass fault-cond deps run demo clean.  Sources, unit
 # tests (tests/unit/**/*_test.c) and fuzz targets (tests/fuzz/*_fuzz.c) are found by glob.
 #
 #   make deps                      install Debian packages (root)
@@ -49,7 +49,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
+.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps check-circles fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass fault-cond deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -279,7 +279,7 @@ fuzz-smoke: $(FUZZ_BINS)
 
 # ---- lint ----
 OUR_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
-lint: check-deps lint-refs
+lint: check-deps lint-refs check-circles
 	clang-format --dry-run --Werror $(OUR_SRCS)
 	@! grep -nE '\b(sprintf|strcpy|strcat|strncpy|strtok|atoi|atol|sscanf|gets)[[:space:]]*\(' $(OUR_SRCS) \
 	  || { echo "banned function (STYLE R10)"; exit 1; }
@@ -290,6 +290,11 @@ lint: check-deps lint-refs
 
 check-deps:
 	@tests/check_deps.sh
+
+# Circles of calls between the files of a room (nm on the objects).
+check-circles: $(LIB_OBJS) $(BUILD)/obj/gateway/cli/main.o
+	@$(PYTHON) tests/check_circles.py $(BUILD)/obj $(filter-out $(LLHTTP_OBJS),$(LIB_OBJS)) \
+	  $(BUILD)/obj/gateway/cli/main.o
 
 # Comments and docs that cite a DESIGN.md/README.md section that does not
 # exist, or name a gw_/elect_/store_ identifier nothing defines.

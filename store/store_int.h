@@ -1,6 +1,15 @@
 /*
  * store/store_int.h: what the files of store/ share; not for use outside store/.
  *
+ * Files, each calling only those below it (make lint's circle check):
+ *   store.c          open/close, format version, counters; hands the worker
+ *                    the tables' write functions (struct store_apply_ops)
+ *   fence.c, audit.c, upload.c   the tables: reads, and writes queued to the worker
+ *   audit_quota.c    the per-lock audit quota
+ *   worker.c         the write thread: groups, retention steps, completions
+ *   txn.c            read transactions, the write runner, map growth
+ *   record.c         the records' byte formats
+ *
  * Locking, in this order:
  *   wlock     (mutex)   held for a whole write transaction and for a resize,
  *                       so no write transaction of this process is active
@@ -23,9 +32,10 @@
 #include "store/record.h"
 #include "store/store.h"
 
-#define STORE_RPOOL_MAX  16   /* reset read transactions kept for reuse */
-#define STORE_BATCH_MAX  1024 /* async operations per write transaction */
-#define STORE_PRUNE_STEP 1000 /* audit records deleted per retention transaction */
+#define STORE_RPOOL_MAX   16   /* reset read transactions kept for reuse */
+#define STORE_BATCH_MAX   1024 /* async operations per write transaction */
+#define STORE_PRUNE_STEP  1000 /* audit records deleted per retention transaction */
+#define STORE_REMAP_TRIES 4    /* adoptions of another process's map size in a row */
 
 enum store_op_type {
     STORE_OP_FENCE = 1,      /* fence advance */
@@ -91,11 +101,12 @@ struct store {
     _Atomic uint64_t commit_seq;
 
     /* worker (writable stores only) */
-    bool worker_running;    /* the thread was started */
-    pthread_t worker;       /* the thread */
-    pthread_mutex_t qlock;  /* guards the queue fields and stopping */
-    pthread_cond_t qcond;   /* signalled on submit and stop */
-    struct store_op *qhead; /* pending operations, FIFO */
+    const struct store_apply_ops *apply; /* what the worker applies */
+    bool worker_running;                 /* the thread was started */
+    pthread_t worker;                    /* the thread */
+    pthread_mutex_t qlock;               /* guards the queue fields and stopping */
+    pthread_cond_t qcond;                /* signalled on submit and stop */
+    struct store_op *qhead;              /* pending operations, FIFO */
     struct store_op *qtail;
     size_t qlen;            /* pending + in the current group (queue_max applies) */
     size_t qpending;        /* in the queue, not yet taken */
@@ -111,13 +122,25 @@ struct store {
     _Atomic uint64_t st_grows, st_damaged;
 };
 
+/* Our own codes are small negatives; LMDB's are below -30000, errno positive. */
+static inline bool
+store_is_err_code(int rc)
+{
+    return rc < 0 && rc > -1000;
+}
+
+/* Transactions (txn.c). */
+
 /* store_err_mdb - convert an LMDB/errno code to ERR_* and log it with what. */
 int store_err_mdb(int rc, const char *what);
+
+/* store_durable_raise - every transaction up to id is known fsync'd. */
+void store_durable_raise(struct store *s, uint64_t id);
 
 /*
  * store_txn_read_begin - a read-only transaction (from the pool), holding
  * maplock shared until store_txn_read_end.  Its snapshot is the one
- * mdb_txn_id names (never a later, still committing one: see store.c), so
+ * mdb_txn_id names (never a later, still committing one: see txn.c), so
  * successive reads never go back.  Must not be called holding wlock.
  * Returns 0 or ERR_IO.
  */
@@ -186,8 +209,27 @@ int store_audit_unindex(struct store *s, MDB_txn *txn, const MDB_val *v, int64_t
 int store_audit_quota_rebuild(struct store *s, MDB_txn *txn);
 int store_audit_who_rebuild(struct store *s, MDB_txn *txn, bool index);
 
-/* Worker (worker.c). */
-MUST_USE int store_worker_start(struct store *s);
+/*
+ * What the worker applies in its write transactions: the tables' functions
+ * above, handed to it by store_open (store.c), so the worker never names the
+ * files that submit to it and they make no circle with it.
+ */
+struct store_apply_ops {
+    int (*fence)(struct store *s, MDB_txn *txn, const char *lock, uint64_t token,
+                 const char *request_id, const char *principal, int64_t now_ms, uint64_t *highest);
+    int (*elect)(struct store *s, MDB_txn *txn, const char *lock, uint64_t epoch, int64_t now_ms,
+                 uint64_t *epoch_now);
+    int (*audit)(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len, int64_t time_ms,
+                 const char *lock, const char *who, uint64_t *seq);
+    int (*upload)(struct store *s, MDB_txn *txn, const struct store_op *op);
+    int (*prune_txn)(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t max, uint64_t *deleted,
+                     bool *more);
+    int (*prune_sync)(struct store *s, int64_t now_ms, uint32_t max_delete, uint64_t *deleted,
+                      bool *more);
+};
+
+/* Worker (worker.c); store_worker_start keeps ops (static storage). */
+MUST_USE int store_worker_start(struct store *s, const struct store_apply_ops *ops);
 void store_worker_stop(struct store *s);
 /* store_worker_submit - queue op (owned by the store on success).
  * Returns 0, ERR_AGAIN (full), ERR_CLOSED. */

@@ -51,12 +51,6 @@ struct batch {
     uint64_t pruned;       /* audit records deleted by count retention */
 };
 
-static bool
-is_err_code(int rc)
-{
-    return rc < 0 && rc > -1000;
-}
-
 /* store_write_fn: apply every operation of the group. */
 static int
 batch_write(struct store *s, MDB_txn *txn, void *arg)
@@ -72,26 +66,26 @@ batch_write(struct store *s, MDB_txn *txn, void *arg)
         int rc;
         switch (op->type) {
         case STORE_OP_FENCE:
-            rc = store_fence_apply(s, txn, op->lock, op->value, op->request_id, op->principal, now,
-                                   &op->result);
+            rc = s->apply->fence(s, txn, op->lock, op->value, op->request_id, op->principal, now,
+                                 &op->result);
             break;
         case STORE_OP_ELECT:
-            rc = store_elect_apply(s, txn, op->lock, op->value, now, &op->result);
+            rc = s->apply->elect(s, txn, op->lock, op->value, now, &op->result);
             break;
         case STORE_OP_AUDIT:
-            rc = store_audit_apply(s, txn, op->rec, op->rec_len, op->time_ms, op->lock,
-                                   op->principal, &op->result);
+            rc = s->apply->audit(s, txn, op->rec, op->rec_len, op->time_ms, op->lock, op->principal,
+                                 &op->result);
             naudit++;
             break;
         case STORE_OP_UPLOAD_PUT:
         case STORE_OP_UPLOAD_DEL:
-            rc = store_upload_apply(s, txn, op);
+            rc = s->apply->upload(s, txn, op);
             break;
         default:
             rc = ERR_INVAL;
             break;
         }
-        if (is_err_code(rc)) {
+        if (store_is_err_code(rc)) {
             op->err = rc; /* this operation only (e.g. a damaged entry: fail closed) */
         } else if (rc != 0) {
             return rc; /* LMDB: the whole group is retried or fails */
@@ -99,7 +93,7 @@ batch_write(struct store *s, MDB_txn *txn, void *arg)
     }
     if (naudit > 0 && s->opts.audit_max_records > 0) {
         bool more = false;
-        int rc = store_audit_prune_txn(s, txn, -1, (uint32_t)naudit + 64, &b->pruned, &more);
+        int rc = s->apply->prune_txn(s, txn, -1, (uint32_t)naudit + 64, &b->pruned, &more);
         if (rc != 0) {
             return rc;
         }
@@ -207,7 +201,7 @@ retention_step(struct store *s)
     }
     uint64_t deleted = 0;
     bool more = false;
-    int err = store_audit_prune_sync(s, clock_wall_ms(), STORE_PRUNE_STEP, &deleted, &more);
+    int err = s->apply->prune_sync(s, clock_wall_ms(), STORE_PRUNE_STEP, &deleted, &more);
     if (err != 0) {
         log_warn("audit retention failed: %s", err_str(err));
         return false;
@@ -264,8 +258,9 @@ on_worker(void *arg)
 }
 
 int
-store_worker_start(struct store *s)
+store_worker_start(struct store *s, const struct store_apply_ops *ops)
 {
+    s->apply = ops;
     s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->efd < 0) {
         log_error("eventfd: %s", strerror(errno));

@@ -24,7 +24,7 @@ gateway/cli        | common store election gateway/base gateway/s3 gateway/net g
 '
 # Narrower rules inside a folder: library -> the only files that may include it.
 ONLY='
-jansson   election/lockfile.c gateway/base/config.c gateway/base/json_table.c gateway/base/json_table.h gateway/api/ gateway/cli/lock.c
+jansson   election/lockfile.c gateway/base/config.c gateway/base/config_int.h gateway/base/json_table.c gateway/base/json_table.h gateway/api/ gateway/cli/lock.c
 curl      gateway/upstream/curl gateway/cli/apiclient.c
 openssl   gateway/s3/ gateway/http/tls.c gateway/upstream/lean_tls.c
 '

@@ -6,6 +6,10 @@
  *
  *   config.h / config.c         the configuration: model (struct gw_config),
  *                               loading from JSON, defaults, cross-key rules
+ *   config_listen.c, config_upstream.c, config_access.c
+ *                               the sections with arrays or rules of their own
+ *                               ("listen", "upstream", "principals"/"fences");
+ *                               config_int.h what they share with config.c
  *   config_check.h / .c         name validators, secrets from the environment
  *                               or a file, listen addresses
  *   json_table.h / .c           declarative JSON key tables the loader walks
@@ -15,7 +19,8 @@
  *   metrics_render.c            the Prometheus text, process series from /proc/self
  *   metrics_int.h               what metrics_lock.c shares with metrics_render.c
  *
- * A new configuration key goes in config.c (and the README's table); a new
+ * A new configuration key goes in its section's table, in config.c or a
+ * config_<section>.c (and the README's table); a new
  * counter in metrics.h and metrics.c.
  */
 #ifndef GW_BASE_H

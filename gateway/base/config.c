@@ -5,14 +5,18 @@
  * ({name, type, offset, min, max, default}) that gateway/base/json_table.c's
  * walker (gw_json_table_walk()) applies: unknown keys, wrong types and out-of-range
  * values fail naming the full key path ("upstream.regoin: unknown key"),
- * absent keys get their defaults.  This file holds the tables of gw_config's
- * sections; arrays of objects (listen, principals, fences) and the
- * cross-field rules (secret sources, lease ordering, the anonymous-access
- * rule of DESIGN.md "Authentication") are checked here after the walk.
+ * absent keys get their defaults.  This file holds the top-level table, the
+ * plain sections' tables and the election section; the sections with arrays
+ * of objects or rules of their own are config_listen.c, config_upstream.c
+ * and config_access.c (principals, fences; config_int.h).  The cross-field
+ * rules (lease ordering, the anonymous-access rule of DESIGN.md
+ * "Authentication", the admin listeners' addresses) are checked here after
+ * the walk.
  *
  * Secrets (upstream keys, session token, principal secrets) are wiped before
- * they are freed.  <jansson.h> stays in this file and gateway/json*.c:
- * json_error_t is turned into errbuf text here (STYLE R4).
+ * they are freed.  <jansson.h> stays in the loader's files and
+ * gateway/base/json_table.*: json_error_t is turned into errbuf text here
+ * (STYLE R4).
  */
 #include "gateway/base/config.h"
 
@@ -31,496 +35,12 @@
 #include "common/lockname.h"
 #include "common/num.h"
 #include "gateway/base/config_check.h"
+#include "gateway/base/config_int.h"
 #include "gateway/base/json_table.h"
 #include "gateway/base/metrics.h"
 
 #define CONFIG_MAX_FILE_BYTES                                                                      \
     ((size_t)4 * 1024 * 1024) /* a config file larger than this is refused */
-
-/*
- * Table rows, one per key (Redis's createIntConfig idea), positional so each
- * fits a line: FSTR(name, offset, flags, min_len, max_len, default, check, check_msg) ...
- */
-/* clang-format off */
-#define FSTR(...)  FSTR_(__VA_ARGS__) /* indirection: each V_* below is two arguments */
-#define FLIST(...) FLIST_(__VA_ARGS__)
-#define FSTR_(n, off, fl, lo, hi, def, chk, msg) {n, GW_JSON_TABLE_STR, fl, off, lo, hi, 0, def, chk, msg, NULL, NULL}
-#define FLIST_(n, off, chk, msg)     {n, GW_JSON_TABLE_STRLIST, 0, off, 0, 0, 0, NULL, chk, msg, NULL, NULL}
-#define FBOOL(n, off, def)           {n, GW_JSON_TABLE_BOOL, 0, off, 0, 0, def, NULL, NULL, NULL, NULL, NULL}
-#define FU32(n, off, lo, hi, def)    {n, GW_JSON_TABLE_U32, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
-#define FU64(n, off, lo, hi, def)    {n, GW_JSON_TABLE_U64, 0, off, lo, hi, def, NULL, NULL, NULL, NULL, NULL}
-#define FENUM(n, off, fl, def, chs)  {n, GW_JSON_TABLE_ENUM, fl, off, 0, 0, def, NULL, NULL, NULL, chs, NULL}
-#define FCUSTOM(n, off, fn)          {n, GW_JSON_TABLE_CUSTOM, 0, off, 0, 0, 0, NULL, NULL, NULL, NULL, fn}
-/* clang-format on */
-
-/* check functions and their messages, as FSTR/FLIST argument pairs */
-#define V_NONE     NULL, NULL
-#define V_TOKEN    gw_config_valid_token, "printable ASCII without spaces or quotes, at most 255 bytes"
-#define V_ENV      gw_config_valid_env_name, "an environment variable name"
-#define V_BUCKET   gw_config_valid_bucket, "a bucket name ([A-Za-z0-9._-]{1,255})"
-#define V_LOCK     lock_name_valid, "a lock name ([A-Za-z0-9._-]{1,128}, not \".\" or \"..\")"
-#define V_DOMAIN   gw_config_valid_domain, "a DNS name such as \"s3.example.com\""
-#define V_AKEY     gw_config_valid_access_key, "an access key ([A-Za-z0-9._~+-]{1,128})"
-#define V_LOGLEVEL gw_config_valid_log_level, "\"debug\", \"info\", \"warn\" or \"error\""
-#define V_LOGFMT   gw_config_valid_log_format, "\"text\" or \"json\""
-#define REQ        GW_JSON_TABLE_REQUIRED
-#define SCR        GW_JSON_TABLE_SCRATCH
-
-/* ---- listen ---- */
-
-/* The object form of a listen entry; address is scratch, the TLS files go straight in. */
-struct listen_src {
-    char *address; /* owned until parsed */
-};
-
-static const struct gw_json_table_field listen_fields[] = {
-    FSTR("address", offsetof(struct listen_src, address), REQ | SCR, 1, 0, NULL, V_NONE),
-    FSTR("tls_cert", offsetof(struct gw_listen, tls_cert), 0, 1, 0, NULL, V_NONE),
-    FSTR("tls_key", offsetof(struct gw_listen, tls_key), 0, 1, 0, NULL, V_NONE),
-};
-
-static int
-parse_listen_entry(struct gw_json_table_ctx *c, const char *path, json_t *v, struct gw_listen *l)
-{
-    if (json_is_string(v)) {
-        return gw_config_parse_address(c, path, json_string_value(v), l);
-    }
-    if (!json_is_object(v)) {
-        return gw_json_table_err(c, path, "expected \"host:port\" or an object with \"address\"");
-    }
-    struct listen_src src = {0};
-    char kpath[GW_JSON_TABLE_MAX_PATH];
-    int rc = gw_json_table_walk(c, path, v, listen_fields, GW_JSON_TABLE_NFIELDS(listen_fields), l,
-                                &src, NULL);
-    if (rc != 0) {
-        goto fail;
-    }
-    gw_json_table_join(kpath, sizeof(kpath), path, "address");
-    rc = gw_config_parse_address(c, kpath, src.address, l);
-    if (rc != 0) {
-        goto fail;
-    }
-    if ((l->tls_cert == NULL) != (l->tls_key == NULL)) {
-        gw_json_table_join(kpath, sizeof(kpath), path,
-                           l->tls_cert == NULL ? "tls_cert" : "tls_key");
-        rc = gw_json_table_err(c, kpath, "required with %s",
-                               l->tls_cert == NULL ? "tls_key" : "tls_cert");
-        goto fail;
-    }
-fail:
-    free(src.address);
-    return rc;
-}
-
-/* A non-empty array of listen entries into l[0..*n). */
-static int
-parse_listen_array(struct gw_json_table_ctx *c, const char *path, json_t *v, struct gw_listen *l,
-                   size_t *n)
-{
-    if (!json_is_array(v) || json_array_size(v) == 0) {
-        return gw_json_table_err(c, path, "expected a non-empty array");
-    }
-    if (json_array_size(v) > GW_CONFIG_MAX_LISTEN) {
-        return gw_json_table_err(c, path, "at most %d entries", GW_CONFIG_MAX_LISTEN);
-    }
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        char ipath[GW_JSON_TABLE_MAX_PATH];
-        gw_json_table_index_path(ipath, sizeof(ipath), path, i);
-        /* count first: a partly built entry is freed with the config */
-        *n = i + 1;
-        int rc = parse_listen_entry(c, ipath, json_array_get(v, i), &l[i]);
-        if (rc != 0) {
-            return rc;
-        }
-    }
-    return 0;
-}
-
-/* GW_JSON_TABLE_CUSTOM for "listen" (base: struct gw_config) */
-static int
-on_listen(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
-{
-    struct gw_config *cfg =
-        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, listen));
-    if (v == NULL) {
-        return gw_json_table_err(c, path, "required");
-    }
-    return parse_listen_array(c, path, v, cfg->listen, &cfg->nlisten);
-}
-
-/* GW_JSON_TABLE_CUSTOM for "admin_listen" (base: struct gw_config); optional */
-static int
-on_admin_listen(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
-{
-    struct gw_config *cfg =
-        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, admin_listen));
-    if (v == NULL) {
-        return 0;
-    }
-    return parse_listen_array(c, path, v, cfg->admin_listen, &cfg->nadmin_listen);
-}
-
-/* Whether a and b may be the same socket address: same port, and the same host or a wildcard. */
-static bool
-listen_overlap(const struct gw_listen *a, const struct gw_listen *b)
-{
-    static const char *const any[] = {"0.0.0.0", "::", "0:0:0:0:0:0:0:0"};
-    if (a->port != b->port || a->port == 0) {
-        return false;
-    }
-    if (strcasecmp(a->host, b->host) == 0) {
-        return true;
-    }
-    for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++) {
-        if (strcmp(a->host, any[i]) == 0 || strcmp(b->host, any[i]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* check_admin_listen - no admin listener on (or under a wildcard of) an S3 listener's address. */
-static int
-check_admin_listen(struct gw_json_table_ctx *c, const struct gw_config *cfg)
-{
-    for (size_t i = 0; i < cfg->nadmin_listen; i++) {
-        for (size_t j = 0; j < cfg->nlisten; j++) {
-            if (listen_overlap(&cfg->admin_listen[i], &cfg->listen[j])) {
-                char ipath[GW_JSON_TABLE_MAX_PATH];
-                gw_json_table_index_path(ipath, sizeof(ipath), "admin_listen", i);
-                return gw_json_table_err(c, ipath, "overlaps listen[%zu] (port %u)", j,
-                                         (unsigned)cfg->listen[j].port);
-            }
-        }
-        for (size_t j = 0; j < i; j++) {
-            if (listen_overlap(&cfg->admin_listen[i], &cfg->admin_listen[j])) {
-                char ipath[GW_JSON_TABLE_MAX_PATH];
-                gw_json_table_index_path(ipath, sizeof(ipath), "admin_listen", i);
-                return gw_json_table_err(c, ipath, "overlaps admin_listen[%zu]", j);
-            }
-        }
-    }
-    return 0;
-}
-
-/* ---- upstream ---- */
-
-/* Where the upstream credentials come from; env names and file paths, never secrets. */
-struct upstream_src {
-    char *access_key_env;    /* owned or NULL */
-    char *secret_key_env;    /* owned or NULL */
-    char *secret_key_file;   /* owned or NULL */
-    char *session_token_env; /* owned or NULL */
-};
-
-static const struct gw_json_table_choice addressing_choices[] = {
-    {"path", GW_ADDR_PATH},
-    {"virtual", GW_ADDR_VIRTUAL},
-    {NULL, 0},
-};
-
-static const struct gw_json_table_choice cond_choices[] = {
-    {"auto", GW_COND_AUTO},
-    {"on", GW_COND_ON},
-    {"off", GW_COND_OFF},
-    {NULL, 0},
-};
-
-static const struct gw_json_table_choice cond_rule_choices[] = {
-    {"inherit", GW_COND_RULE_INHERIT},
-    {"on", GW_COND_RULE_ON},
-    {"off", GW_COND_RULE_OFF},
-    {NULL, 0},
-};
-
-static const struct gw_json_table_choice trailer_choices[] = {
-    {"auto", GW_TRAILERS_AUTO},
-    {"forward", GW_TRAILERS_FORWARD},
-    {"verify", GW_TRAILERS_VERIFY},
-    {NULL, 0},
-};
-
-static const struct gw_json_table_choice client_choices[] = {
-    {"lean", GW_UPSTREAM_CLIENT_LEAN},
-    {"curl", GW_UPSTREAM_CLIENT_CURL},
-    {NULL, 0},
-};
-
-#define UP(m) offsetof(struct gw_config, upstream.m)
-#define US(m) offsetof(struct upstream_src, m)
-static const struct gw_json_table_field upstream_fields[] = {
-    FSTR("endpoint", UP(endpoint), REQ, 1, 0, NULL, V_NONE),
-    FSTR("region", UP(region), 0, 1, 64, "us-east-1", V_TOKEN),
-    FENUM("addressing", UP(addressing), 0, GW_ADDR_PATH, addressing_choices),
-    FSTR("access_key", UP(access_key), 0, 1, 0, NULL, V_TOKEN),
-    FSTR("access_key_env", US(access_key_env), SCR, 1, 0, NULL, V_ENV),
-    FSTR("secret_key", UP(secret_key), 0, 1, 0, NULL, V_NONE),
-    FSTR("secret_key_env", US(secret_key_env), SCR, 1, 0, NULL, V_ENV),
-    FSTR("secret_key_file", US(secret_key_file), SCR, 1, 0, NULL, V_NONE),
-    FSTR("session_token_env", US(session_token_env), SCR, 1, 0, NULL, V_ENV),
-    FSTR("ca_file", UP(ca_file), 0, 1, 0, NULL, V_NONE),
-    FBOOL("tls_verify", UP(tls_verify), true),
-    FU32("connect_timeout_ms", UP(connect_timeout_ms), 100, 600000, 5000),
-    FU32("timeout_ms", UP(timeout_ms), 100, 86400000, 60000),
-    FU32("max_connections", UP(max_connections), 1, 65536, 256),
-    FENUM("checksum_trailers", UP(checksum_trailers), 0, GW_TRAILERS_AUTO, trailer_choices),
-    FENUM("client", UP(client), 0, GW_UPSTREAM_CLIENT_LEAN, client_choices),
-};
-#undef US
-#undef UP
-
-/* check_endpoint - scheme http/https, a host, an optional port, no path/query/userinfo. */
-static int
-check_endpoint(struct gw_json_table_ctx *c, const char *path, char *ep)
-{
-    const char *rest;
-    if (strncmp(ep, "http://", 7) == 0) {
-        rest = ep + 7;
-    } else if (strncmp(ep, "https://", 8) == 0) {
-        rest = ep + 8;
-    } else {
-        return gw_json_table_err(c, path, "must start with http:// or https://");
-    }
-    size_t n = strlen(ep);
-    if (n > 0 && ep[n - 1] == '/') {
-        ep[n - 1] = '\0'; /* "http://h:1/" means "http://h:1" */
-    }
-    if (strpbrk(rest, "/?#@ ") != NULL) {
-        return gw_json_table_err(c, path,
-                                 "must be scheme://host[:port] with no path, query or user");
-    }
-    const char *hostend;
-    if (rest[0] == '[') {
-        hostend = strchr(rest, ']');
-        if (hostend == NULL || hostend == rest + 1) {
-            return gw_json_table_err(c, path, "bad IPv6 address");
-        }
-        hostend++;
-    } else {
-        hostend = strchr(rest, ':');
-        if (hostend == NULL) {
-            hostend = rest + strlen(rest);
-        }
-        if (hostend == rest) {
-            return gw_json_table_err(c, path, "missing host");
-        }
-    }
-    if (*hostend == ':') {
-        uint64_t port = 0;
-        if (parse_u64(hostend + 1, 1, 65535, &port) != 0) {
-            return gw_json_table_err(c, path, "bad port");
-        }
-    } else if (*hostend != '\0') {
-        return gw_json_table_err(c, path, "bad host");
-    }
-    return 0;
-}
-
-/* GW_JSON_TABLE_CUSTOM for "upstream" (base: &cfg->upstream) */
-static int
-on_upstream(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
-{
-    struct gw_config *cfg =
-        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, upstream));
-    struct upstream_src src = {0};
-    char kpath[GW_JSON_TABLE_MAX_PATH];
-    uint64_t seen = 0;
-    int rc;
-
-    if (v == NULL) {
-        return gw_json_table_err(c, path, "required");
-    }
-    rc = gw_json_table_walk(c, path, v, upstream_fields, GW_JSON_TABLE_NFIELDS(upstream_fields),
-                            cfg, &src, &seen);
-    if (rc != 0) {
-        goto fail;
-    }
-    gw_json_table_join(kpath, sizeof(kpath), path, "endpoint");
-    rc = check_endpoint(c, kpath, cfg->upstream.endpoint);
-    if (rc != 0) {
-        goto fail;
-    }
-
-    /* access key: inline, or a named variable, or AWS_ACCESS_KEY_ID */
-    if (cfg->upstream.access_key != NULL && src.access_key_env != NULL) {
-        gw_json_table_join(kpath, sizeof(kpath), path, "access_key_env");
-        rc = gw_json_table_err(c, kpath, "give access_key or access_key_env, not both");
-        goto fail;
-    }
-    if (cfg->upstream.access_key == NULL) {
-        const char *var = src.access_key_env != NULL ? src.access_key_env : "AWS_ACCESS_KEY_ID";
-        gw_json_table_join(kpath, sizeof(kpath), path,
-                           src.access_key_env != NULL ? "access_key_env" : "access_key");
-        const char *val = getenv(var);
-        if (src.access_key_env == NULL && (val == NULL || val[0] == '\0')) {
-            rc = gw_json_table_err(c, kpath, "not given, and environment variable %s is not set",
-                                   var);
-            goto fail;
-        }
-        rc = gw_config_secret_from_env(c, kpath, var, &cfg->upstream.access_key);
-        if (rc != 0) {
-            goto fail;
-        }
-        if (!gw_config_valid_token(cfg->upstream.access_key)) {
-            rc = gw_json_table_err(c, kpath, "the access key in %s is not printable", var);
-            goto fail;
-        }
-    }
-
-    /* secret key: exactly one of inline, named variable, file; else AWS_SECRET_ACCESS_KEY */
-    int nsrc = (cfg->upstream.secret_key != NULL) + (src.secret_key_env != NULL) +
-               (src.secret_key_file != NULL);
-    if (nsrc > 1) {
-        gw_json_table_join(kpath, sizeof(kpath), path, "secret_key");
-        rc = gw_json_table_err(c, kpath, "give one of secret_key, secret_key_env, secret_key_file");
-        goto fail;
-    }
-    bool default_env = false;
-    if (src.secret_key_file != NULL) {
-        gw_json_table_join(kpath, sizeof(kpath), path, "secret_key_file");
-        rc = gw_config_secret_from_file(c, kpath, src.secret_key_file, &cfg->upstream.secret_key);
-    } else if (cfg->upstream.secret_key == NULL) {
-        default_env = src.secret_key_env == NULL;
-        gw_json_table_join(kpath, sizeof(kpath), path,
-                           default_env ? "secret_key" : "secret_key_env");
-        const char *dv = getenv("AWS_SECRET_ACCESS_KEY");
-        if (default_env && (dv == NULL || dv[0] == '\0')) {
-            rc = gw_json_table_err(
-                c, kpath, "not given, and environment variable AWS_SECRET_ACCESS_KEY is not set");
-            goto fail;
-        }
-        rc = gw_config_secret_from_env(c, kpath,
-                                       default_env ? "AWS_SECRET_ACCESS_KEY" : src.secret_key_env,
-                                       &cfg->upstream.secret_key);
-    }
-    if (rc != 0) {
-        goto fail;
-    }
-
-    /*
-     * Session token: a named variable must be set.  The default
-     * AWS_SESSION_TOKEN is used only with the default AWS_SECRET_ACCESS_KEY,
-     * so a stray AWS session in a developer's shell is not sent along with
-     * keys that came from somewhere else.
-     */
-    if (src.session_token_env != NULL) {
-        gw_json_table_join(kpath, sizeof(kpath), path, "session_token_env");
-        rc = gw_config_secret_from_env(c, kpath, src.session_token_env,
-                                       &cfg->upstream.session_token);
-        if (rc != 0) {
-            goto fail;
-        }
-    } else if (default_env) {
-        const char *tok = getenv("AWS_SESSION_TOKEN");
-        if (tok != NULL && tok[0] != '\0') {
-            cfg->upstream.session_token = strdup(tok);
-            if (cfg->upstream.session_token == NULL) {
-                rc = gw_json_table_nomem(c);
-                goto fail;
-            }
-        }
-    }
-fail:
-    free(src.access_key_env);
-    free(src.secret_key_env);
-    free(src.secret_key_file);
-    free(src.session_token_env);
-    return rc;
-}
-
-/* ---- principals ---- */
-
-struct principal_src {
-    char *secret_key_env;  /* owned or NULL */
-    char *secret_key_file; /* owned or NULL */
-};
-
-#define PR(m) offsetof(struct gw_principal, m)
-#define PS(m) offsetof(struct principal_src, m)
-static const struct gw_json_table_field principal_fields[] = {
-    FSTR("name", PR(name), REQ, 1, 0, NULL, V_TOKEN),
-    FSTR("access_key", PR(access_key), REQ, 1, 0, NULL, V_AKEY),
-    FSTR("secret_key", PR(secret_key), 0, 1, 0, NULL, V_NONE),
-    FSTR("secret_key_env", PS(secret_key_env), SCR, 1, 0, NULL, V_ENV),
-    FSTR("secret_key_file", PS(secret_key_file), SCR, 1, 0, NULL, V_NONE),
-    FLIST("buckets", PR(buckets), V_BUCKET),
-    FLIST("locks", PR(locks), V_LOCK),
-    FBOOL("admin", PR(admin), false),
-};
-#undef PR
-#undef PS
-
-static int
-parse_principal(struct gw_json_table_ctx *c, const char *path, json_t *v, struct gw_principal *p)
-{
-    struct principal_src src = {0};
-    char kpath[GW_JSON_TABLE_MAX_PATH];
-    int rc = gw_json_table_walk(c, path, v, principal_fields,
-                                GW_JSON_TABLE_NFIELDS(principal_fields), p, &src, NULL);
-    if (rc != 0) {
-        goto fail;
-    }
-    int nsrc =
-        (p->secret_key != NULL) + (src.secret_key_env != NULL) + (src.secret_key_file != NULL);
-    if (nsrc != 1) {
-        gw_json_table_join(kpath, sizeof(kpath), path, "secret_key");
-        rc = gw_json_table_err(c, kpath,
-                               "give exactly one of secret_key, secret_key_env, secret_key_file");
-        goto fail;
-    }
-    if (src.secret_key_env != NULL) {
-        gw_json_table_join(kpath, sizeof(kpath), path, "secret_key_env");
-        rc = gw_config_secret_from_env(c, kpath, src.secret_key_env, &p->secret_key);
-    } else if (src.secret_key_file != NULL) {
-        gw_json_table_join(kpath, sizeof(kpath), path, "secret_key_file");
-        rc = gw_config_secret_from_file(c, kpath, src.secret_key_file, &p->secret_key);
-    }
-fail:
-    free(src.secret_key_env);
-    free(src.secret_key_file);
-    return rc;
-}
-
-/* gw_json_table_entry_fn for "principals": one principal, unique in access key and name */
-static int
-principal_entry(struct gw_json_table_ctx *c, const char *path, const char *ipath, size_t i,
-                json_t *v, void *entries, void *arg)
-{
-    struct gw_config *cfg = arg;
-    struct gw_principal *all = entries;
-    cfg->nprincipals = i + 1;
-    struct gw_principal *p = &all[i];
-    int rc = parse_principal(c, ipath, v, p);
-    if (rc != 0) {
-        return rc;
-    }
-    for (size_t j = 0; j < i; j++) {
-        if (strcmp(all[j].access_key, p->access_key) == 0) {
-            char kpath[GW_JSON_TABLE_MAX_PATH];
-            gw_json_table_join(kpath, sizeof(kpath), ipath, "access_key");
-            return gw_json_table_err(c, kpath, "same access key as %s[%zu]", path, j);
-        }
-        if (strcmp(all[j].name, p->name) == 0) {
-            char kpath[GW_JSON_TABLE_MAX_PATH];
-            gw_json_table_join(kpath, sizeof(kpath), ipath, "name");
-            return gw_json_table_err(c, kpath, "same name as %s[%zu]", path, j);
-        }
-    }
-    return 0;
-}
-
-/* GW_JSON_TABLE_CUSTOM for "principals" (base: &cfg->principals) */
-static int
-on_principals(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
-{
-    struct gw_config *cfg =
-        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, principals));
-    void *entries = NULL;
-    int rc = gw_json_table_walk_array(c, path, v, sizeof(*cfg->principals), principal_entry, cfg,
-                                      &entries);
-    cfg->principals = entries; /* on failure too: the counted entries are freed with cfg */
-    return rc;
-}
 
 /* ---- election ---- */
 
@@ -607,41 +127,12 @@ on_election(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
     return 0;
 }
 
-/* ---- fences ---- */
-
-#define FR(m) offsetof(struct gw_fence_rule, m)
-static const struct gw_json_table_field fence_fields[] = {
-    FSTR("bucket", FR(bucket), REQ, 1, 0, NULL, V_BUCKET),
-    FSTR("prefix", FR(prefix), 0, 0, 1024, "", V_NONE),
-    FSTR("lock", FR(lock), REQ, 1, 0, NULL, V_LOCK),
-    FBOOL("require_token", FR(require_token), true),
-    FENUM("conditional_writes", FR(conditional_writes), 0, GW_COND_RULE_INHERIT, cond_rule_choices),
+static const struct gw_json_table_choice cond_choices[] = {
+    {"auto", GW_COND_AUTO},
+    {"on", GW_COND_ON},
+    {"off", GW_COND_OFF},
+    {NULL, 0},
 };
-#undef FR
-
-/* gw_json_table_entry_fn for "fences": one rule */
-static int
-fence_entry(struct gw_json_table_ctx *c, const char *path, const char *ipath, size_t i, json_t *v,
-            void *entries, void *arg)
-{
-    struct gw_config *cfg = arg;
-    (void)path;
-    cfg->nfences = i + 1;
-    return gw_json_table_walk(c, ipath, v, fence_fields, GW_JSON_TABLE_NFIELDS(fence_fields),
-                              (struct gw_fence_rule *)entries + i, NULL, NULL);
-}
-
-/* GW_JSON_TABLE_CUSTOM for "fences" (base: &cfg->fences) */
-static int
-on_fences(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
-{
-    struct gw_config *cfg =
-        (struct gw_config *)(void *)((char *)dst - offsetof(struct gw_config, fences));
-    void *entries = NULL;
-    int rc = gw_json_table_walk_array(c, path, v, sizeof(*cfg->fences), fence_entry, cfg, &entries);
-    cfg->fences = entries; /* on failure too: the counted entries are freed with cfg */
-    return rc;
-}
 
 /* ---- auth, fencing, limits, audit: plain sections ---- */
 
@@ -742,8 +233,8 @@ on_metrics(struct gw_json_table_ctx *c, const char *path, json_t *v, void *dst)
 
 #define TOP(m) offsetof(struct gw_config, m)
 static const struct gw_json_table_field top_fields[] = {
-    FCUSTOM("listen", TOP(listen), on_listen),
-    FCUSTOM("admin_listen", TOP(admin_listen), on_admin_listen),
+    FCUSTOM("listen", TOP(listen), gw_config_on_listen),
+    FCUSTOM("admin_listen", TOP(admin_listen), gw_config_on_admin_listen),
     FSTR("data_dir", TOP(data_dir), REQ, 1, 0, NULL, V_NONE),
     FSTR("gateway_id", TOP(gateway_id), 0, 1, 255, NULL, V_TOKEN),
     FSTR("log_level", TOP(log_level), 0, 1, 0, "info", V_LOGLEVEL),
@@ -751,11 +242,11 @@ static const struct gw_json_table_field top_fields[] = {
     FSTR("access_log", TOP(access_log), 0, 1, 0, "off", V_NONE),
     FBOOL("allow_anonymous", TOP(allow_anonymous), false),
     FLIST("virtual_host_domains", TOP(virtual_host_domains), V_DOMAIN),
-    FCUSTOM("upstream", TOP(upstream), on_upstream),
+    FCUSTOM("upstream", TOP(upstream), gw_config_on_upstream),
     FCUSTOM("auth", TOP(auth), on_auth),
-    FCUSTOM("principals", TOP(principals), on_principals),
+    FCUSTOM("principals", TOP(principals), gw_config_on_principals),
     FCUSTOM("election", TOP(election), on_election),
-    FCUSTOM("fences", TOP(fences), on_fences),
+    FCUSTOM("fences", TOP(fences), gw_config_on_fences),
     FCUSTOM("fencing", TOP(fencing), on_fencing),
     FCUSTOM("limits", TOP(limits), on_limits),
     FCUSTOM("audit", TOP(audit), on_audit),
@@ -882,7 +373,7 @@ load_json(const char *text, size_t len, const char *path, struct gw_config **out
     }
     rc = check_anonymous(c, cfg);
     if (rc == 0) {
-        rc = check_admin_listen(c, cfg);
+        rc = gw_config_check_admin_listen(c, cfg);
     }
     if (rc == 0) {
         rc = check_windows(c, cfg);

@@ -2,7 +2,6 @@
 #include "gateway/cli/serve.h"
 
 #include <event2/event.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +57,7 @@ struct serve {
     bool trailers_supported;          /* ... this */
     struct gw_cond_probe *cprobe;     /* owned; the conditional-write probe, or NULL */
     bool cond_failed;                 /* "on", and the store does not honour them: exit 1 */
-    struct event *trim_ev;            /* owned; hands the heap back once load stops */
-    uint64_t trim_seen;               /* gw_metrics.requests at its last tick */
-    uint64_t trim_done;               /* ... when the heap was last handed back */
+    struct gw_http_heap_trim *trim;   /* owned; hands the heap back once load stops */
     struct event *sig_term;           /* SIGTERM */
     struct event *sig_int;            /* SIGINT */
     struct event *sig_hup;            /* SIGHUP */
@@ -94,13 +91,12 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
     gw_server_drain(s->srv, on_drained, s);
 }
 
-/* upstream.checksum_trailers of cfg, with the probe's answer for "auto". */
+/* Wires the trailer decision (gw_trailer_probe_forwards) into the proxy and /metrics. */
 static void
 apply_trailers(struct serve *s, const struct gw_config *cfg)
 {
-    bool on = cfg->upstream.checksum_trailers == GW_TRAILERS_FORWARD ||
-              (cfg->upstream.checksum_trailers == GW_TRAILERS_AUTO && s->trailers_probed &&
-               s->trailers_supported);
+    bool on = gw_trailer_probe_forwards(cfg->upstream.checksum_trailers, s->trailers_probed,
+                                        s->trailers_supported);
     gw_proxy_set_trailers(s->proxy, on);
     gw_metrics.checksum_trailers_forwarded = on ? 1 : 0;
 }
@@ -115,16 +111,6 @@ on_trailers_probed(void *arg, bool supported)
     apply_trailers(s, s->cfg);
 }
 
-/* The bucket the trailer probe writes in: the s3 election's, else the first fence rule's. */
-static const char *
-probe_bucket(const struct gw_config *cfg)
-{
-    if (cfg->election.backend == GW_ELECT_S3) {
-        return cfg->election.bucket;
-    }
-    return cfg->nfences > 0 ? cfg->fences[0].bucket : NULL;
-}
-
 /* Sets up what upstream.checksum_trailers says: the start-up probe for "auto". */
 static int
 start_trailers(struct serve *s)
@@ -137,14 +123,14 @@ start_trailers(struct serve *s)
     } else if (cfg->upstream.checksum_trailers == GW_TRAILERS_VERIFY) {
         log_info("client checksum trailers are verified here, not forwarded "
                  "(upstream.checksum_trailers: verify)");
-    } else if (probe_bucket(cfg) == NULL) {
+    } else if (gw_s3client_probe_bucket(cfg) == NULL) {
         log_info("client checksum trailers are verified here, not forwarded: "
                  "upstream.checksum_trailers \"auto\" probes the upstream in the s3 election "
                  "bucket or a fenced bucket, and there is none (set \"forward\" for an upstream "
                  "that takes them)");
     } else {
         const char *prefix = cfg->election.prefix != NULL ? cfg->election.prefix : "fencegate/";
-        s->trprobe = gw_trailer_probe_start(s->base, s->s3c, probe_bucket(cfg), prefix,
+        s->trprobe = gw_trailer_probe_start(s->base, s->s3c, gw_s3client_probe_bucket(cfg), prefix,
                                             on_trailers_probed, s);
         if (s->trprobe == NULL) {
             log_error("out of memory");
@@ -204,7 +190,7 @@ start_cond(struct serve *s)
         log_info("conditional writes OFF (fencing.conditional_writes: off)");
         return 0;
     }
-    if (probe_bucket(cfg) == NULL) {
+    if (gw_s3client_probe_bucket(cfg) == NULL) {
         if (cfg->fencing.conditional_writes == GW_COND_ON) {
             log_error("fencing.conditional_writes \"on\" probes the store in the s3 election "
                       "bucket or a fenced bucket, and there is none");
@@ -215,7 +201,8 @@ start_cond(struct serve *s)
         return 0;
     }
     const char *prefix = cfg->election.prefix != NULL ? cfg->election.prefix : "fencegate/";
-    s->cprobe = gw_cond_probe_start(s->base, s->s3c, probe_bucket(cfg), prefix, on_cond_probed, s);
+    s->cprobe = gw_cond_probe_start(s->base, s->s3c, gw_s3client_probe_bucket(cfg), prefix,
+                                    on_cond_probed, s);
     if (s->cprobe == NULL) {
         log_error("out of memory");
         return ERR_NOMEM;
@@ -437,9 +424,7 @@ serve_cleanup(struct serve *s)
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
     }
-    if (s->trim_ev != NULL) {
-        event_free(s->trim_ev);
-    }
+    gw_http_heap_trim_free(s->trim);
     if (s->ready_ev != NULL) {
         event_free(s->ready_ev);
     }
@@ -465,55 +450,6 @@ serve_cleanup(struct serve *s)
         gw_config_free(s->old[i]);
     }
     gw_config_free(s->cfg);
-}
-
-/*
- * The heap's thresholds fixed instead of glibc's defaults.  Each upstream
- * transfer allocates read buffers (the lean client's reads of up to 128 KiB,
- * libcurl's 64 KiB receive and upload buffers) and frees them when done; with
- * tens of transfers in flight the heap's top moves by megabytes, and the
- * default 128 KiB trim threshold hands those pages back (brk) only to fault
- * them in again on the next request: at 64 connections that doubled the CPU
- * per PUT (make bench-proxy, PERFORMANCE.md "Performance notes").  Keeping up to
- * SERVE_TRIM_BYTES of free heap stops the churn; setting M_MMAP_THRESHOLD also
- * stops glibc raising it (and the trim threshold with it) as it sees large
- * frees.
- */
-#define SERVE_TRIM_BYTES (32 * 1024 * 1024)
-#define SERVE_MMAP_BYTES (1024 * 1024)
-
-static void
-tune_malloc(void)
-{
-    if (mallopt(M_MMAP_THRESHOLD, SERVE_MMAP_BYTES) != 1 ||
-        mallopt(M_TRIM_THRESHOLD, SERVE_TRIM_BYTES) != 1) {
-        log_warn("mallopt failed; the heap keeps glibc's default thresholds");
-    }
-}
-
-/*
- * The other side of SERVE_TRIM_BYTES: what the heap keeps under load it hands
- * back once load stops.  Every SERVE_IDLE_TRIM_MS, a gateway that received no
- * request since the last tick, has none in flight and received some since the
- * heap was last trimmed calls malloc_trim, which returns the free pages of the
- * whole heap, not only its top (make bench-proxy: 26 MiB resident after the
- * 64-connection runs, 14 MiB once trimmed).  A steady load never triggers it.
- */
-#define SERVE_IDLE_TRIM_MS 1000
-
-static void
-on_trim_tick(evutil_socket_t fd, short what, void *arg)
-{
-    struct serve *s = arg;
-    (void)fd;
-    (void)what;
-    uint64_t n = gw_metrics.requests;
-    bool idle = n == s->trim_seen && gw_metrics.requests_active == 0;
-    s->trim_seen = n;
-    if (idle && n != s->trim_done) {
-        s->trim_done = n;
-        (void)malloc_trim(0);
-    }
 }
 
 /*
@@ -573,15 +509,6 @@ start_notify(struct serve *s)
     return 0;
 }
 
-static int
-start_idle_trim(struct serve *s)
-{
-    s->trim_ev = event_new(s->base, -1, EV_PERSIST, on_trim_tick, s);
-    struct timeval tv = {SERVE_IDLE_TRIM_MS / 1000,
-                         (suseconds_t)(SERVE_IDLE_TRIM_MS % 1000) * 1000};
-    return s->trim_ev != NULL && event_add(s->trim_ev, &tv) == 0 ? 0 : ERR_NOMEM;
-}
-
 /*
  * The event loop, with epoll's changelist: event_del and event_add of one fd
  * within a loop iteration (libcurl's socket callback moving a connection
@@ -633,7 +560,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("%s", errbuf);
         goto out;
     }
-    tune_malloc();
+    gw_http_heap_tune();
 
     s.base = new_event_base();
     if (s.base == NULL) {
@@ -705,7 +632,7 @@ gw_cmd_serve(int argc, char **argv)
         log_error("cannot install signal handlers");
         goto out;
     }
-    if (start_idle_trim(&s) != 0 || start_notify(&s) != 0) {
+    if ((s.trim = gw_http_heap_trim_start(s.base)) == NULL || start_notify(&s) != 0) {
         log_error("out of memory");
         goto out;
     }

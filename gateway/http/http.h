@@ -81,6 +81,7 @@
  *   access.c / access.h  the access log: one JSON line per request, written by a
  *                 thread of its own; struct gw_access, what a handler notes for it
  *   tls.c / tls.h the TLS listener (bufferevent_openssl)
+ *   heap.c        the process heap under load: glibc's thresholds, the idle trim
  *   internal.h    the structs the files above share, nothing for other rooms
  */
 #ifndef GW_HTTP_H
@@ -281,5 +282,30 @@ void gw_resp_simple(struct gw_req *req, int status, const char *content_type, co
 
 /* gw_resp_started - true once gw_resp_start was called. */
 bool gw_resp_started(const struct gw_req *req);
+
+/* ---- the heap under load (heap.c) ---- */
+
+/* gw_http_heap_tune - fix glibc's trim and mmap thresholds (start-up, once). */
+void gw_http_heap_tune(void);
+
+struct gw_http_heap_trim;
+
+/*
+ * gw_http_heap_trim_start - every second on base, hand the free heap back
+ * (malloc_trim) when gw_http_heap_trim_due says so.  Returns the timer
+ * (gw_http_heap_trim_free) or NULL (out of memory).
+ */
+struct gw_http_heap_trim *gw_http_heap_trim_start(struct event_base *base);
+
+/*
+ * gw_http_heap_trim_due - one tick's decision, given the requests parsed so
+ * far and those in flight: true when none arrived since the last tick, none
+ * is in flight, and some arrived since the heap was last handed back.  A
+ * steady load never trims; an idle gateway trims once.
+ */
+bool gw_http_heap_trim_due(struct gw_http_heap_trim *t, uint64_t requests, uint64_t active);
+
+/* gw_http_heap_trim_free - stop the timer and free.  NULL-safe. */
+void gw_http_heap_trim_free(struct gw_http_heap_trim *t);
 
 #endif

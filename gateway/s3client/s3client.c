@@ -842,3 +842,12 @@ gw_s3client_pending(const struct gw_s3client *c)
 {
     return c->nops;
 }
+
+const char *
+gw_s3client_probe_bucket(const struct gw_config *cfg)
+{
+    if (cfg->election.backend == GW_ELECT_S3) {
+        return cfg->election.bucket;
+    }
+    return cfg->nfences > 0 ? cfg->fences[0].bucket : NULL;
+}

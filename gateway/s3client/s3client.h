@@ -148,6 +148,13 @@ struct gw_s3client *gw_s3client_new(struct gw_upstream *up, const struct gw_conf
                                     char *errbuf, size_t errlen);
 
 /*
+ * gw_s3client_probe_bucket - the bucket the gateway's start-up probes
+ * (trailers, conditional writes) write in: the s3 election backend's, else
+ * the first fence rule's; NULL when there is none.  Borrowed from cfg.
+ */
+const char *gw_s3client_probe_bucket(const struct gw_config *cfg);
+
+/*
  * gw_s3client_set_config - switch to a new configuration (SIGHUP) for every
  * request signed from now on, by every user of c (the one reload path).
  * [in] cfg  borrowed as for gw_s3client_new

@@ -352,3 +352,9 @@ gw_trailer_probe_free(struct gw_trailer_probe *p)
     free(p->prefix);
     free(p);
 }
+
+bool
+gw_trailer_probe_forwards(enum gw_trailers setting, bool probed, bool supported)
+{
+    return setting == GW_TRAILERS_FORWARD || (setting == GW_TRAILERS_AUTO && probed && supported);
+}

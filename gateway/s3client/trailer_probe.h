@@ -29,6 +29,7 @@
 #include <stdbool.h>
 
 #include "common/err.h"
+#include "gateway/base/config.h"
 
 struct event_base;
 struct gw_s3client;
@@ -52,5 +53,13 @@ struct gw_trailer_probe *gw_trailer_probe_start(struct event_base *base, struct 
 
 /* gw_trailer_probe_free - stop retrying and free.  NULL-safe. */
 void gw_trailer_probe_free(struct gw_trailer_probe *p);
+
+/*
+ * gw_trailer_probe_forwards - the trailer decision: whether client checksum
+ * trailers are forwarded upstream as trailers (else verified here and
+ * dropped).  "forward": yes; "verify": no; "auto": only once the probe has
+ * answered (probed) that the upstream takes them (supported).
+ */
+bool gw_trailer_probe_forwards(enum gw_trailers setting, bool probed, bool supported);
 
 #endif

@@ -88,7 +88,7 @@ struct sock {
 void
 gw_curl_xfer_arm_idle(struct gw_curl_xfer *x, uint64_t ms)
 {
-    if (x->up->opts.timeout_ms == 0) {
+    if (x->up->pub.opts.timeout_ms == 0) {
         return;
     }
     struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
@@ -146,7 +146,7 @@ xfer_get(struct gw_curl *up)
     gw_upmsg_head_init(&x->head);
     buf_init(&x->rqbuf, GW_UPSTREAM_MAX_REQ_HEAD);
     x->easy = curl_easy_init();
-    x->idle_ev = evtimer_new(up->base, on_idle, x);
+    x->idle_ev = evtimer_new(up->pub.base, on_idle, x);
     if (x->easy == NULL || x->idle_ev == NULL) {
         goto fail;
     }
@@ -451,7 +451,7 @@ on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
             log_error("out of memory for a socket event");
             return -1;
         }
-        s->ev = event_new(up->base, fd, kind, on_sock_ready, up);
+        s->ev = event_new(up->pub.base, fd, kind, on_sock_ready, up);
         if (s->ev == NULL) {
             log_error("event_new failed");
             free(s);
@@ -466,7 +466,7 @@ on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
         }
     } else {
         (void)event_del(s->ev);
-        if (event_assign(s->ev, up->base, fd, kind, on_sock_ready, up) != 0) {
+        if (event_assign(s->ev, up->pub.base, fd, kind, on_sock_ready, up) != 0) {
             log_error("event_assign failed");
             return -1;
         }
@@ -490,8 +490,8 @@ on_idle(evutil_socket_t fd, short what, void *arg)
     }
     struct gw_curl *up = x->up;
     uint64_t idle = clock_mono_ms() - x->last_progress_ms;
-    if (idle < up->opts.timeout_ms) {
-        gw_curl_xfer_arm_idle(x, up->opts.timeout_ms - idle);
+    if (idle < up->pub.opts.timeout_ms) {
+        gw_curl_xfer_arm_idle(x, up->pub.opts.timeout_ms - idle);
         return;
     }
     log_warn("no upstream progress for %llu ms -> %s", (unsigned long long)idle,
@@ -505,29 +505,14 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 static struct gw_curl *
 curl_new(struct event_base *base, const struct gw_upstream_opts *opts)
 {
-    if (base == NULL || opts == NULL) {
-        return NULL;
-    }
-    struct gw_curl *up = calloc(1, sizeof(*up));
+    struct gw_curl *up = gw_upstream_alloc(sizeof(*up), &curl_ops, base, opts);
     if (up == NULL) {
-        log_error("out of memory");
         return NULL;
     }
-    up->pub.ops = &curl_ops;
-    up->base = base;
-    up->opts = *opts;
     TAILQ_INIT(&up->active);
     TAILQ_INIT(&up->idle);
     TAILQ_INIT(&up->pending);
     LIST_INIT(&up->socks);
-    if (opts->ca_file != NULL) {
-        up->ca_file = strdup(opts->ca_file);
-        if (up->ca_file == NULL) {
-            log_error("out of memory");
-            goto fail;
-        }
-    }
-    up->opts.ca_file = up->ca_file;
     /* as many parked as may be in flight at once: below that, every transfer over
      * the count pays curl_easy_init and curl_easy_cleanup */
     up->idle_max = opts->max_connections < GW_UPSTREAM_IDLE_XFERS ? GW_UPSTREAM_IDLE_XFERS
@@ -612,23 +597,14 @@ gw_curl_free(struct gw_curl *up)
     if (up->curl_inited) {
         curl_global_cleanup();
     }
-    free(up->ca_file);
-    free(up);
+    gw_upstream_dealloc(&up->pub);
 }
 
 int
 gw_curl_xfer_start(struct gw_curl *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
                    void *arg, struct gw_curl_xfer **out)
 {
-    if (up == NULL || rq == NULL || cbs == NULL || out == NULL || cbs->on_done == NULL ||
-        rq->method == NULL || rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {
-        return ERR_INVAL;
-    }
-    bool head = strcmp(rq->method, "HEAD") == 0;
-    if (rq->body_length < -1 || (rq->body_length >= 0 && (cbs->read_body == NULL || head)) ||
-        !gw_upmsg_req_method_ok(rq->method) || !gw_upmsg_req_url_ok(rq->url)) {
-        return ERR_INVAL;
-    }
+    /* rq and cbs were checked by gw_upstream_xfer_start */
     struct gw_curl_xfer *x = xfer_get(up);
     if (x == NULL) {
         return ERR_NOMEM;
@@ -657,7 +633,7 @@ gw_curl_xfer_start(struct gw_curl *up, const struct gw_xfer_req *rq, const struc
         x->in_multi = true;
     }
     gw_curl_xfer_touch(x);
-    gw_curl_xfer_arm_idle(x, up->opts.timeout_ms);
+    gw_curl_xfer_arm_idle(x, up->pub.opts.timeout_ms);
     *out = x;
     return 0;
 fail:

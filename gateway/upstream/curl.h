@@ -30,7 +30,7 @@
 struct sock; /* one socket libcurl asked us to watch (gateway/upstream/curl.c) */
 
 struct gw_curl_xfer {
-    struct gw_xfer pub;                     /* first: the engine tag (gateway/upstream/engine.h) */
+    struct gw_xfer pub;                     /* first: the engine tag, base, opts (engine.h) */
     struct gw_curl *up;                     /* owner */
     CURL *easy;                             /* kept across uses if reusable; CURLOPT_PRIVATE here */
     struct event *idle_ev;                  /* inactivity timer (opts.timeout_ms) */
@@ -63,12 +63,9 @@ struct gw_curl_xfer {
 TAILQ_HEAD(xfer_list, gw_curl_xfer);
 
 struct gw_curl {
-    struct gw_upstream pub;           /* first: the engine tag (gateway/upstream/engine.h) */
-    struct event_base *base;          /* borrowed */
+    struct gw_upstream pub;           /* first: the engine tag, base, opts (engine.h) */
     CURLM *multi;                     /* owns the connection cache */
     struct event *timer;              /* CURLMOPT_TIMERFUNCTION's timer */
-    struct gw_upstream_opts opts;     /* copied; opts.ca_file points at ca_file */
-    char *ca_file;                    /* owned copy */
     bool curl_inited;                 /* curl_global_init succeeded */
     struct xfer_list active;          /* started, not yet finished or cancelled */
     struct xfer_list idle;            /* parked for reuse */

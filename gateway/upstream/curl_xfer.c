@@ -263,7 +263,7 @@ static int
 setup_easy(struct gw_curl_xfer *x, const struct gw_xfer_req *rq)
 {
     CURL *e = x->easy;
-    const struct gw_upstream_opts *o = &x->up->opts;
+    const struct gw_upstream_opts *o = &x->up->pub.opts;
     SETOPT(CURLOPT_PRIVATE, (void *)x);
     SETOPT(CURLOPT_ERRORBUFFER, x->errbuf);
     SETOPT(CURLOPT_URL, rq->url);
@@ -325,7 +325,7 @@ gw_curl_resume_send(struct gw_curl_xfer *x)
     }
     x->send_paused = false;
     gw_curl_xfer_touch(x);
-    gw_curl_xfer_arm_idle(x, x->up->opts.timeout_ms);
+    gw_curl_xfer_arm_idle(x, x->up->pub.opts.timeout_ms);
     gw_curl_xfer_sync_pause(x);
 }
 
@@ -337,7 +337,7 @@ gw_curl_resume_recv(struct gw_curl_xfer *x)
     }
     x->recv_paused = false;
     gw_curl_xfer_touch(x);
-    gw_curl_xfer_arm_idle(x, x->up->opts.timeout_ms);
+    gw_curl_xfer_arm_idle(x, x->up->pub.opts.timeout_ms);
     gw_curl_xfer_sync_pause(x);
 }
 

@@ -7,9 +7,11 @@
  * The header carries the engine's operations table, so the public API
  * (gateway/upstream/upstream.c) calls through it and never asks which
  * engine it holds, as h2o's httpclient and curl's vtls backends do.  The
- * client's header also keeps the unreachable streak, which both engines feed
- * through the gw_upstream_note_* calls and upstream.c reads for
- * gw_upstream_unreachable.  Internal to gateway/upstream/.
+ * client's header also holds what every engine keeps alike: the loop, a copy
+ * of the options (gw_upstream_alloc, engine.c), and the unreachable streak,
+ * which both engines feed through the gw_upstream_note_* calls (streak.c)
+ * and upstream.c reads for gw_upstream_unreachable.  Internal to
+ * gateway/upstream/.
  *
  *   curl.c, curl_xfer.c, curl.h   libcurl multi on the loop: the internal S3
  *                                  client's engine, and the proxy's fallback
@@ -37,6 +39,9 @@ struct gw_upstream_ops {
 
 struct gw_upstream {
     const struct gw_upstream_ops *ops; /* the engine that made this client */
+    struct event_base *base;           /* borrowed */
+    struct gw_upstream_opts opts;      /* copied; opts.ca_file points at ca_file */
+    char *ca_file;                     /* owned copy */
     uint32_t connect_fails;            /* transfers in a row that could not connect */
     uint64_t connect_fail_ms;          /* when the last of them ended (mono ms) */
     char connect_err[160];             /* the text for the last connect failure */
@@ -45,6 +50,19 @@ struct gw_upstream {
 struct gw_xfer {
     const struct gw_upstream_ops *ops; /* its client's */
 };
+
+/*
+ * The set-up every engine's constructor shares (engine.c).
+ * gw_upstream_alloc    a zeroed client of size bytes (the engine's struct,
+ *                      pub first) with pub's ops, base and a copy of opts
+ *                      (ca_file copied too) filled in; NULL when base or opts
+ *                      is NULL or out of memory (logged).
+ * gw_upstream_dealloc  frees what gw_upstream_alloc made, up included: the last
+ *                      step of an engine's free, after its own resources.
+ */
+void *gw_upstream_alloc(size_t size, const struct gw_upstream_ops *ops, struct event_base *base,
+                        const struct gw_upstream_opts *opts);
+void gw_upstream_dealloc(struct gw_upstream *up);
 
 /*
  * The unreachable streak (gw_upstream_unreachable), fed by both engines.

@@ -177,7 +177,7 @@ lean_xfer_touch(struct gw_lean_xfer *x)
 static void
 arm_timer(struct gw_lean_xfer *x, uint64_t ms)
 {
-    if (x->up->opts.timeout_ms == 0) {
+    if (x->up->pub.opts.timeout_ms == 0) {
         return;
     }
     struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
@@ -271,7 +271,7 @@ static void
 pool_put(struct gw_lean *up, struct lean_conn *c)
 {
     size_t max =
-        up->opts.max_connections > LEAN_IDLE_MIN ? up->opts.max_connections : LEAN_IDLE_MIN;
+        up->pub.opts.max_connections > LEAN_IDLE_MIN ? up->pub.opts.max_connections : LEAN_IDLE_MIN;
     if (up->nidle >= max) {
         lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list));
     }
@@ -287,7 +287,8 @@ acquire(struct gw_lean_xfer *x, bool fresh)
 {
     struct gw_lean *up = x->up;
     struct lean_conn *c = fresh ? NULL : pool_take(up, &x->t);
-    if (c == NULL && up->opts.max_connections != 0 && up->nconns >= up->opts.max_connections) {
+    if (c == NULL && up->pub.opts.max_connections != 0 &&
+        up->nconns >= up->pub.opts.max_connections) {
         if (TAILQ_EMPTY(&up->idle)) {
             x->waiting = true;
             TAILQ_INSERT_TAIL(&up->waiting, x, wait_link);
@@ -312,7 +313,7 @@ dispatch(struct gw_lean *up)
 {
     struct gw_lean_xfer *x;
     while ((x = TAILQ_FIRST(&up->waiting)) != NULL) {
-        if (up->opts.max_connections != 0 && up->nconns >= up->opts.max_connections &&
+        if (up->pub.opts.max_connections != 0 && up->nconns >= up->pub.opts.max_connections &&
             TAILQ_EMPTY(&up->idle)) {
             return;
         }
@@ -411,7 +412,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
         return; /* the clock stands still while we hold either side; resume re-arms it */
     }
     uint64_t idle = clock_mono_ms() - x->last_progress_ms;
-    uint64_t limit = x->up->opts.timeout_ms;
+    uint64_t limit = x->up->pub.opts.timeout_ms;
     if (idle < limit) {
         arm_timer(x, limit - idle);
         return;
@@ -449,26 +450,14 @@ on_kick(evutil_socket_t fd, short what, void *arg)
 static struct gw_lean *
 lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
 {
-    if (base == NULL || opts == NULL) {
-        return NULL;
-    }
-    struct gw_lean *up = calloc(1, sizeof(*up));
+    struct gw_lean *up = gw_upstream_alloc(sizeof(*up), &lean_ops, base, opts);
     if (up == NULL) {
-        log_error("out of memory");
         return NULL;
     }
-    up->pub.ops = &lean_ops;
-    up->base = base;
-    up->opts = *opts;
     TAILQ_INIT(&up->active);
     TAILQ_INIT(&up->waiting);
     TAILQ_INIT(&up->idle);
-    if (opts->ca_file != NULL && (up->ca_file = strdup(opts->ca_file)) == NULL) {
-        log_error("out of memory");
-        goto fail;
-    }
-    up->opts.ca_file = up->ca_file;
-    up->ssl_ctx = lean_tls_new_ctx(up->ca_file, opts->tls_verify);
+    up->ssl_ctx = lean_tls_new_ctx(up->pub.ca_file, opts->tls_verify);
     if (up->ssl_ctx == NULL) {
         goto fail;
     }
@@ -501,23 +490,15 @@ gw_lean_free(struct gw_lean *up)
         evdns_base_free(up->dns, 1);
     }
     lean_tls_free_ctx(up->ssl_ctx);
-    free(up->ca_file);
-    free(up);
+    gw_upstream_dealloc(&up->pub);
 }
 
 int
 gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struct gw_xfer_cbs *cbs,
                    void *arg, struct gw_lean_xfer **out)
 {
-    if (up == NULL || rq == NULL || cbs == NULL || out == NULL || cbs->on_done == NULL ||
-        rq->method == NULL || rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {
-        return ERR_INVAL;
-    }
+    /* rq and cbs were checked by gw_upstream_xfer_start */
     bool head = strcmp(rq->method, "HEAD") == 0;
-    if (rq->body_length < -1 || (rq->body_length >= 0 && (cbs->read_body == NULL || head)) ||
-        !gw_upmsg_req_method_ok(rq->method) || !gw_upmsg_req_url_ok(rq->url)) {
-        return ERR_INVAL;
-    }
     struct gw_lean_xfer *x = calloc(1, sizeof(*x));
     if (x == NULL) {
         return ERR_NOMEM;
@@ -532,8 +513,8 @@ gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struc
         err = build_head(x, rq, path);
     }
     if (err == 0) {
-        x->timer = evtimer_new(up->base, on_timer, x);
-        x->kick = event_new(up->base, -1, 0, on_kick, x);
+        x->timer = evtimer_new(up->pub.base, on_timer, x);
+        x->kick = event_new(up->pub.base, -1, 0, on_kick, x);
         err = x->timer == NULL || x->kick == NULL ? ERR_NOMEM : 0;
     }
     if (err != 0) {
@@ -548,7 +529,7 @@ gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struc
     x->no_reuse = rq->no_reuse;
     TAILQ_INSERT_TAIL(&up->active, x, link);
     lean_xfer_touch(x);
-    arm_timer(x, up->opts.timeout_ms);
+    arm_timer(x, up->pub.opts.timeout_ms);
     acquire(x, false); /* no callback runs here: the connection's work starts from x->kick */
     *out = x;
     return 0;
@@ -562,7 +543,7 @@ gw_lean_resume_send(struct gw_lean_xfer *x)
     }
     x->send_paused = false;
     lean_xfer_touch(x);
-    arm_timer(x, x->up->opts.timeout_ms);
+    arm_timer(x, x->up->pub.opts.timeout_ms);
     lean_kick(x);
 }
 
@@ -577,7 +558,7 @@ gw_lean_resume_recv(struct gw_lean_xfer *x)
         lean_conn_reading(x->c, true);
     }
     lean_xfer_touch(x);
-    arm_timer(x, x->up->opts.timeout_ms);
+    arm_timer(x, x->up->pub.opts.timeout_ms);
     lean_kick(x);
 }
 

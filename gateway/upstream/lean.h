@@ -105,12 +105,9 @@ TAILQ_HEAD(lean_xfer_list, gw_lean_xfer);
 TAILQ_HEAD(lean_conn_list, lean_conn);
 
 struct gw_lean {
-    struct gw_upstream pub;        /* first: the engine tag */
-    struct event_base *base;       /* borrowed */
+    struct gw_upstream pub;        /* first: the engine tag, base, opts */
     struct evdns_base *dns;        /* for host names; made on first use */
     void *ssl_ctx;                 /* SSL_CTX * (lean_tls.c) */
-    struct gw_upstream_opts opts;  /* copied; opts.ca_file points at ca_file */
-    char *ca_file;                 /* owned copy */
     struct lean_xfer_list active;  /* started, not yet reported or cancelled */
     struct lean_xfer_list waiting; /* waiting for a connection (max_connections) */
     struct lean_conn_list idle;    /* open, no transfer; newest first */

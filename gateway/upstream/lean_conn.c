@@ -477,7 +477,7 @@ conn_connected(struct lean_conn *c)
         (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     }
     if (!c->t.tls && fd >= 0) {
-        c->rev = event_new(c->up->base, fd, EV_READ | EV_PERSIST, conn_raw_read, c);
+        c->rev = event_new(c->up->pub.base, fd, EV_READ | EV_PERSIST, conn_raw_read, c);
         if (c->rev != NULL) {
             (void)bufferevent_disable(c->bev, EV_READ); /* from here c->rev reads */
             (void)event_add(c->rev, NULL);
@@ -588,7 +588,7 @@ conn_connect(struct lean_conn *c)
         return bufferevent_socket_connect(c->bev, (struct sockaddr *)s6, sizeof(*s6));
     }
     if (up->dns == NULL) {
-        up->dns = evdns_base_new(up->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+        up->dns = evdns_base_new(up->pub.base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
         if (up->dns == NULL) {
             log_error("evdns_base_new failed (no /etc/resolv.conf?)");
             return -1;
@@ -609,9 +609,9 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     c->t = *t;
     c->t.host = strdup(t->host);
     c->bev = c->t.host == NULL ? NULL
-             : t->tls          ? lean_tls_bev(up->ssl_ctx, up->base, t->host, up->opts.tls_verify)
-                               : bufferevent_socket_new(up->base, -1, BEV_OPT_CLOSE_ON_FREE);
-    c->ctimer = evtimer_new(up->base, conn_connect_timeout, c);
+             : t->tls ? lean_tls_bev(up->ssl_ctx, up->pub.base, t->host, up->pub.opts.tls_verify)
+                      : bufferevent_socket_new(up->pub.base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->ctimer = evtimer_new(up->pub.base, conn_connect_timeout, c);
     if (c->bev == NULL || c->ctimer == NULL) {
         log_error("cannot set up a connection to %s:%u", t->host, t->port);
         goto fail;
@@ -624,8 +624,8 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     (void)bufferevent_set_max_single_read(c->bev, LEAN_IO_MAX);
     (void)bufferevent_set_max_single_write(c->bev, LEAN_IO_MAX);
     bufferevent_setwatermark(c->bev, EV_WRITE, LEAN_SEND_LOW, 0);
-    if (up->opts.connect_timeout_ms != 0) {
-        uint32_t ms = up->opts.connect_timeout_ms;
+    if (up->pub.opts.connect_timeout_ms != 0) {
+        uint32_t ms = up->pub.opts.connect_timeout_ms;
         struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
                              .tv_usec = (suseconds_t)(ms % 1000) * 1000};
         (void)evtimer_add(c->ctimer, &tv);

@@ -1,12 +1,17 @@
 /*
  * gateway/upstream/upstream.c: gateway/upstream/upstream.h's functions: the
  * one public transfer API, each call handed to the engine a client or
- * transfer was made by through its operations table (engine.h).  The
- * unreachable streak is streak.c's.
+ * transfer was made by through its operations table (engine.h), and the
+ * checks on a request before any engine sees it.  The client's shared set-up
+ * is engine.c's, the unreachable streak streak.c's: the engines call those,
+ * never this file, so the API and its engines make no circle.
  */
 #include "gateway/upstream/engine.h"
 
 #include <stddef.h>
+#include <string.h>
+
+#include "gateway/upstream/upmsg.h"
 
 struct gw_upstream *
 gw_upstream_new(struct event_base *base, const struct gw_upstream_opts *opts)
@@ -41,6 +46,16 @@ gw_upstream_xfer_start(struct gw_upstream *up, const struct gw_xfer_req *rq,
         return ERR_INVAL;
     }
     *out = NULL;
+    /* the request checks both engines rely on */
+    if (rq == NULL || cbs == NULL || cbs->on_done == NULL || rq->method == NULL ||
+        rq->url == NULL || (rq->nheaders > 0 && rq->headers == NULL)) {
+        return ERR_INVAL;
+    }
+    bool head = strcmp(rq->method, "HEAD") == 0;
+    if (rq->body_length < -1 || (rq->body_length >= 0 && (cbs->read_body == NULL || head)) ||
+        !gw_upmsg_req_method_ok(rq->method) || !gw_upmsg_req_url_ok(rq->url)) {
+        return ERR_INVAL;
+    }
     return up->ops->xfer_start(up, rq, cbs, arg, out);
 }
 

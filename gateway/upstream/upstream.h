@@ -18,9 +18,12 @@
  * Room gateway/upstream/ (the gateway's side of the store; the only room with
  * libcurl, make check-deps):
  *   upstream.c           the API below, each call handed to the engine a client
- *                        was made by through its operations table
- *   engine.h             the engine family: the operations table, the headers
- *                        each engine's structs start with, the constructors
+ *                        was made by through its operations table, and the
+ *                        request checks both engines rely on
+ *   engine.h / engine.c  the engine family: the operations table, the headers
+ *                        each engine's structs start with, the constructors /
+ *                        the set-up every constructor shares
+ *   streak.c             the unreachable streak both engines feed
  *   curl.c / curl_xfer.c the curl engine: the multi handle on the loop /
  *                        one transfer's libcurl callbacks; curl.h its structs
  *   lean.c / lean_conn.c the lean engine: transfers, the pool, the wait queue /

@@ -446,6 +446,14 @@ def bucket(rgw):
         print(f"bucket {name}: cleanup failed: {e}", file=sys.stderr)
 
 
+@pytest.fixture
+def locks_bucket(rgw, bucket):
+    """A second bucket, for an s3 election's lock objects (next to `bucket`)."""
+    name = bucket + "-locks"
+    rgw.client().create_bucket(Bucket=name)
+    return name
+
+
 # ---------------------------------------------------------------- gateway --
 
 

@@ -8,6 +8,28 @@ import threading
 import time
 
 
+def _listen(backlog):
+    """A listening socket on a free loopback port."""
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(backlog)
+    return lsock
+
+
+def _accept_loop(lsock, stopped, handle):
+    """Accept on lsock until stopped() or lsock is closed, handing each
+    connection to handle(conn) in a thread of its own."""
+    lsock.settimeout(0.2)
+    while not stopped():
+        try:
+            c, _ = lsock.accept()
+        except socket.timeout:
+            continue
+        except OSError:
+            return  # closed by close()
+        threading.Thread(target=handle, args=(c,), daemon=True).start()
+
+
 class DelayRelay:
     """A TCP relay between the gateway and RGW that holds a request carrying
     `x-test-delay-ms` for that long after receiving it completely, before
@@ -25,9 +47,7 @@ class DelayRelay:
         self.upstream_port = upstream_port
         self.tls = tls
         self.handshakes = 0
-        self.lsock = socket.socket()
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(32)
+        self.lsock = _listen(32)
         self.port = self.lsock.getsockname()[1]
         self.stop = False
         self.log = []  # (event, monotonic time)
@@ -36,16 +56,7 @@ class DelayRelay:
         self.threads[0].start()
 
     def _accept(self):
-        self.lsock.settimeout(0.2)
-        while not self.stop:
-            try:
-                c, _ = self.lsock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return  # closed by close()
-            t = threading.Thread(target=self._connection, args=(c,), daemon=True)
-            t.start()
+        _accept_loop(self.lsock, lambda: self.stop, self._connection)
 
     def _connection(self, c):
         if self.tls is not None:
@@ -166,35 +177,29 @@ class BlackholeRelay:
     """A plain TCP relay to 127.0.0.1:upstream_port that can be blackholed:
     after blackhole(), bytes in both directions are read and dropped (new
     connections are accepted and go nowhere), as a partition that neither
-    refuses nor resets looks to a client.  restore() forwards again."""
+    refuses nor resets looks to a client.  restore() forwards again.  The
+    request lines clients start are kept in `lines` with their monotonic
+    time (only those forwarded)."""
+
+    METHODS = (b"GET ", b"PUT ", b"POST ", b"DELETE ", b"HEAD ")
 
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
         self.blackholed = False
         self.stop = False
-        self.lsock = socket.socket()
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(64)
+        self.lines = []  # (monotonic, request line) of what clients started, as forwarded
+        self.socks = []  # every connection, both sides: closed by close()
+        self.lsock = _listen(64)
         self.port = self.lsock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=_accept_loop, args=(self.lsock, lambda: self.stop, self._connection),
+                         daemon=True).start()
 
     def blackhole(self):
         self.blackholed = True
 
     def restore(self):
         self.blackholed = False
-
-    def _accept(self):
-        self.lsock.settimeout(0.2)
-        while not self.stop:
-            try:
-                c, _ = self.lsock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._connection, args=(c,), daemon=True).start()
 
     def _connection(self, c):
         try:
@@ -203,17 +208,21 @@ class BlackholeRelay:
         except OSError:
             c.close()
             return
+        self.socks += [c] if up is None else [c, up]
         if up is not None:
-            threading.Thread(target=self._pump, args=(up, c), daemon=True).start()
-        self._pump(c, up)
+            threading.Thread(target=self._pump, args=(up, c, False), daemon=True).start()
+        self._pump(c, up, True)
 
-    def _pump(self, src, dst):
+    def _pump(self, src, dst, from_client):
         try:
             while not self.stop:
                 data = src.recv(65536)
                 if not data:
                     break
                 if not self.blackholed and dst is not None:
+                    if from_client and data.startswith(self.METHODS):
+                        self.lines.append((time.monotonic(),
+                                           data.split(b"\r\n", 1)[0].decode("latin-1")))
                     dst.sendall(data)
         except OSError:
             pass
@@ -229,3 +238,8 @@ class BlackholeRelay:
     def close(self):
         self.stop = True
         self.lsock.close()
+        for s in self.socks:
+            try:
+                s.close()
+            except OSError:
+                pass

@@ -15,7 +15,8 @@ import pytest
 import requests
 
 from relay import DelayRelay, split_request
-from test_windows import acquire, api, body_at_rgw, code_of, put  # noqa: F401 (shared helpers)
+from test_windows import (  # noqa: F401 (shared helpers)
+    acquire, api, audit_kinds as audit, body_at_rgw, code_of, put, wait_ready)
 
 LOCK = "orders"
 S3_LEASE = 3500
@@ -30,16 +31,6 @@ def metric(gw, name):
         if ln.startswith(f"fencegate_{name} "):
             return int(ln.split()[1])
     raise AssertionError(f"no metric {name}")
-
-
-def audit(gw, expect=1, timeout=10):
-    deadline = time.monotonic() + timeout
-    while True:
-        recs = requests.get(f"{gw.url}/_fencegate/v1/audit", params={"lock": LOCK},
-                            timeout=10).json()["records"]
-        if len(recs) >= expect or time.monotonic() > deadline:
-            return [(r["kind"], r["token"]) for r in recs]
-        time.sleep(0.05)
 
 
 def wait_cond(gw, on=True, timeout=30):
@@ -58,13 +49,6 @@ def wait_log(gw, text, timeout=30):
         time.sleep(0.05)
 
 
-def wait_ready(gw, timeout=30):
-    deadline = time.monotonic() + timeout
-    while requests.get(f"{gw.url}/readyz", timeout=5).status_code != 200:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-
-
 def fence_rule(bucket, **kw):
     rule = {"bucket": bucket, "prefix": "orders/", "lock": LOCK, "require_token": True}
     rule.update(kw)
@@ -79,13 +63,6 @@ def upstream_puts(relay, key):
         if f"/{key} " in line or f"/{key}?" in line:
             out.append((line.split(" ")[0], headers))
     return out
-
-
-@pytest.fixture
-def locks_bucket(rgw, bucket):
-    name = bucket + "-locks"
-    rgw.client().create_bucket(Bucket=name)
-    return name
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Memory through the real binary: the heap the gateway keeps under load (a
 high malloc trim threshold, so busy runs do not give pages back only to fault
-them in again) is handed back once load stops (gateway/cli/serve.c,
-SERVE_IDLE_TRIM_MS)."""
+them in again) is handed back once load stops (gateway/http/heap.c,
+GW_HTTP_HEAP_TRIM_MS)."""
 
 import os
 import socket

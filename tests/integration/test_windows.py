@@ -86,13 +86,6 @@ def dir_gateway(gateway, tmp_path, bucket, extra=None, gateway_id="gw-a"):
     return gw
 
 
-@pytest.fixture
-def locks_bucket(rgw, bucket):
-    name = bucket + "-locks"
-    rgw.client().create_bucket(Bucket=name)
-    return name
-
-
 def s3_gateways(gateway, bucket, locks_bucket, n, extra=None):
     gws = []
     for i in range(n):

@@ -9,7 +9,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -20,6 +19,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
+from relay import BlackholeRelay
 from test_auth import AK, SK
 from test_fail_closed import signed_get
 from test_sigv2 import signed
@@ -55,86 +55,12 @@ def jsdir():
     return jsclient_dir()
 
 
-class PipeRelay:
-    """A byte pipe between workers and the gateway that the test owns: it
-    logs each request line a client starts (with its monotonic time) and,
-    with `blackhole` set, forwards nothing either way and answers nothing,
-    keeping every connection open: the gateway unreachable, not refused."""
-
-    METHODS = (b"GET ", b"PUT ", b"POST ", b"DELETE ", b"HEAD ")
-
-    def __init__(self, port):
-        self.port_to = port
-        self.blackhole = False
-        self.lines = []  # (monotonic, request line)
-        self.stop = False
-        self.socks = []
-        self.lsock = socket.socket()
-        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
-        self.lsock.listen(64)
-        self.lsock.settimeout(0.2)
-        self.port = self.lsock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while not self.stop:
-            try:
-                c, _ = self.lsock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            try:
-                u = socket.create_connection(("127.0.0.1", self.port_to))
-            except OSError:
-                c.close()
-                continue
-            self.socks += [c, u]
-            threading.Thread(target=self._pump, args=(c, u, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(u, c, False), daemon=True).start()
-
-    def _pump(self, src, dst, from_client):
-        src.settimeout(0.2)
-        while not self.stop:
-            try:
-                b = src.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                break
-            if not b:
-                break
-            if self.blackhole:
-                continue
-            if from_client and b.startswith(self.METHODS):
-                self.lines.append((time.monotonic(), b.split(b"\r\n", 1)[0].decode("latin-1")))
-            try:
-                dst.sendall(b)
-            except OSError:
-                break
-        if not self.blackhole:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self):
-        self.stop = True
-        time.sleep(0.3)
-        self.lsock.close()
-        for s in self.socks:
-            s.close()
-
-
 @pytest.fixture
 def relays():
     made = []
 
     def make(port):
-        r = PipeRelay(port)
+        r = BlackholeRelay(port)
         made.append(r)
         return r
     yield make
@@ -476,7 +402,7 @@ def test_gateway_unreachable(jsdir, wgw, bucket, workers, relays):
     time.sleep(LEASE / 1000)  # a few renewals through the relay
     renews = [t for t, ln in relay.lines if "/renew" in ln]
     assert len(renews) >= 2, relay.lines
-    relay.blackhole = True
+    relay.blackhole()
     t_black = time.monotonic()
     last_ok = max(t for t, ln in relay.lines if "/renew" in ln)
     lost = w.wait_for("lost", timeout=LEASE / 1000 + 5)

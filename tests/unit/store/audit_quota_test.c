@@ -14,20 +14,6 @@
 #include "store/store_int.h"
 #include "testutil.h"
 
-static int
-setup(void **state)
-{
-    *state = tl_dir_new("store");
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    tl_dir_free(*state);
-    return 0;
-}
-
 static struct store *
 open_pq(const char *dir, uint64_t per_lock, uint64_t per_who, uint64_t max_records,
         uint64_t max_age_ms)
@@ -40,9 +26,7 @@ open_pq(const char *dir, uint64_t per_lock, uint64_t per_who, uint64_t max_recor
     o.audit_max_records = max_records;
     o.audit_max_age_ms = max_age_ms;
     o.retention_interval_ms = 3600 * 1000; /* the tests prune by hand */
-    struct store *s = NULL;
-    assert_int_equal(store_open(&o, &s, NULL, 0), 0);
-    return s;
+    return tu_open_opts(&o);
 }
 
 static struct store *
@@ -505,18 +489,18 @@ main(void)
 {
     log_threshold = LOG_WARN;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_first_and_newest_kept, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_quiet_lock_survives_count_bound, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_age_retention_and_counters, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_same_transaction_protected, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rebuild_counts, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_principal_flood_over_many_locks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_origin_quota, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_and_newest_kept, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_quiet_lock_survives_count_bound, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_age_retention_and_counters, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_same_transaction_protected, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_rebuild_counts, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_principal_flood_over_many_locks, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_origin_quota, tu_dir_setup, tu_dir_teardown),
         cmocka_unit_test(test_who_names),
-        cmocka_unit_test_setup_teardown(test_principal_age_retention, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_principal_same_transaction_protected, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_who_rebuild, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_principal_age_retention, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_principal_same_transaction_protected, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_who_rebuild, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_options, tu_dir_setup, tu_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

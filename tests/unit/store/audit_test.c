@@ -11,33 +11,10 @@
 #include "testutil.h"
 
 static int
-setup(void **state)
-{
-    *state = tl_dir_new("store");
-    return 0;
-}
-
-static int
 teardown(void **state)
 {
     clock_unpin();
-    tl_dir_free(*state);
-    return 0;
-}
-
-/* Open with explicit retention settings. */
-static struct store *
-open_ret(const char *dir, uint64_t max_records, uint64_t max_age_ms)
-{
-    struct store_opts o;
-    store_opts_init(&o);
-    o.data_dir = dir;
-    o.audit_max_records = max_records;
-    o.audit_max_age_ms = max_age_ms;
-    o.retention_interval_ms = 3600 * 1000; /* the tests prune by hand */
-    struct store *s = NULL;
-    assert_int_equal(store_open(&o, &s, NULL, 0), 0);
-    return s;
+    return tu_dir_teardown(state);
 }
 
 static void
@@ -84,7 +61,7 @@ on_rec(void *arg, const struct store_audit_rec *r)
 static void
 test_append_and_query(void **state)
 {
-    struct store *s = open_ret(*state, 0, 0);
+    struct store *s = tu_open_retention(*state, 0, 0, NULL);
     uint64_t seq1 = 0;
     uint64_t seq2 = 0;
     append_at(s, 1000, "orders", 1, &seq1);
@@ -145,7 +122,7 @@ test_append_and_query(void **state)
 static void
 test_record_fields(void **state)
 {
-    struct store *s = open_ret(*state, 0, 0);
+    struct store *s = tu_open_retention(*state, 0, 0, NULL);
     clock_pin(1, 1795256130123);
     struct store_audit_rec r = {.kind = STORE_AUDIT_MISSING_TOKEN, .lock = "orders"};
     assert_int_equal(store_audit_append_sync(s, &r, NULL), 0); /* time 0 = now; NULL strings */
@@ -163,7 +140,7 @@ test_record_fields(void **state)
 static void
 test_pagination_exactly_once(void **state)
 {
-    struct store *s = open_ret(*state, 0, 0);
+    struct store *s = tu_open_retention(*state, 0, 0, NULL);
     const int total = 1000;
     for (int i = 0; i < total; i++) {
         append_at(s, 5000 + i / 37, (i % 3) == 0 ? "a" : "b", (uint64_t)i + 1, NULL);
@@ -218,7 +195,7 @@ test_pagination_exactly_once(void **state)
 static void
 test_retention_count(void **state)
 {
-    struct store *s = open_ret(*state, 50, 0);
+    struct store *s = tu_open_retention(*state, 50, 0, NULL);
     for (int i = 0; i < 120; i++) {
         append_at(s, 1000 + i, "l", (uint64_t)i + 1, NULL); /* count cap applied on append */
     }
@@ -242,7 +219,7 @@ test_retention_count(void **state)
 static void
 test_retention_age(void **state)
 {
-    struct store *s = open_ret(*state, 0, 10000);
+    struct store *s = tu_open_retention(*state, 0, 10000, NULL);
     for (int i = 0; i < 30; i++) {
         append_at(s, 1000 * (i + 1), i % 2 ? "x" : "y", (uint64_t)i + 1, NULL);
     }
@@ -312,7 +289,7 @@ done_cb(void *arg, int err, uint64_t seq)
 static void
 test_async_grouped(void **state)
 {
-    struct store *s = open_ret(*state, 0, 0);
+    struct store *s = tu_open_retention(*state, 0, 0, NULL);
     struct store_stats st0;
     store_stats_get(s, &st0);
     int done = 0;
@@ -328,7 +305,7 @@ test_async_grouped(void **state)
     assert_true(st.audit_appended - st0.audit_appended >= (uint64_t)n / 2);
     assert_true(st.commits - st0.commits < (uint64_t)n / 10); /* grouped, not one fsync each */
     store_close(s);                                           /* drains the fire-and-forget ones */
-    s = open_ret(*state, 0, 0);
+    s = tu_open_retention(*state, 0, 0, NULL);
     uint64_t c = 0;
     assert_int_equal(store_audit_count(s, &c), 0);
     assert_int_equal(c, (uint64_t)n);
@@ -373,14 +350,14 @@ main(void)
 {
     log_threshold = LOG_WARN;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_append_and_query, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_record_fields, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pagination_exactly_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_count, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_age, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_background, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_grouped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_kinds_and_cursors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_append_and_query, tu_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_fields, tu_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pagination_exactly_once, tu_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_count, tu_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_age, tu_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retention_background, tu_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_grouped, tu_dir_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kinds_and_cursors, tu_dir_setup, teardown),
     };
     return cmocka_run_group_tests_name("store_audit", tests, NULL, NULL);
 }

@@ -14,20 +14,6 @@
 #include "common/num.h"
 #include "testutil.h"
 
-static int
-setup(void **state)
-{
-    *state = tl_dir_new("store");
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    tl_dir_free(*state);
-    return 0;
-}
-
 static void
 test_get_check_advance(void **state)
 {
@@ -444,12 +430,12 @@ main(void)
 {
     log_threshold = LOG_WARN;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_get_check_advance, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_list, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_page, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_elect, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_advance, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_never_lowers_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_check_advance, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_list, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_page, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_elect, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_async_advance, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_never_lowers_threads, tu_dir_setup, tu_dir_teardown),
     };
     return cmocka_run_group_tests_name("store_fence", tests, NULL, NULL);
 }

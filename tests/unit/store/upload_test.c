@@ -10,20 +10,6 @@
 #include "store/record.h"
 #include "testutil.h"
 
-static int
-setup(void **state)
-{
-    *state = tl_dir_new("store");
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    tl_dir_free(*state);
-    return 0;
-}
-
 struct done {
     int n;   /* callbacks run */
     int err; /* the last err */
@@ -216,9 +202,9 @@ main(void)
 {
     log_threshold = LOG_WARN;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_put_get_del, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_list_older, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_invalid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_get_del, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_list_older, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_invalid, tu_dir_setup, tu_dir_teardown),
         cmocka_unit_test(test_record),
     };
     return cmocka_run_group_tests_name("store_upload", tests, NULL, NULL);

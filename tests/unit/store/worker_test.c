@@ -11,20 +11,6 @@
 
 #include "testutil.h"
 
-static int
-setup(void **state)
-{
-    *state = tl_dir_new("store");
-    return 0;
-}
-
-static int
-teardown(void **state)
-{
-    tl_dir_free(*state);
-    return 0;
-}
-
 static uint64_t
 now_ms(void)
 {
@@ -213,12 +199,13 @@ main(void)
 {
     log_threshold = LOG_WARN;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_completion_fd, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fence_not_delayed_by_audit_flush, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_queue_full, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_close_drains, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_only_async, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_completion_fd, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_fence_not_delayed_by_audit_flush, tu_dir_setup,
+                                        tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_queue_full, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_close_drains, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_read_only_async, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit, tu_dir_setup, tu_dir_teardown),
     };
     return cmocka_run_group_tests_name("store_worker", tests, NULL, NULL);
 }

@@ -9,25 +9,11 @@
 #include "tests/unit/gateway/proxy_harness.h"
 
 #include "gateway/base/metrics.h"
-#include "gateway/proxy/auth.h"
-#include "gateway/s3/s3req.h"
 
-static struct gw_auth pauth; /* what the next request is forwarded with */
 static char endpoint[] = "http://127.0.0.1:9";
 static char region[] = "us-east-1";
 static char akey[] = "AKIDEXAMPLE";
 static char skey[] = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-
-/* gw_request_fn */
-static void
-on_proxy_request(struct gw_req *req, void *arg)
-{
-    (void)arg;
-    th.requests++;
-    struct gw_s3req s3;
-    memset(&s3, 0, sizeof(s3));
-    gw_proxy_forward_body(px, req, &s3, &pauth, NULL, "", 0);
-}
 
 static int
 px_setup(void **state)
@@ -35,8 +21,8 @@ px_setup(void **state)
     (void)state;
     px_base_init();
     th_config_init(&cfg, endpoint, region, akey, skey);
-    px_open(on_proxy_request, 1000, 1000);
-    memset(&pauth, 0, sizeof(pauth));
+    px_with_body = true;
+    px_open(px_on_request, 1000, 1000);
     return 0;
 }
 
@@ -68,8 +54,8 @@ static void
 test_own_signing_failure_is_500(void **state)
 {
     (void)state;
-    pauth.payload = GW_PAYLOAD_SHA256;
-    (void)snprintf(pauth.sha256, sizeof(pauth.sha256), "%s", "not-a-hash");
+    px_auth.payload = GW_PAYLOAD_SHA256;
+    (void)snprintf(px_auth.sha256, sizeof(px_auth.sha256), "%s", "not-a-hash");
     uint64_t internal = gw_metrics.internal_errors;
     uint64_t r5xx = gw_metrics_requests_of_class(5);
     uint64_t r4xx = gw_metrics_requests_of_class(4);
@@ -85,7 +71,7 @@ static void
 test_client_error_stays_4xx(void **state)
 {
     (void)state;
-    pauth.payload = GW_PAYLOAD_CHUNKED_SIGNED;
+    px_auth.payload = GW_PAYLOAD_CHUNKED_SIGNED;
     uint64_t internal = gw_metrics.internal_errors;
     assert_int_equal(ask("PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
                          "Content-Encoding: a\r\nContent-Encoding: b\r\nContent-Encoding: c\r\n"

@@ -191,19 +191,6 @@ static char sk1[] = "old-secret";
 static char ak2[] = "AKNEW";
 static char sk2[] = "new-secret";
 
-/* gw_request_fn: forward every request as a service-level GET, unsigned payload */
-static void
-on_proxy_request(struct gw_req *req, void *arg)
-{
-    (void)arg;
-    th.requests++;
-    struct gw_s3req s3;
-    memset(&s3, 0, sizeof(s3));
-    struct gw_auth a;
-    memset(&a, 0, sizeof(a));
-    gw_proxy_forward(px, req, &s3, &a, NULL);
-}
-
 static void
 run_until(const int *flag)
 {
@@ -223,7 +210,7 @@ rl_setup(void **state)
     cfg2.upstream.access_key = ak2;
     cfg2.upstream.secret_key = sk2;
 
-    px_open(on_proxy_request, 2000, 5000);
+    px_open(px_on_request, 2000, 5000);
     char err[256];
     be = gw_elect_s3_new(s3c, "locks", err, sizeof(err));
     assert_non_null(be);

@@ -100,6 +100,9 @@ use_tls(struct fx *f, const char *cert, const char *ca)
                                  .tls_verify = true};
     f->up = gw_upstream_new(f->base, &o);
     assert_non_null(f->up);
+    /* ca_file is borrowed only during gw_upstream_new: every later transfer must
+     * still find the CAs after the caller's string is gone */
+    memset(cafile, 'x', sizeof(cafile) - 1);
     f->c.up = f->up;
 }
 

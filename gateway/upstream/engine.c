@@ -1,0 +1,42 @@
+/*
+ * gateway/upstream/engine.c: the set-up every engine's constructor shares
+ * (engine.h): the client's header with its base and a copy of the options.
+ * The engines call it; it calls nothing back.
+ */
+#include "gateway/upstream/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+void *
+gw_upstream_alloc(size_t size, const struct gw_upstream_ops *ops, struct event_base *base,
+                  const struct gw_upstream_opts *opts)
+{
+    if (base == NULL || opts == NULL) {
+        return NULL;
+    }
+    struct gw_upstream *up = calloc(1, size);
+    if (up == NULL) {
+        log_error("out of memory");
+        return NULL;
+    }
+    up->ops = ops;
+    up->base = base;
+    up->opts = *opts;
+    if (opts->ca_file != NULL && (up->ca_file = strdup(opts->ca_file)) == NULL) {
+        log_error("out of memory");
+        free(up);
+        return NULL;
+    }
+    up->opts.ca_file = up->ca_file;
+    return up;
+}
+
+void
+gw_upstream_dealloc(struct gw_upstream *up)
+{
+    free(up->ca_file);
+    free(up);
+}
