@@ -393,3 +393,50 @@ func TestElectStopsOnlyAfterStarting(t *testing.T) {
 		t.Fatal("OnStopped without OnStarted")
 	}
 }
+
+func TestRetryAfterTheLossIsNotSent(t *testing.T) {
+	gwf := newFake(t, 5000)
+	l := lease(t, gwf, Options{})
+	f := newFakeS3(t)
+	f.status = 503 // retryable: the SDK tries again, after the lease is gone
+	f.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.seen = append(f.seen, r.Method)
+		f.mu.Unlock()
+		_ = l.Release() // lost while the first attempt is on the wire
+		w.WriteHeader(503)
+		_, _ = io.WriteString(w, "<Error><Code>SlowDown</Code></Error>")
+	})
+	c := s3For(f.URL, l.Attach)
+	_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+	var ll *LeaseLost
+	if !errors.As(err, &ll) || ll.Reason != ReasonReleased {
+		t.Fatalf("err %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.seen) != 1 {
+		t.Fatalf("sent %d times; the retry after the loss must not leave", len(f.seen))
+	}
+}
+
+func TestDeadlineCountsFromTheSend(t *testing.T) {
+	f := newFake(t, 1000)
+	slow := f.Config.Handler
+	f.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond) // every answer takes a fifth of the lease
+		slow.ServeHTTP(w, r)
+	})
+	gw, _ := NewGateway(f.URL, Options{})
+	sent := time.Now()
+	l, err := gw.Lease(context.Background(), "orders", LeaseOptions{LeaseMs: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release() }()
+	// counted from the answer, it would be 1.2 s or more after the send
+	if d := l.Deadline().Sub(sent); d > time.Second+50*time.Millisecond {
+		t.Fatalf("deadline %v after the acquire was sent, past the lease", d)
+	}
+}
