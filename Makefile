@@ -141,12 +141,12 @@ $(PY_STAMP): $(PY_SRCS)
 # Debian's golang-github-aws-aws-sdk-go-v2-dev (/usr/share/gocode): the package
 # is copied to build/go/gopath/src/fencegate; its example and the integration
 # tests' worker (tests/go/worker) are built from it into build/go, and its
-# unit tests run (go test).
+# unit tests run (go test).  The build cache, build/gocache, is shared with the SAN build.
 GO_DIR    := $(BUILD)/go
 GO_WORKER := $(GO_DIR)/fencegate-test-worker
 GO_SRCS   := $(shell find clients/go tests/go -type f 2>/dev/null)
 GO_ENV    := GO111MODULE=off GOPROXY=off GOFLAGS= GOTOOLCHAIN=local \
-             GOPATH=$(CURDIR)/$(GO_DIR)/gopath:/usr/share/gocode GOCACHE=$(CURDIR)/$(GO_DIR)/cache
+             GOPATH=$(CURDIR)/$(GO_DIR)/gopath:/usr/share/gocode GOCACHE=$(CURDIR)/build/gocache
 go-client: $(GO_WORKER)
 	@cd $(GO_DIR)/gopath/src/fencegate && $(GO_ENV) go test -v -count=1 . > $(CURDIR)/$(GO_DIR)/test.log 2>&1; \
 	  rc=$$?; grep -E '^(--- FAIL|FAIL|panic:)' -A20 $(CURDIR)/$(GO_DIR)/test.log; \
