@@ -440,3 +440,25 @@ func TestDeadlineCountsFromTheSend(t *testing.T) {
 		t.Fatalf("deadline %v after the acquire was sent, past the lease", d)
 	}
 }
+
+// A process waking from a pause may run its write before any timer fires:
+// every read of the lease compares the clock itself.
+func TestCheckComparesTheClockItself(t *testing.T) {
+	f := newFake(t, 1000)
+	gw, _ := NewGateway(f.URL, Options{})
+	r := &apiReply{status: 200, doc: map[string]interface{}{"token": 3.0, "lease_id": "L", "lease_ms": 1000.0}}
+	l := newLease(gw, "orders", "me", r, time.Now().Add(-950*time.Millisecond))
+	if !l.watchdog.Stop() { // no timer will tell: only the clock
+		t.Fatal("watchdog already fired")
+	}
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-l.ctx.Done():
+		t.Fatal("lost before anything looked")
+	default:
+	}
+	var ll *LeaseLost
+	if err := l.Check(); !errors.As(err, &ll) || ll.Reason != ReasonExpired {
+		t.Fatalf("Check past the deadline: %v", err)
+	}
+}
