@@ -298,6 +298,7 @@ lint: check-deps lint-refs
 	  --inline-suppr --suppress=missingIncludeSystem -I. \
 	  --include=/usr/include/x86_64-linux-gnu/sys/queue.h $(MODULES)
 	clang-tidy --quiet $(LIB_SRCS) gateway/cli/main.c -- $(BASEFLAGS)
+	@bad=$$(gofmt -l clients/go tests/go) && test -z "$$bad" || { echo "gofmt -l: $$bad"; exit 1; }
 
 check-deps:
 	@tests/check_deps.sh
