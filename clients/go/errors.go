@@ -109,10 +109,14 @@ type FencingTokenNotGranted struct{ FencingError }
 // MissingFencingToken: a fenced write without a token (428).
 type MissingFencingToken struct{ FencingError }
 
-// AsFencingError finds any of the four refusals in err's chain.
+// AsFencingError finds any of the four refusals in err's chain; from a
+// client without a lease attached too (the SDK's error with their code).
 func AsFencingError(err error) (*FencingError, bool) {
 	var f interface{ Fencing() *FencingError }
 	if errors.As(err, &f) {
+		return f.Fencing(), true
+	}
+	if typed := fencingError(err); typed != nil && errors.As(typed, &f) {
 		return f.Fencing(), true
 	}
 	return nil, false
@@ -121,7 +125,8 @@ func AsFencingError(err error) (*FencingError, bool) {
 // fencingError converts an SDK error carrying one of the gateway's fencing
 // codes into its typed error; nil for any other error.
 func fencingError(err error) error {
-	if _, ok := AsFencingError(err); ok {
+	var f interface{ Fencing() *FencingError }
+	if errors.As(err, &f) {
 		return nil
 	}
 	var api smithy.APIError

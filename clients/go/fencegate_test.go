@@ -332,11 +332,17 @@ func TestRefusalsAreTypedAndNeverRetried(t *testing.T) {
 			t.Fatalf("%s: sent %d times, want once", tc.code, n)
 		}
 	}
+	// From a client without the lease: the SDK's error, which AsFencingError still knows.
+	_, err := s3For(f.URL).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+	if fe, ok := AsFencingError(err); !ok || fe.Code != "MissingFencingToken" || fe.StatusCode != 428 {
+		t.Fatalf("unattached: %v", err)
+	}
 	// Another 409 stays the SDK's own error.
 	f.mu.Lock()
 	f.status, f.body = 409, "<Error><Code>BucketNotEmpty</Code></Error>"
 	f.mu.Unlock()
-	_, err := c.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String("bkt")})
+	_, err = c.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String("bkt")})
 	if _, ok := AsFencingError(err); ok || err == nil {
 		t.Fatalf("BucketNotEmpty: %v", err)
 	}

@@ -190,8 +190,9 @@ func (g *Gateway) Get(ctx context.Context, lock string, after uint64, wait time.
 }
 
 // Watch sends the lock's record on the returned channel each time its
-// holder, token or liveness changes (the API's long poll), until ctx ends;
-// then the channel is closed.  Transient failures are retried with a backoff.
+// holder, token or liveness changes (the API's long poll), until ctx ends
+// or the gateway refuses the watch (403, 404); then the channel is closed.
+// Transient failures (transport, 5xx, 429) are retried with a backoff.
 func (g *Gateway) Watch(ctx context.Context, lock string) <-chan LockInfo {
 	ch := make(chan LockInfo)
 	go func() {
