@@ -8,6 +8,7 @@
 #   make js-deps                   npm packages of the JS client tests, into build/js
 #   make js-unit                   the JS worker library's unit tests (node --test)
 #   make js-client                 the JS worker library from `npm pack`, installed into build/jsclient
+#   make go-client                 the Go worker library, its example and test worker into build/go; go test
 #   make SAN=address,undefined check   the same under sanitizers (in build/san)
 
 PKGS    := libevent libevent_openssl libcurl openssl jansson lmdb expat
@@ -49,7 +50,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps check-circles fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
+.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client go-client lint check-deps check-circles fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass fault-cond deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -114,9 +115,9 @@ check-deploy:
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
-integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client py-client
+integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client py-client go-client
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) FENCEGATE_PYVENV=$(CURDIR)/$(PYVENV) \
-	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) \
+	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) FENCEGATE_GOWORKER=$(CURDIR)/$(GO_WORKER) \
 	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
 
 # The Python worker library (clients/python), installed the supported offline
@@ -135,6 +136,31 @@ $(PY_STAMP): $(PY_SRCS)
 	$(PYVENV)/bin/pip install --no-build-isolation --no-index --disable-pip-version-check \
 	  --quiet ./clients/python
 	touch $@
+
+# The Go worker library (clients/go), built offline in GOPATH mode against
+# Debian's golang-github-aws-aws-sdk-go-v2-dev (/usr/share/gocode): the package
+# is copied to build/go/gopath/src/fencegate; its example and the integration
+# tests' worker (tests/go/worker) are built from it into build/go, and its
+# unit tests run (go test).  The build cache, build/gocache, is shared with the SAN build.
+GO_DIR    := $(BUILD)/go
+GO_WORKER := $(GO_DIR)/fencegate-test-worker
+GO_SRCS   := $(shell find clients/go tests/go -type f 2>/dev/null)
+GO_ENV    := GO111MODULE=off GOPROXY=off GOFLAGS= GOTOOLCHAIN=local \
+             GOPATH=$(CURDIR)/$(GO_DIR)/gopath:/usr/share/gocode GOCACHE=$(CURDIR)/build/gocache
+go-client: $(GO_WORKER)
+	@cd $(GO_DIR)/gopath/src/fencegate && $(GO_ENV) go test -v -count=1 . > $(CURDIR)/$(GO_DIR)/test.log 2>&1; \
+	  rc=$$?; grep -E '^(--- FAIL|FAIL|panic:)' -A20 $(CURDIR)/$(GO_DIR)/test.log; \
+	  echo "go unit: $$(grep -c '^--- PASS' $(CURDIR)/$(GO_DIR)/test.log) passed," \
+	    "$$(grep -c '^--- FAIL' $(CURDIR)/$(GO_DIR)/test.log) failed" \
+	    "($$(sed -n 's/^\(ok\|FAIL\)[[:space:]]*fencegate[[:space:]]*//p' $(CURDIR)/$(GO_DIR)/test.log))"; \
+	  exit $$rc
+$(GO_WORKER): $(GO_SRCS)
+	@command -v go >/dev/null || { echo "go-client: no go (make deps installs Debian's golang-go)"; exit 1; }
+	rm -rf $(GO_DIR)/gopath/src/fencegate && mkdir -p $(GO_DIR)/gopath/src
+	cp -r clients/go $(GO_DIR)/gopath/src/fencegate
+	cd $(GO_DIR)/gopath/src/fencegate && $(GO_ENV) go vet ./... && $(GO_ENV) go build ./... && \
+	  $(GO_ENV) go build -o $(CURDIR)/$(GO_DIR)/example-worker ./examples/worker
+	$(GO_ENV) go build -o $(CURDIR)/$(GO_WORKER) ./tests/go/worker
 
 # npm packages the JS client tests drive, pinned by tests/js/package-lock.json,
 # installed into the build tree (never into the repository).
@@ -287,6 +313,7 @@ lint: check-deps lint-refs check-circles
 	  --inline-suppr --suppress=missingIncludeSystem -I. \
 	  --include=/usr/include/x86_64-linux-gnu/sys/queue.h $(MODULES)
 	clang-tidy --quiet $(LIB_SRCS) gateway/cli/main.c -- $(BASEFLAGS)
+	@bad=$$(gofmt -l clients/go tests/go) && test -z "$$bad" || { echo "gofmt -l: $$bad"; exit 1; }
 
 check-deps:
 	@tests/check_deps.sh

@@ -11,6 +11,7 @@ PKGS=(
     radosgw ceph-mon ceph-osd
     nginx-light wrk linux-perf
     python3-venv python3-setuptools python3-wheel python3-pip prometheus chromium
+    golang-go golang-github-aws-aws-sdk-go-v2-dev golang-github-aws-smithy-go-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -34,7 +34,7 @@ STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
 WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 SOURCES = ("*.c", "*.h")
 SELF = ("lint_refs.py", "test_lint_refs.py")  # they quote citations as examples
-CITERS = ("*.c", "*.h", "*.py", "*.sh", "*.md", "*.mjs", "*.js", "Makefile", ".ci/run")
+CITERS = ("*.c", "*.h", "*.py", "*.sh", "*.md", "*.mjs", "*.js", "*.go", "Makefile", ".ci/run")
 
 
 def tracked(root, patterns):

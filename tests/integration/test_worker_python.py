@@ -80,10 +80,14 @@ class Setup:
         cfg.update(kw)
         return cfg
 
+    def argv(self, mode, cfg):
+        """The worker's command line (a subclass runs another language's)."""
+        return [venv_python(), str(WORKER), mode, json.dumps(cfg)]
+
     def start(self, mode, **kw):
         cfg = self.config(**kw)
-        p = subprocess.Popen([venv_python(), str(WORKER), mode, json.dumps(cfg)],
-                             env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(self.argv(mode, cfg), env=self.env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
         p.cfg = cfg
         self.procs.append(p)
         return p
@@ -163,8 +167,10 @@ class Setup:
                 re.finditer(r"lock orders granted: epoch (\d+) to (\S+)", self.gw.log())]
 
 
-@pytest.fixture(params=["plain", "principals"])
-def setup(request, gateway, rgw, bucket, tmp_path):
+def worker_setup(cls, request, gateway, rgw, bucket, tmp_path):
+    """A gateway fencing orders/ for the workers' tests, with a principal
+    when request.param is "principals"; a `cls` (Setup or a subclass that
+    starts another language's worker) around it."""
     principals = request.param == "principals"
     # min_body_rate off: the SIGSTOPped worker's half-sent body must be cut
     # by the fence (B's write), not by the slow-body rule if the pause runs
@@ -181,7 +187,12 @@ def setup(request, gateway, rgw, bucket, tmp_path):
     while requests.get(f"{gw.url}/readyz", timeout=5).status_code != 200:
         assert time.monotonic() < deadline, "gateway not ready"
         time.sleep(0.05)
-    s = Setup(gw, rgw, bucket, tmp_path, principals)
+    return cls(gw, rgw, bucket, tmp_path, principals)
+
+
+@pytest.fixture(params=["plain", "principals"])
+def setup(request, gateway, rgw, bucket, tmp_path):
+    s = worker_setup(Setup, request, gateway, rgw, bucket, tmp_path)
     yield s
     s.stop_all()
 
@@ -387,15 +398,20 @@ def test_readme_example_is_examples_worker():
 def test_readme_worker_runs(setup):
     """The README's worker, as printed: acquires, writes, survives a pause
     (SIGSTOP past its lease), stops on SIGTERM."""
-    s = setup
-    script = s.tmp / "readme_worker.py"
+    script = setup.tmp / "readme_worker.py"
     script.write_text(readme_example())
+    run_readme_worker(setup, [venv_python(), "-u", str(script)])
+
+
+def run_readme_worker(s, argv):
+    """Runs a README worker (argv) against s: it must write, report the
+    loss of its lease after a SIGSTOP past it, write again with a newer
+    token, and stop on SIGTERM, printing "stopped"."""
     env = s.env()
     env.update(FENCEGATE_URL=s.gw.url, BUCKET=s.bucket, LOCK="orders", LEASE_MS=str(LEASE_MS),
                S3_ACCESS_KEY=AK if s.principals else s.rgw.access_key,
                S3_SECRET_KEY=SK if s.principals else s.rgw.secret_key)
-    p = subprocess.Popen([venv_python(), "-u", str(script)], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     s.procs.append(p)
     lines = []
 

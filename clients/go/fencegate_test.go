@@ -1,0 +1,470 @@
+package fencegate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	smithy "github.com/aws/smithy-go"
+)
+
+// fakeGateway answers the JSON API: acquire grants (or says held), renew
+// answers with renewStatus (or hangs while hang is set), release confirms.
+type fakeGateway struct {
+	*httptest.Server
+	mu          sync.Mutex
+	token       int64
+	leaseMs     int64
+	held        bool
+	hang        chan struct{} // renewals block until it is closed, when non-nil
+	renewStatus int
+	renewBody   map[string]interface{}
+	renews      int32
+	releases    int32
+	auth        []string
+}
+
+func newFake(t *testing.T, leaseMs int64) *fakeGateway {
+	f := &fakeGateway{leaseMs: leaseMs, renewStatus: 200}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(func() {
+		f.mu.Lock()
+		if f.hang != nil {
+			close(f.hang)
+			f.hang = nil
+		}
+		f.mu.Unlock()
+		f.Close()
+	})
+	return f
+}
+
+func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	reply := func(status int, doc map[string]interface{}) {
+		f.mu.Unlock()
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(doc)
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/acquire"):
+		if f.held {
+			reply(409, map[string]interface{}{"error": "held", "holder": "other", "token": 7, "expires_in_ms": 900})
+			return
+		}
+		f.token++
+		reply(200, map[string]interface{}{"token": f.token, "lease_id": "L1", "lease_ms": f.leaseMs})
+	case strings.HasSuffix(r.URL.Path, "/renew"):
+		atomic.AddInt32(&f.renews, 1)
+		if hang := f.hang; hang != nil {
+			f.mu.Unlock()
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		body := f.renewBody
+		if body == nil {
+			body = map[string]interface{}{"token": f.token, "lease_ms": f.leaseMs}
+		}
+		reply(f.renewStatus, body)
+	case strings.HasSuffix(r.URL.Path, "/release"):
+		atomic.AddInt32(&f.releases, 1)
+		reply(200, map[string]interface{}{})
+	default:
+		reply(404, map[string]interface{}{"error": "not_found"})
+	}
+}
+
+func lease(t *testing.T, f *fakeGateway, opts Options) *Lease {
+	gw, err := NewGateway(f.URL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := gw.Lease(context.Background(), "orders", LeaseOptions{LeaseMs: f.leaseMs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Release() })
+	return l
+}
+
+func waitDone(t *testing.T, l *Lease, within time.Duration) time.Duration {
+	start := time.Now()
+	select {
+	case <-l.Done():
+		return time.Since(start)
+	case <-time.After(within):
+		t.Fatalf("lease not lost within %v (reason %q)", within, l.Reason())
+	}
+	return 0
+}
+
+func TestRenewalsKeepTheLease(t *testing.T) {
+	f := newFake(t, 300)
+	l := lease(t, f, Options{})
+	time.Sleep(1200 * time.Millisecond) // four leases
+	if r := l.Reason(); r != "" {
+		t.Fatalf("lost: %s", r)
+	}
+	if n := l.Renewals(); n < 8 {
+		t.Fatalf("%d renewals in four leases, want a third of the lease apart", n)
+	}
+	if l.Remaining() <= 0 || l.Check() != nil || l.Context().Err() != nil {
+		t.Fatal("held, yet Remaining/Check/Context say otherwise")
+	}
+}
+
+func TestRefusedRenewalLosesAtOnce(t *testing.T) {
+	f := newFake(t, 3000)
+	l := lease(t, f, Options{})
+	var got []string
+	l.OnLost(func(reason string) { got = append(got, reason) })
+	f.mu.Lock()
+	f.renewStatus = 409
+	f.renewBody = map[string]interface{}{"error": "superseded", "token": f.token + 1}
+	f.mu.Unlock()
+	took := waitDone(t, l, 2500*time.Millisecond) // the first renewal, at 1 s, is refused
+	if took > 1500*time.Millisecond {
+		t.Fatalf("lost %v after the refusal was due", took)
+	}
+	if l.Reason() != ReasonSuperseded || len(got) != 1 || got[0] != ReasonSuperseded {
+		t.Fatalf("reason %q, callbacks %v", l.Reason(), got)
+	}
+	var ll *LeaseLost
+	if err := l.Check(); !errors.As(err, &ll) || ll.Reason != ReasonSuperseded {
+		t.Fatalf("Check: %v", err)
+	}
+	if l.Context().Err() == nil {
+		t.Fatal("Context not cancelled on loss")
+	}
+}
+
+func TestUnreachableIsLostAtTheLocalDeadline(t *testing.T) {
+	f := newFake(t, 600)
+	l := lease(t, f, Options{})
+	deadline := l.Deadline()
+	f.mu.Lock()
+	f.hang = make(chan struct{}) // every renewal hangs: no answer at all
+	f.mu.Unlock()
+	waitDone(t, l, 2*time.Second)
+	late := time.Since(deadline)
+	if late < 0 || late > 150*time.Millisecond {
+		t.Fatalf("lost %v after the local deadline", late)
+	}
+	if l.Reason() != ReasonUnreachable {
+		t.Fatalf("reason %q", l.Reason())
+	}
+}
+
+func TestLockHeldPastWait(t *testing.T) {
+	f := newFake(t, 1000)
+	f.held = true
+	gw, _ := NewGateway(f.URL, Options{})
+	start := time.Now()
+	_, err := gw.Lease(context.Background(), "orders", LeaseOptions{WaitMs: 300})
+	var held *LockHeldError
+	if !errors.Is(err, ErrLockHeld) || !errors.As(err, &held) || held.Holder != "other" {
+		t.Fatalf("err %v", err)
+	}
+	if time.Since(start) < 300*time.Millisecond {
+		t.Fatal("gave up before WaitMs")
+	}
+}
+
+func TestReleaseSendsOnceAndNothingAfterALoss(t *testing.T) {
+	f := newFake(t, 1000)
+	l := lease(t, f, Options{})
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release()
+	if l.Reason() != ReasonReleased || atomic.LoadInt32(&f.releases) != 1 {
+		t.Fatalf("reason %q, %d releases", l.Reason(), f.releases)
+	}
+	f2 := newFake(t, 300)
+	l2 := lease(t, f2, Options{})
+	f2.mu.Lock()
+	f2.hang = make(chan struct{})
+	f2.mu.Unlock()
+	waitDone(t, l2, time.Second)
+	_ = l2.Release()
+	if atomic.LoadInt32(&f2.releases) != 0 {
+		t.Fatal("a release was sent for a lease already lost")
+	}
+}
+
+func TestSignedOnlyWithCredentials(t *testing.T) {
+	f := newFake(t, 1000)
+	lease(t, f, Options{})
+	lease(t, f, Options{Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.auth[0] != "" || !strings.HasPrefix(f.auth[1], "AWS4-HMAC-SHA256 Credential=AKID/") {
+		t.Fatalf("Authorization headers: %q", f.auth)
+	}
+}
+
+// fakeS3 records each request's fencing headers and answers with status/body.
+type fakeS3 struct {
+	*httptest.Server
+	mu     sync.Mutex
+	seen   []string // "METHOD query lock token"
+	status int
+	body   string
+}
+
+func newFakeS3(t *testing.T) *fakeS3 {
+	f := &fakeS3{status: 200}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		f.mu.Lock()
+		f.seen = append(f.seen, r.Method+" "+r.URL.RawQuery+" "+r.Header.Get(headerLock)+" "+
+			r.Header.Get(headerToken))
+		status, body := f.status, f.body
+		f.mu.Unlock()
+		if strings.Contains(r.URL.RawQuery, "uploadId") && r.Method == "POST" {
+			body = "<CompleteMultipartUploadResult><ETag>\"x\"</ETag></CompleteMultipartUploadResult>"
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func s3For(url string, opts ...func(*s3.Options)) *s3.Client {
+	return s3.New(s3.Options{
+		Region: "us-east-1", UsePathStyle: true,
+		EndpointResolver: s3.EndpointResolverFromURL(url),
+		Credentials:      credentials.NewStaticCredentialsProvider("AK", "SK", ""),
+		Retryer:          retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 5 }),
+	}, opts...)
+}
+
+func TestAttachHeadersByOperation(t *testing.T) {
+	gwf := newFake(t, 5000)
+	l := lease(t, gwf, Options{})
+	f := newFakeS3(t)
+	c := s3For(f.URL, l.Attach)
+	ctx := context.Background()
+	b, k := aws.String("bkt"), aws.String("orders/x")
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: k, UploadId: aws.String("u"),
+		PartNumber: 1, Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: b, Key: k}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: k})
+	want := []string{"PUT x-id=PutObject orders 1", "PUT partNumber=1&uploadId=u&x-id=UploadPart orders ",
+		"DELETE x-id=DeleteObject orders 1", "HEAD   "}
+	f.mu.Lock()
+	got := append([]string(nil), f.seen...)
+	f.mu.Unlock()
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("requests\n got %q\nwant %q", got, want)
+	}
+	// After the loss: a write is refused without being sent; reads still go.
+	_ = l.Release()
+	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: b, Key: k, Body: strings.NewReader("y")})
+	var ll *LeaseLost
+	if !errors.As(err, &ll) || ll.Reason != ReasonReleased {
+		t.Fatalf("write after release: %v", err)
+	}
+	_, _ = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: b, Key: k})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.seen) != 5 || !strings.HasPrefix(f.seen[4], "HEAD") {
+		t.Fatalf("after the loss the server saw %q", f.seen[4:])
+	}
+}
+
+func TestRefusalsAreTypedAndNeverRetried(t *testing.T) {
+	gwf := newFake(t, 5000)
+	l := lease(t, gwf, Options{})
+	f := newFakeS3(t)
+	c := s3For(f.URL, l.Attach)
+	cases := []struct {
+		code   string
+		status int
+		as     func(error) bool
+	}{
+		{"StaleFencingToken", 409, func(e error) bool { return errors.As(e, new(*StaleFencingToken)) }},
+		{"FencingLeaseExpired", 409, func(e error) bool { return errors.As(e, new(*FencingLeaseExpired)) }},
+		{"FencingTokenNotGranted", 409, func(e error) bool { return errors.As(e, new(*FencingTokenNotGranted)) }},
+		{"MissingFencingToken", 428, func(e error) bool { return errors.As(e, new(*MissingFencingToken)) }},
+	}
+	for _, tc := range cases {
+		f.mu.Lock()
+		f.status, f.body, f.seen = tc.status, "<Error><Code>"+tc.code+"</Code><Message>no</Message></Error>", nil
+		f.mu.Unlock()
+		_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+			Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+		var api smithy.APIError
+		fe, ok := AsFencingError(err)
+		if !tc.as(err) || !ok || fe.Code != tc.code || fe.StatusCode != tc.status ||
+			!errors.As(err, &api) || api.ErrorCode() != tc.code {
+			t.Fatalf("%s: %T %v", tc.code, err, err)
+		}
+		f.mu.Lock()
+		n := len(f.seen)
+		f.mu.Unlock()
+		if n != 1 {
+			t.Fatalf("%s: sent %d times, want once", tc.code, n)
+		}
+	}
+	// From a client without the lease: the SDK's error, which AsFencingError still knows.
+	_, err := s3For(f.URL).PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+	if fe, ok := AsFencingError(err); !ok || fe.Code != "MissingFencingToken" || fe.StatusCode != 428 {
+		t.Fatalf("unattached: %v", err)
+	}
+	// Another 409 stays the SDK's own error.
+	f.mu.Lock()
+	f.status, f.body = 409, "<Error><Code>BucketNotEmpty</Code></Error>"
+	f.mu.Unlock()
+	_, err = c.DeleteBucket(context.Background(), &s3.DeleteBucketInput{Bucket: aws.String("bkt")})
+	if _, ok := AsFencingError(err); ok || err == nil {
+		t.Fatalf("BucketNotEmpty: %v", err)
+	}
+}
+
+func TestElectStopsOnlyAfterStarting(t *testing.T) {
+	f := newFake(t, 600)
+	gw, _ := NewGateway(f.URL, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var seq []string
+	add := func(s string) {
+		mu.Lock()
+		seq = append(seq, s)
+		mu.Unlock()
+	}
+	terms := 0
+	err := gw.Elect(ctx, "orders", func(rctx context.Context, l *Lease) error {
+		add("run")
+		terms++
+		if terms == 2 {
+			cancel() // stop the election while leading: run's ctx is cancelled
+			<-rctx.Done()
+		}
+		return nil
+	}, ElectOptions{
+		OnStarted:   func(l *Lease) { add("started") },
+		OnStopped:   func(l *Lease) { add("stopped:" + l.Reason()) },
+		OnNewLeader: func(h string, tok uint64) { add("leader") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var calls []string
+	for _, s := range seq {
+		if s != "leader" {
+			calls = append(calls, s)
+		}
+	}
+	want := "started run stopped:released started run stopped:released"
+	if strings.Join(calls, " ") != want {
+		t.Fatalf("calls %q, want %q", calls, want)
+	}
+	// A campaign stopped before it leads calls neither.
+	f.held = true
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	stopped := false
+	_ = gw.Elect(ctx2, "orders", func(context.Context, *Lease) error { return nil },
+		ElectOptions{OnStopped: func(*Lease) { stopped = true }})
+	if stopped {
+		t.Fatal("OnStopped without OnStarted")
+	}
+}
+
+func TestRetryAfterTheLossIsNotSent(t *testing.T) {
+	gwf := newFake(t, 5000)
+	l := lease(t, gwf, Options{})
+	f := newFakeS3(t)
+	f.status = 503 // retryable: the SDK tries again, after the lease is gone
+	f.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.seen = append(f.seen, r.Method)
+		f.mu.Unlock()
+		_ = l.Release() // lost while the first attempt is on the wire
+		w.WriteHeader(503)
+		_, _ = io.WriteString(w, "<Error><Code>SlowDown</Code></Error>")
+	})
+	c := s3For(f.URL, l.Attach)
+	_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+	var ll *LeaseLost
+	if !errors.As(err, &ll) || ll.Reason != ReasonReleased {
+		t.Fatalf("err %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.seen) != 1 {
+		t.Fatalf("sent %d times; the retry after the loss must not leave", len(f.seen))
+	}
+}
+
+func TestDeadlineCountsFromTheSend(t *testing.T) {
+	f := newFake(t, 1000)
+	slow := f.Config.Handler
+	f.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond) // every answer takes a fifth of the lease
+		slow.ServeHTTP(w, r)
+	})
+	gw, _ := NewGateway(f.URL, Options{})
+	sent := time.Now()
+	l, err := gw.Lease(context.Background(), "orders", LeaseOptions{LeaseMs: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release() }()
+	// counted from the answer, it would be 1.2 s or more after the send
+	if d := l.Deadline().Sub(sent); d > time.Second+50*time.Millisecond {
+		t.Fatalf("deadline %v after the acquire was sent, past the lease", d)
+	}
+}
+
+// A process waking from a pause may run its write before any timer fires:
+// every read of the lease compares the clock itself.
+func TestCheckComparesTheClockItself(t *testing.T) {
+	f := newFake(t, 1000)
+	gw, _ := NewGateway(f.URL, Options{})
+	r := &apiReply{status: 200, doc: map[string]interface{}{"token": 3.0, "lease_id": "L", "lease_ms": 1000.0}}
+	l := newLease(gw, "orders", "me", r, time.Now().Add(-950*time.Millisecond))
+	if !l.watchdog.Stop() { // no timer will tell: only the clock
+		t.Fatal("watchdog already fired")
+	}
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-l.ctx.Done():
+		t.Fatal("lost before anything looked")
+	default:
+	}
+	var ll *LeaseLost
+	if err := l.Check(); !errors.As(err, &ll) || ll.Reason != ReasonExpired {
+		t.Fatalf("Check past the deadline: %v", err)
+	}
+}
