@@ -56,33 +56,6 @@ store_audit_kind_parse(const char *name, enum store_audit_kind *out)
     return ERR_INVAL;
 }
 
-void
-store_audit_who(const char *principal, const char *client, char out[STORE_WHO_MAX + 1])
-{
-    if (principal != NULL && principal[0] != '\0') {
-        size_t n = store_rec_trunc_len(principal, STORE_WHO_MAX);
-        memcpy(out, principal, n);
-        out[n] = '\0';
-        return;
-    }
-    size_t n = client == NULL ? 0 : strnlen(client, STORE_CLIENT_MAX);
-    /* "host:port" or "[v6]:port": drop ":port" (digits after the last colon,
-     * when the host before it has no colon or ends in ']') */
-    size_t d = n;
-    while (d > 0 && client[d - 1] >= '0' && client[d - 1] <= '9') {
-        d--;
-    }
-    if (d > 0 && d < n && client[d - 1] == ':') {
-        size_t h = d - 1;
-        if (memchr(client, ':', h) == NULL || (h > 0 && client[h - 1] == ']')) {
-            n = h;
-        }
-    }
-    out[0] = '@';
-    memcpy(out + 1, client == NULL ? "" : client, n);
-    out[1 + n] = '\0';
-}
-
 int
 store_audit_cursor_format(const struct store_audit_cursor *c, char *out, size_t len)
 {
