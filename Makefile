@@ -59,7 +59,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
+.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond bench-cores \
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -208,6 +208,12 @@ bench-stays-up: $(BIN)
 # perf profile of the gateway under GET 1 KiB).
 bench-proxy: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench_dav.sh
+
+# Worker loops against nginx worker processes: signed-payload PUT 1 MiB at each
+# count in BENCH_CORES (tests/bench/cores_bench.sh; about 2 minutes for "1 2").
+BENCH_CORES ?= 1 2
+bench-cores: $(BIN)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/cores_bench.sh $(BENCH_CORES)
 
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
 bench-proxy-rgw: $(BIN)
