@@ -59,7 +59,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond bench-cores \
+.PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client lint check-deps fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond bench-cores bench-cores-kit \
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -214,6 +214,11 @@ bench-proxy: $(BIN)
 BENCH_CORES ?= 1 2
 bench-cores: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/cores_bench.sh $(BENCH_CORES)
+
+# $(BUILD)/cores-kit: the gateway, wrk, nginx and curl with their libraries and
+# loader, to run bench-cores on a machine without Debian 12 (tests/bench/cores_kit.sh).
+bench-cores-kit: $(BIN)
+	bash tests/bench/cores_kit.sh $(BUILD)/cores-kit $(BIN)
 
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
 bench-proxy-rgw: $(BIN)

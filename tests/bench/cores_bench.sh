@@ -28,7 +28,9 @@
 #   FENCEGATE_BIN  the gateway (build/fencegate); links Debian 12's libevent
 #                  (libevent-2.1-7, libevent-openssl-2.1-7), libcurl4, libssl3,
 #                  libjansson4, liblmdb0, libexpat1: on another distribution,
-#                  carry them in a folder and set LD_LIBRARY_PATH
+#                  carry them in a folder and set LD_LIBRARY_PATH, or carry
+#                  `make bench-cores-kit`'s folder (tests/bench/cores_kit.sh:
+#                  the four programs with their libraries and loader)
 #   NGINX          nginx with the dav module (/usr/sbin/nginx, nginx-light)
 #   WRK            wrk (wrk in PATH)
 #   curl           in PATH, for the readiness checks and the check PUTs
