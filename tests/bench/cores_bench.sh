@@ -16,7 +16,9 @@
 # with worker_processes N, one after the other, BENCH_SECS each, repeated
 # BENCH_REPEATS times (alternating).  Printed per target and N: req/s, MiB/s,
 # p50/p99, CPU µs per request (utime+stime of every process and thread of the
-# target), and the scaling ratio (req/s at N over req/s at the first N).
+# target), CPUs busy (the target's CPU seconds per second: below N, the load
+# generator or the origin was the bottleneck), and the scaling ratio (req/s at
+# N over req/s at the first N).
 #
 # CPUs: with N below the machine's CPU count, the target runs on CPUs 0..N-1
 # and wrk and the origin on the others (taskset); at N >= the CPU count all
@@ -286,34 +288,36 @@ echo "== fencegate cores benchmark: signed-payload PUT $((BYTES / 1024)) KiB, $(
     "$NCPU CPUs, ${SECS}s x $REPEATS repeats, $ELAPSED s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 # medians over the repeats of req/s, p50, p99 and CPU per request; ratio: req/s over the first N's
-awk -F'\t' -v hz="$HZ" -v bytes="$BYTES" -v first="${COUNTS[0]}" -v counts="${COUNTS[*]}" -v hasw="$HAS_WORKERS" '
+awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}" -v counts="${COUNTS[*]}" -v hasw="$HAS_WORKERS" '
     function med(s,   a, k, i, j, t) {
         k = split(s, a, " ")
         for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
         return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
     }
     { key = $1 SUBSEP $2; rps[key] = rps[key] " " $3; p50[key] = p50[key] " " $4; p99[key] = p99[key] " " $5
-      cpu[key] = cpu[key] " " ($6 > 0 ? $7 * 1e6 / hz / $6 : 0); conns[key] = $8 }
+      cpu[key] = cpu[key] " " ($6 > 0 ? $7 * 1e6 / hz / $6 : 0); conns[key] = $8
+      busy[key] = busy[key] " " ($7 / hz / secs) }
     END {
-        printf "| target | N | conns | req/s | MiB/s | p50 ms | p99 ms | CPU us/req | scaling | gw/nginx CPU |\n"
-        printf "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        printf "| target | N | conns | req/s | MiB/s | p50 ms | p99 ms | CPU us/req | CPUs busy | scaling | gw/nginx CPU |\n"
+        printf "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
         nc = split(counts, cs, " ")
         for (t = 1; t <= 2; t++) {
             tg = t == 1 ? "gw" : "nginx"
             for (i = 1; i <= nc; i++) {
                 n = cs[i]; key = tg SUBSEP n
-                if (!(key in rps)) { printf "| %s | %s | - | n/a (no workers key) | | | | | | |\n", tg, n; continue }
+                if (!(key in rps)) { printf "| %s | %s | - | n/a (no workers key) | | | | | | | |\n", tg, n; continue }
                 r = med(rps[key]); c = med(cpu[key])
                 f = tg SUBSEP first
                 sc = (f in rps) && med(rps[f]) > 0 ? sprintf("%.2fx", r / med(rps[f])) : "-"
                 rel = "-"
                 if (tg == "gw" && (("nginx" SUBSEP n) in cpu) && med(cpu["nginx" SUBSEP n]) > 0)
                     rel = sprintf("%.2fx", c / med(cpu["nginx" SUBSEP n]))
-                printf "| %s | %s | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %s | %s |\n", tg, n, conns[key], r,
-                    r * bytes / 1048576, med(p50[key]), med(p99[key]), c, sc, rel
+                printf "| %s | %s | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %.2f | %s | %s |\n", tg, n, conns[key], r,
+                    r * bytes / 1048576, med(p50[key]), med(p99[key]), c, med(busy[key]), sc, rel
             }
         }
     }' "$RES"
 echo
+echo "CPUs busy: the target's CPU seconds per second of the run (below N: the load generator or the origin held it back);"
 echo "scaling: req/s at N over req/s at N=${COUNTS[0]}, same target; gw/nginx CPU: CPU per request, gateway over nginx at the same N"
 echo "command: FENCEGATE_BIN=$BIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS bash tests/bench/cores_bench.sh ${COUNTS[*]}"
