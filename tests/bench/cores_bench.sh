@@ -93,15 +93,37 @@ for n in "${COUNTS[@]}"; do [ "$n" -gt "$MAXN" ] && MAXN=$n; done
 ORIGIN_WORKERS=${BENCH_ORIGIN_WORKERS:-$(((NCPU + 1) / 2))}
 
 T=$(mktemp -d "${BENCH_TMP:-/dev/shm}/fg-cores.XXXXXX")
-ORG_PID="" TGT_PID=""
+ORG_PID="" TGT_PID="" TGT_NGINX=""
 BENCH=cores_bench.sh
 # shellcheck source=tests/bench/lib.sh
 . "$HERE/lib.sh"
+# stop_nginx NAME PID: stop_pid for an nginx whose command line may not name
+# $T (under cores_kit.sh's loader, nginx's process title overwrites it): the
+# pid file it wrote under $T identifies it instead.
+stop_nginx() {
+    local pid=$2 i
+    [ -n "$pid" ] || return 0
+    if ! ours "$pid" && [ "$(cat "$T/nginx-$1/nginx.pid" 2>/dev/null)" != "$pid" ]; then
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 50; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+}
+stop_target() {
+    if [ -n "$TGT_NGINX" ]; then stop_nginx "$TGT_NGINX" "$TGT_PID"; else stop_pid "$TGT_PID"; fi
+    TGT_PID="" TGT_NGINX=""
+}
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
-    stop_pid "$TGT_PID"
-    stop_pid "$ORG_PID"
+    stop_target
+    stop_nginx origin "$ORG_PID"
     if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" -ne 0 ]; then
         note "kept $T (logs: gw-*.log, nginx-*/error.log)"
     else
@@ -202,7 +224,7 @@ start_target() {
         nginx_conf "peer-$n" "$TGT_PORT" "$n" "$(nginx_proxy_location origin)" \
             "upstream origin { server 127.0.0.1:$ORG_PORT; keepalive 128; keepalive_requests 10000000; }"
         start_nginx "peer-$n" "$srv"
-        TGT_PID=$!
+        TGT_PID=$! TGT_NGINX=peer-$n
         wait_code "http://127.0.0.1:$TGT_PORT/bench/" 403 || die "nginx does not answer"
     else
         gw_json "$n" "$TGT_PORT" >"$T/gw-$n.json"
@@ -276,8 +298,7 @@ for ((r = 0; r < REPEATS; r++)); do
             [ "$errs" = 0 ] || die "$tg N=$n: $errs errors ($(grep -E 'Non-2xx|Socket' "$T/wrk.out" | tr '\n' ' '))"
             printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tg" "$n" "$rps" "$p50" "$p99" "$nreq" "$((c1 - c0))" \
                 "$conns" >>"$RES"
-            stop_pid "$TGT_PID"
-            TGT_PID=""
+            stop_target
         done
     done
 done
