@@ -124,12 +124,7 @@ cleanup() {
     trap - EXIT INT TERM
     stop_target
     stop_nginx origin "$ORG_PID"
-    if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" -ne 0 ]; then
-        note "kept $T (logs: gw-*.log, nginx-*/error.log)"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
+    finish_tmp "$rc" "gw-*.log, nginx-*/error.log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -148,17 +143,6 @@ pin() {
     local l=$1 p
     shift
     for p in "$@"; do taskset -a -p -c "$l" "$p" >/dev/null; done
-}
-wrkstats() { # FILE -> "rps p50_ms p99_ms requests errors"
-    awk 'function ms(v) {
-            if (v ~ /us$/) return v * 0.001; if (v ~ /ms$/) return v + 0
-            if (v ~ /m$/) return v * 60000; if (v ~ /s$/) return v * 1000; return v }
-        /Requests\/sec:/ {rps = $2}
-        $1 == "50%" {p50 = ms($2)} $1 == "99%" {p99 = ms($2)}
-        / requests in / {n = $1}
-        /Non-2xx or 3xx responses:/ {e += $NF}
-        /Socket errors:/ {gsub(/,/, ""); e += $4 + $6 + $8 + $10}
-        END {printf "%.1f %.3f %.3f %d %d\n", rps, p50, p99, n, e}' "$1"
 }
 
 if [ -n "${BENCH_PORTS:-}" ]; then
