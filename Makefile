@@ -10,6 +10,7 @@
 #   make js-client                 the JS worker library from `npm pack`, installed into build/jsclient
 #   make go-client                 the Go worker library, its example and test worker into build/go; go test
 #   make SAN=address,undefined check   the same under sanitizers (in build/san)
+#   make SAN=thread unit           the unit tests under ThreadSanitizer (in build/tsan)
 
 PKGS    := libevent libevent_openssl libcurl openssl jansson lmdb expat
 LLHTTP_SRC_DIR ?= /usr/share/llhttp
@@ -17,7 +18,11 @@ LLHTTP_INC_DIR ?= /usr/share/include/llhttp
 PYTHON  ?= /usr/bin/python3
 
 ifdef SAN
+ifneq (,$(findstring thread,$(SAN)))
+BUILD   ?= build/tsan
+else
 BUILD   ?= build/san
+endif
 else
 BUILD   ?= build
 endif
@@ -32,6 +37,11 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS)) -lpthread
 ifdef SAN
 ALLFLAGS += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS  += -fsanitize=$(SAN)
+# ThreadSanitizer does not model a lone atomic_thread_fence (store/store.c's
+# read_raced pairs it with seq_cst atomics, which it does model): gcc warns.
+ifneq (,$(findstring thread,$(SAN)))
+ALLFLAGS += -Wno-tsan
+endif
 endif
 
 MODULES   := common store election gateway
@@ -51,6 +61,7 @@ PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
 .PHONY: all check check-deploy unit integration js-deps js-client js-unit py-client go-client lint check-deps check-circles fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
+        bench-cores bench-cores-kit \
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass fault-cond deps run demo clean format lint-refs install install-files uninstall deb
 
@@ -225,6 +236,17 @@ bench-stays-up: $(BIN)
 # perf profile of the gateway under GET 1 KiB).
 bench-proxy: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench_dav.sh
+
+# Worker loops against nginx worker processes: signed-payload PUT 1 MiB at each
+# count in BENCH_CORES (tests/bench/cores_bench.sh; about 2 minutes for "1 2").
+BENCH_CORES ?= 1 2
+bench-cores: $(BIN)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/cores_bench.sh $(BENCH_CORES)
+
+# $(BUILD)/cores-kit: the gateway, wrk, nginx and curl with their libraries and
+# loader, to run bench-cores on a machine without Debian 12 (tests/bench/cores_kit.sh).
+bench-cores-kit: $(BIN)
+	bash tests/bench/cores_kit.sh $(BUILD)/cores-kit $(BIN)
 
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
 bench-proxy-rgw: $(BIN)

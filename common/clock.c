@@ -1,17 +1,20 @@
 #include "common/clock.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
 
-static bool pinned;
-static uint64_t pinned_mono;
-static int64_t pinned_wall;
+/* Atomics: a test pins the clock while the store's writer thread reads it
+ * (retention by age); relaxed loads cost a plain load on x86. */
+static atomic_bool pinned;
+static _Atomic uint64_t pinned_mono;
+static _Atomic int64_t pinned_wall;
 
 uint64_t
 clock_mono_ms(void)
 {
-    if (pinned) {
-        return pinned_mono;
+    if (atomic_load_explicit(&pinned, memory_order_acquire)) {
+        return atomic_load_explicit(&pinned_mono, memory_order_relaxed);
     }
     struct timespec ts;
     (void)clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -21,8 +24,8 @@ clock_mono_ms(void)
 int64_t
 clock_wall_ms(void)
 {
-    if (pinned) {
-        return pinned_wall;
+    if (atomic_load_explicit(&pinned, memory_order_acquire)) {
+        return atomic_load_explicit(&pinned_wall, memory_order_relaxed);
     }
     struct timespec ts;
     (void)clock_gettime(CLOCK_REALTIME, &ts);
@@ -32,13 +35,13 @@ clock_wall_ms(void)
 void
 clock_pin(uint64_t mono_ms, int64_t wall_ms)
 {
-    pinned = true;
-    pinned_mono = mono_ms;
-    pinned_wall = wall_ms;
+    atomic_store_explicit(&pinned_mono, mono_ms, memory_order_relaxed);
+    atomic_store_explicit(&pinned_wall, wall_ms, memory_order_relaxed);
+    atomic_store_explicit(&pinned, true, memory_order_release);
 }
 
 void
 clock_unpin(void)
 {
-    pinned = false;
+    atomic_store_explicit(&pinned, false, memory_order_release);
 }

@@ -4,7 +4,9 @@
  * Everything that needs "now" asks here, so tests can pin time (SigV4 vectors,
  * lease expiry).  clock_mono_ms() is for durations and lease judgement (G6);
  * clock_wall_ms() is for timestamps written into records and signatures.
- * Not thread-safe to change while other threads read: set in tests before use.
+ * Pinning may change while other threads read (the store's writer thread):
+ * each value is read whole, but a reader may pair the new monotonic value
+ * with the old wall value for an instant.
  */
 #ifndef COMMON_CLOCK_H
 #define COMMON_CLOCK_H

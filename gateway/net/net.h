@@ -6,6 +6,8 @@
  *   bevio.c           gw_bevio_*: plain sockets written at once and read by
  *                     recv, not by a bufferevent's events (the server's
  *                     connections and the lean upstream client's)
+ *   loopmsg.c         gw_loopq_*: messages from any thread to one event loop
+ *                     (gateway/net/loopmsg.h; DESIGN "Worker loops")
  */
 #ifndef GW_NET_H
 #define GW_NET_H

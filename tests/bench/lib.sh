@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# tests/bench/lib.sh: what the proxy benches share (sourced by proxy_bench.sh
-# and proxy_bench_dav.sh): stopping only our own processes, /proc readings,
-# waiting for an HTTP answer, and booting nginx in a prefix of its own.
+# tests/bench/lib.sh: what the proxy benches share (sourced by proxy_bench.sh,
+# proxy_bench_dav.sh and cores_bench.sh): stopping only our own processes,
+# /proc readings, waiting for an HTTP answer, booting nginx in a prefix of its
+# own, reading wrk's output, and keeping or removing the temp dir at exit.
 #
 # The sourcing script sets, before calling anything here:
 #   T        its temp dir (every process we start names it on its command line)
@@ -130,4 +131,30 @@ start_nginx() {
     [ -n "${2:-}" ] && pin=(taskset -c "$2")
     "${pin[@]}" "$NGINX" -p "$T/nginx-$1/" -c "$T/nginx-$1/nginx.conf" -e "$T/nginx-$1/error.log" \
         </dev/null >"$T/nginx-$1/stdout.log" 2>&1 &
+}
+
+# wrkstats FILE: wrk --latency output -> "rps p50_ms p99_ms requests errors"
+# (proxy_bench_helper.py wrkstats in awk: no interpreter start per run)
+wrkstats() {
+    awk 'function ms(v) {
+            if (v ~ /us$/) return v * 0.001; if (v ~ /ms$/) return v + 0
+            if (v ~ /m$/) return v * 60000; if (v ~ /s$/) return v * 1000; return v }
+        /Requests\/sec:/ {rps = $2}
+        $1 == "50%" {p50 = ms($2)} $1 == "99%" {p99 = ms($2)}
+        / requests in / {n = $1}
+        /Non-2xx or 3xx responses:/ {e += $NF}
+        /Socket errors:/ {gsub(/,/, ""); e += $4 + $6 + $8 + $10}
+        END {printf "%.1f %.3f %.3f %d %d\n", rps, p50, p99, n, e}' "$1"
+}
+
+# finish_tmp RC LOGS [KEEP]: the end of a bench's EXIT trap: keep $T when
+# BENCH_KEEP=1, KEEP=1 or RC != 0 (LOGS says what to read there), else remove
+# it; then exit RC.
+finish_tmp() {
+    if [ "${BENCH_KEEP:-0}" = 1 ] || [ "${3:-0}" = 1 ] || [ "$1" -ne 0 ]; then
+        echo "${BENCH%.sh}: kept $T (logs: $2)" >&2
+    else
+        rm -rf "$T"
+    fi
+    exit "$1"
 }

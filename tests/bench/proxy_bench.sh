@@ -119,12 +119,7 @@ cleanup() {
     if [ "$RGW_STARTED" = 1 ]; then
         bash "$RGW_SH" stop "$T/rgw" >/dev/null 2>&1 || note "rgw.sh stop failed"
     fi
-    if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$PERF" = 1 ] || [ "$rc" -ne 0 ]; then
-        note "kept $T (logs: gw.log nginx-peer/error.log rgw/)"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
+    finish_tmp "$rc" "gw.log nginx-peer/error.log rgw/" "$PERF"
 }
 trap cleanup EXIT
 trap 'exit 130' INT

@@ -114,18 +114,13 @@ cleanup() {
     stop_pid "$GW_PID"
     stop_pid "$NGX_PID"
     stop_pid "$ORG_PID"
-    if [ "${BENCH_KEEP:-0}" = 1 ] || [ "$rc" -ne 0 ]; then
-        note "kept $T (logs: *.log, nginx-*/error.log)"
-    else
-        rm -rf "$T"
-    fi
-    exit "$rc"
+    finish_tmp "$rc" "*.log, nginx-*/error.log"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# lib.sh: cpu_ticks, status_kb, nginx_pids, wait_code
+# lib.sh: cpu_ticks, status_kb, nginx_pids, wait_code, wrkstats
 proxy_pids() { # TARGET
     case $1 in
     nginx) nginx_pids "$NGX_PID" ;;
@@ -140,19 +135,6 @@ alive_check() {
             die "a server died during $1 (pid $p); gw.log: $(tail -5 "$T/gw.log"); gw_auth.log: $(tail -5 "$T/gw_auth.log")"
         fi
     done
-}
-# wrkstats FILE: wrk --latency output -> "rps p50_ms p99_ms requests errors"
-# (proxy_bench_helper.py wrkstats in awk: no interpreter start per run)
-wrkstats() {
-    awk 'function ms(v) {
-            if (v ~ /us$/) return v * 0.001; if (v ~ /ms$/) return v + 0
-            if (v ~ /m$/) return v * 60000; if (v ~ /s$/) return v * 1000; return v }
-        /Requests\/sec:/ {rps = $2}
-        $1 == "50%" {p50 = ms($2)} $1 == "99%" {p99 = ms($2)}
-        / requests in / {n = $1}
-        /Non-2xx or 3xx responses:/ {e += $NF}
-        /Socket errors:/ {gsub(/,/, ""); e += $4 + $6 + $8 + $10}
-        END {printf "%.1f %.3f %.3f %d %d\n", rps, p50, p99, n, e}' "$1"
 }
 size_label() { # BYTES: 1 KiB, 64 KiB, 1 MiB
     if [ $(($1 % 1048576)) = 0 ]; then echo "$(($1 / 1048576)) MiB"; elif [ $(($1 % 1024)) = 0 ]; then
