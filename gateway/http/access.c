@@ -274,11 +274,11 @@ gw_access_cleanup(struct gw_access *a)
         return;
     }
     free(a->principal);
-    free(a->operation);
     free(a->bucket);
     free(a->key);
     free(a->lock);
-    a->principal = a->operation = a->bucket = a->key = a->lock = NULL;
+    a->principal = a->bucket = a->key = a->lock = NULL;
+    a->operation = NULL;
 }
 
 /* Replace *dst by a copy of s (NULL or "" keeps *dst; out of memory leaves null). */
@@ -295,7 +295,9 @@ note(char **dst, const char *s)
 void
 gw_access_note_s3(struct gw_req *req, const char *operation, const char *bucket, const char *key)
 {
-    note(&req->access.operation, operation);
+    if (notes_on && operation != NULL && operation[0] != '\0') {
+        req->access.operation = operation; /* static: the classifier's name table */
+    }
     note(&req->access.bucket, bucket);
     note(&req->access.key, key);
 }
@@ -461,44 +463,40 @@ put_time(struct acc *w, int64_t ms)
     w->n += 26;
 }
 
-/* s[0..len) passes jsonstr_append unchanged: printable ASCII, no '"' or '\\'. */
-static bool
-plain(const char *s, size_t *len)
-{
-    size_t i = 0;
-    for (; s[i] != '\0'; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || i == PLAIN_MAX) {
-            return false;
-        }
-    }
-    *len = i;
-    return true;
-}
-
-/* A string field: ,"name":"value" (or null); key is ,"name": (klen bytes). */
+/* A string field: ,"name":"value" (or null); key is ,"name": (klen bytes).  A
+ * short string of bytes jsonstr_append copies unchanged (printable ASCII but
+ * '"' and '\\') is copied here as it is scanned; any other goes through it. */
 static void
 put_str(struct acc *w, const char *key, size_t klen, const char *v)
 {
-    size_t len = 0;
     if (v == NULL) {
         char *t = acc_room(w, klen + 4);
         memcpy(t, key, klen);
         memcpy(t + klen, LIT("null"));
         w->n += klen + 4;
-    } else if (plain(v, &len)) {
-        char *t = acc_room(w, klen + len + 2);
-        memcpy(t, key, klen);
-        t[klen] = '"';
-        memcpy(t + klen + 1, v, len);
-        t[klen + 1 + len] = '"';
-        w->n += klen + len + 2;
-    } else {
-        acc_put(w, key, klen);
-        acc_flush(w);
-        if (w->rc == 0) {
-            w->rc = jsonstr_append_cstr(w->out, v);
+        return;
+    }
+    char *t = acc_room(w, klen + PLAIN_MAX + 2);
+    memcpy(t, key, klen);
+    char *d = t + klen;
+    *d++ = '"';
+    size_t i = 0;
+    for (; v[i] != '\0'; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || i == PLAIN_MAX) {
+            break;
         }
+        d[i] = (char)c;
+    }
+    if (v[i] == '\0') {
+        d[i] = '"';
+        w->n += klen + i + 2;
+        return;
+    }
+    w->n += klen; /* the key stays; the string is jsonstr_append's */
+    acc_flush(w);
+    if (w->rc == 0) {
+        w->rc = jsonstr_append_cstr(w->out, v);
     }
 }
 
@@ -577,7 +575,8 @@ emit(const struct gw_access *a, const char *id, const char *client, const char *
     if (rc != 0) {
         /* a key too long for one line: keep the line, drop the names (still valid JSON) */
         struct gw_access bare = *a;
-        bare.principal = bare.bucket = bare.key = bare.lock = bare.operation = NULL;
+        bare.principal = bare.bucket = bare.key = bare.lock = NULL;
+        bare.operation = NULL;
         rc = gw_access_format(&line_buf, &bare, id, client, method, status, in, out, end_ns);
     }
     if (rc == 0) {

@@ -50,10 +50,11 @@ struct gw_req;
 /* The status logged for a client that left before its answer (nginx's 499). */
 #define GW_ACCESS_STATUS_CLIENT_GONE 499
 
-/* What the access-log line of one request says beyond HTTP.  Strings owned (NULL: null). */
+/* What the access-log line of one request says beyond HTTP.  Strings owned
+ * (NULL: null), but operation, a static name from the classifier's table. */
 struct gw_access {
     char *principal;           /* authenticated principal */
-    char *operation;           /* the classifier's S3 operation, e.g. "PutObject" */
+    const char *operation;     /* the classifier's S3 operation, e.g. "PutObject" (static) */
     char *bucket;              /* S3 bucket */
     char *key;                 /* S3 key */
     char *lock;                /* the lock a write was judged under */
@@ -105,7 +106,8 @@ void gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start
 /* gw_access_cleanup - free a's strings.  NULL-safe. */
 void gw_access_cleanup(struct gw_access *a);
 
-/* gw_access_note_s3 - the request's classification and principal (each copied; NULL: keep). */
+/* gw_access_note_s3 - the request's classification (operation: a static name, kept as a
+ * pointer; bucket and key copied; NULL: keep) and principal (copied). */
 void gw_access_note_s3(struct gw_req *req, const char *operation, const char *bucket,
                        const char *key);
 void gw_access_note_principal(struct gw_req *req, const char *principal);
