@@ -113,10 +113,18 @@ gw_metrics_req_end(struct gw_metrics_req *m)
     if (m->start_ns == 0 || m->counted) {
         return;
     }
+    gw_metrics_req_end_at(m, gw_metrics_now_ns());
+}
+
+void
+gw_metrics_req_end_at(struct gw_metrics_req *m, uint64_t now)
+{
+    if (m->start_ns == 0 || m->counted) {
+        return;
+    }
     m->counted = true;
     unsigned op = m->op < GW_METRICS_OPS ? m->op : GW_METRICS_OP_NONE;
     gw_metrics.requests_by[op][gw_metrics_code_slot(m->status)]++;
-    uint64_t now = gw_metrics_now_ns();
     gw_histo_observe(&gw_metrics.request_seconds[op], now > m->start_ns ? now - m->start_ns : 0);
 }
 

@@ -153,6 +153,9 @@ void gw_metrics_req_status(struct gw_metrics_req *m, int status);
  */
 void gw_metrics_req_end(struct gw_metrics_req *m);
 
+/* gw_metrics_req_end_at - gw_metrics_req_end with the clock the caller read (now, ns). */
+void gw_metrics_req_end_at(struct gw_metrics_req *m, uint64_t now);
+
 /* gw_metrics_requests_of_class - requests counted with a code of class cls (4: 4xx, 499 too). */
 uint64_t gw_metrics_requests_of_class(int cls);
 

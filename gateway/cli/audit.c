@@ -188,13 +188,13 @@ parse_args(int argc, char **argv, struct audit_args *a)
 }
 
 /* Print s for a terminal: control bytes become '?', so a hostile key or
- * User-Agent cannot emit escape sequences; empty is "-". */
+ * User-Agent cannot emit escape sequences; empty (or NULL) is "-". */
 static void
 cell(const char *s, int width)
 {
     char tmp[STORE_KEY_MAX + STORE_BUCKET_MAX + 2];
     size_t n = 0;
-    for (const char *p = s; *p != '\0' && n < sizeof(tmp) - 1; p++) {
+    for (const char *p = s != NULL ? s : ""; *p != '\0' && n < sizeof(tmp) - 1; p++) {
         unsigned char c = (unsigned char)*p;
         if (c < 0x20 || c == 0x7f) {
             tmp[n++] = '?';
@@ -260,6 +260,7 @@ print_rec(struct audit_out *o, const char *source, const struct store_audit_rec 
     cell(r->method, 6);
     cell(r->operation, 16);
     cell(r->request_id, 16);
+    cell(r->trace_id, 32); /* the W3C trace id the request brought, "-" when none */
     char where[STORE_BUCKET_MAX + STORE_KEY_MAX + 2];
     if (r->kind == STORE_AUDIT_REVOKED) {
         (void)snprintf(where, sizeof(where), "holder %s", r->key);
@@ -316,14 +317,14 @@ static void
 print_header(const struct audit_out *o)
 {
     if (o->sources == NULL) {
-        (void)printf("%-24s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %s\n", "TIME",
+        (void)printf("%-24s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %-32s %s\n", "TIME",
                      "KIND", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL", "CLIENT", "METHOD",
-                     "OPERATION", "REQUEST-ID", "BUCKET/KEY");
+                     "OPERATION", "REQUEST-ID", "TRACE-ID", "BUCKET/KEY");
         return;
     }
-    (void)printf("%-24s %-*s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %s\n", "TIME",
+    (void)printf("%-24s %-*s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %-32s %s\n", "TIME",
                  o->source_width, "SOURCE", "KIND", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL",
-                 "CLIENT", "METHOD", "OPERATION", "REQUEST-ID", "BUCKET/KEY");
+                 "CLIENT", "METHOD", "OPERATION", "REQUEST-ID", "TRACE-ID", "BUCKET/KEY");
 }
 
 /* List the records of the n stores: one directly, several merged.  On success

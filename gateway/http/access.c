@@ -18,6 +18,7 @@
 
 #include "common/jsonstr.h"
 #include "common/log.h"
+#include "common/num.h"
 #include "gateway/base/metrics.h"
 #include "gateway/http/internal.h"
 
@@ -50,13 +51,9 @@ static struct {
  * per-request notes cost nothing, no lock and no copy, while the log is off. */
 static bool notes_on;
 
-uint64_t
-gw_access_now_ns(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* The line buffer, kept per thread from one line to the next (no malloc per
+ * line); gw_access_close frees the closing thread's. */
+static _Thread_local struct buf line_buf = {.cap = GW_ACCESS_LINE_MAX};
 
 static void
 close_sink(int fd)
@@ -217,6 +214,7 @@ gw_access_close(void)
     buf_cleanup(&sink.pending);
     buf_cleanup(&sink.handoff);
     (void)pthread_mutex_unlock(&sink.mu);
+    buf_cleanup(&line_buf); /* the event loop's: the thread that closes the log */
 }
 
 int
@@ -243,15 +241,25 @@ gw_access_append(const char *line, size_t len)
 
 /* ---- one request's record ---- */
 
+/* The wall clock's ms since the epoch. */
+static int64_t
+wall_ms(void)
+{
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void
-gw_access_init(struct gw_access *a, const char *traceparent)
+gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start_ns)
 {
     memset(a, 0, sizeof(*a));
     a->upstream_ms_x1000 = -1;
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_REALTIME, &ts);
-    a->start_wall_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    a->start_ns = gw_access_now_ns();
+    a->start_ns = start_ns;
+    if (notes_on) {
+        /* the wall clock only for a line; off, nothing reads it */
+        a->start_wall_ms = wall_ms();
+    }
     if (traceparent != NULL &&
         traceparent_parse(traceparent, strlen(traceparent), a->trace_id) != 0) {
         gw_metrics.traceparent_invalid_total++; /* ignored: forwarded as it came */
@@ -266,11 +274,11 @@ gw_access_cleanup(struct gw_access *a)
         return;
     }
     free(a->principal);
-    free(a->operation);
     free(a->bucket);
     free(a->key);
     free(a->lock);
-    a->principal = a->operation = a->bucket = a->key = a->lock = NULL;
+    a->principal = a->bucket = a->key = a->lock = NULL;
+    a->operation = NULL;
 }
 
 /* Replace *dst by a copy of s (NULL or "" keeps *dst; out of memory leaves null). */
@@ -287,7 +295,9 @@ note(char **dst, const char *s)
 void
 gw_access_note_s3(struct gw_req *req, const char *operation, const char *bucket, const char *key)
 {
-    note(&req->access.operation, operation);
+    if (notes_on && operation != NULL && operation[0] != '\0') {
+        req->access.operation = operation; /* static: the classifier's name table */
+    }
     note(&req->access.bucket, bucket);
     note(&req->access.key, key);
 }
@@ -317,18 +327,19 @@ gw_access_note_error(struct gw_req *req, const char *code)
 }
 
 void
-gw_access_note_upstream_start(struct gw_req *req)
+gw_access_note_upstream_start(struct gw_req *req, uint64_t now_ns)
 {
-    req->access.upstream_ns = gw_access_now_ns();
+    req->access.upstream_ns = now_ns;
 }
 
 void
-gw_access_note_upstream_head(struct gw_req *req, int status)
+gw_access_note_upstream_head(struct gw_req *req, int status, uint64_t now_ns)
 {
     req->access.upstream_status = status;
     if (req->access.upstream_ns != 0) {
         req->access.upstream_ms_x1000 =
-            (int64_t)((gw_access_now_ns() - req->access.upstream_ns) / 1000u);
+            (int64_t)((now_ns > req->access.upstream_ns ? now_ns - req->access.upstream_ns : 0) /
+                      1000u);
     }
 }
 
@@ -340,45 +351,183 @@ gw_access_trace_id(const struct gw_req *req)
 
 /* ---- the line ---- */
 
-/* "2026-11-27T18:39:23.123Z" */
-static int
-put_time(struct buf *out, int64_t ms)
+/* A key and literal text: LIT("...") is the pointer and the length, no strlen. */
+#define LIT(s) (s), (sizeof(s) - 1)
+
+/*
+ * The line is built in a stack buffer and copied into out whenever the next
+ * piece might not fit (about once a line), instead of one buf_append per
+ * key, number and quote.  A string that needs escaping or is long goes
+ * through jsonstr_append after a flush; a short plain one (printable ASCII
+ * without '"' or '\\', which jsonstr_append copies unchanged) is copied here.
+ */
+#define ACC_BYTES 1024
+#define PIECE_MAX 64  /* the longest key, number or time put at once */
+#define PLAIN_MAX 256 /* the longest string copied here */
+
+struct acc {
+    struct buf *out;
+    size_t n;
+    int rc; /* the first error; later puts do nothing */
+    char t[ACC_BYTES];
+};
+
+static void
+acc_flush(struct acc *w)
+{
+    if (w->rc == 0 && w->n > 0) {
+        w->rc = buf_append(w->out, w->t, w->n);
+    }
+    w->n = 0;
+}
+
+/* Room for need more bytes in w->t (need <= ACC_BYTES). */
+static char *
+acc_room(struct acc *w, size_t need)
+{
+    if (ACC_BYTES - w->n < need) {
+        acc_flush(w);
+    }
+    return w->t + w->n;
+}
+
+static void
+acc_put(struct acc *w, const char *s, size_t len)
+{
+    memcpy(acc_room(w, len), s, len);
+    w->n += len;
+}
+
+/* The second-resolution part of the last time formatted ("2026-11-27T18:39:23."),
+ * per thread: lines of one second (the common case) skip gmtime_r. */
+static _Thread_local struct {
+    int64_t sec;   /* the second text holds, INT64_MIN: none */
+    char text[21]; /* "YYYY-MM-DDTHH:MM:SS." */
+} time_cache = {.sec = INT64_MIN};
+
+/* put_time's rare path (before 1970, after 9999): the same text through printf. */
+static void
+put_time_slow(struct acc *w, int64_t ms)
 {
     time_t s = (time_t)(ms / 1000);
     struct tm tm;
+    memset(&tm, 0, sizeof(tm));
     (void)gmtime_r(&s, &tm);
-    return buf_printf(out, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900,
-                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                      (int)(ms % 1000));
+    char v[PIECE_MAX];
+    int n = snprintf(v, sizeof(v), "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    if (n < 0 || (size_t)n >= sizeof(v)) {
+        w->rc = w->rc != 0 ? w->rc : ERR_INVAL;
+        return;
+    }
+    acc_put(w, v, (size_t)n);
 }
 
-/* A string field: ,"name":"value" (or null). */
-static int
-put_str(struct buf *out, const char *name, const char *v)
+/* "2026-11-27T18:39:23.123Z", quoted */
+static void
+put_time(struct acc *w, int64_t ms)
 {
-    int rc = buf_printf(out, ",\"%s\":", name);
-    return rc != 0 ? rc : jsonstr_append_cstr(out, v);
+    int64_t sec = ms / 1000;
+    if (ms < 0) {
+        put_time_slow(w, ms);
+        return;
+    }
+    if (sec != time_cache.sec) {
+        time_t s = (time_t)sec;
+        struct tm tm;
+        if (gmtime_r(&s, &tm) == NULL || tm.tm_year > 9999 - 1900) {
+            put_time_slow(w, ms);
+            return;
+        }
+        char *t = time_cache.text;
+        fmt_u64_zpad((uint64_t)tm.tm_year + 1900, 4, t);
+        t[4] = '-';
+        fmt_u64_zpad((uint64_t)tm.tm_mon + 1, 2, t + 5);
+        t[7] = '-';
+        fmt_u64_zpad((uint64_t)tm.tm_mday, 2, t + 8);
+        t[10] = 'T';
+        fmt_u64_zpad((uint64_t)tm.tm_hour, 2, t + 11);
+        t[13] = ':';
+        fmt_u64_zpad((uint64_t)tm.tm_min, 2, t + 14);
+        t[16] = ':';
+        fmt_u64_zpad((uint64_t)tm.tm_sec, 2, t + 17);
+        t[19] = '.';
+        time_cache.sec = sec;
+    }
+    char *v = acc_room(w, 26);
+    v[0] = '"';
+    memcpy(v + 1, time_cache.text, 20);
+    fmt_u64_zpad((uint64_t)(ms % 1000), 3, v + 21);
+    v[24] = 'Z';
+    v[25] = '"';
+    w->n += 26;
 }
 
-/* A number field, null when absent. */
-static int
-put_num(struct buf *out, const char *name, bool have, uint64_t v)
+/* A string field: ,"name":"value" (or null); key is ,"name": (klen bytes).  A
+ * short string of bytes jsonstr_append copies unchanged (printable ASCII but
+ * '"' and '\\') is copied here as it is scanned; any other goes through it. */
+static void
+put_str(struct acc *w, const char *key, size_t klen, const char *v)
+{
+    if (v == NULL) {
+        char *t = acc_room(w, klen + 4);
+        memcpy(t, key, klen);
+        memcpy(t + klen, LIT("null"));
+        w->n += klen + 4;
+        return;
+    }
+    char *t = acc_room(w, klen + PLAIN_MAX + 2);
+    memcpy(t, key, klen);
+    char *d = t + klen;
+    *d++ = '"';
+    size_t i = 0;
+    for (; v[i] != '\0'; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || i == PLAIN_MAX) {
+            break;
+        }
+        d[i] = (char)c;
+    }
+    if (v[i] == '\0') {
+        d[i] = '"';
+        w->n += klen + i + 2;
+        return;
+    }
+    w->n += klen; /* the key stays; the string is jsonstr_append's */
+    acc_flush(w);
+    if (w->rc == 0) {
+        w->rc = jsonstr_append_cstr(w->out, v);
+    }
+}
+
+/* A number field, null when absent; key as put_str's (at most PIECE_MAX - 24 bytes). */
+static void
+put_num(struct acc *w, const char *key, size_t klen, bool have, uint64_t v)
+{
+    char *t = acc_room(w, PIECE_MAX);
+    memcpy(t, key, klen);
+    if (!have) {
+        memcpy(t + klen, LIT("null"));
+        w->n += klen + 4;
+        return;
+    }
+    w->n += klen + fmt_u64(v, t + klen);
+}
+
+/* Milliseconds with three decimals from µs, null when absent; key as put_num's. */
+static void
+put_ms(struct acc *w, const char *key, size_t klen, bool have, uint64_t us)
 {
     if (!have) {
-        return buf_printf(out, ",\"%s\":null", name);
+        put_num(w, key, klen, false, 0);
+        return;
     }
-    return buf_printf(out, ",\"%s\":%llu", name, (unsigned long long)v);
-}
-
-/* Milliseconds with three decimals from µs. */
-static int
-put_ms(struct buf *out, const char *name, bool have, uint64_t us)
-{
-    if (!have) {
-        return buf_printf(out, ",\"%s\":null", name);
-    }
-    return buf_printf(out, ",\"%s\":%llu.%03u", name, (unsigned long long)(us / 1000),
-                      (unsigned)(us % 1000));
+    char *t = acc_room(w, PIECE_MAX);
+    memcpy(t, key, klen);
+    size_t n = klen + fmt_u64(us / 1000, t + klen);
+    t[n] = '.';
+    fmt_u64_zpad(us % 1000, 3, t + n + 1);
+    w->n += n + 4;
 }
 
 int
@@ -388,52 +537,54 @@ gw_access_format(struct buf *out, const struct gw_access *a, const char *request
 {
     buf_reset(out);
     uint64_t dur_us = end_ns > a->start_ns ? (end_ns - a->start_ns) / 1000u : 0;
-    int rc = buf_append_str(out, "{\"time\":");
-    rc = rc != 0 ? rc : put_time(out, a->start_wall_ms);
-    rc = rc != 0 ? rc : put_str(out, "request_id", request_id);
-    rc = rc != 0 ? rc : put_str(out, "client", client);
-    rc = rc != 0 ? rc : put_str(out, "principal", a->principal);
-    rc = rc != 0 ? rc : put_str(out, "method", method);
-    rc = rc != 0 ? rc : put_str(out, "operation", a->operation);
-    rc = rc != 0 ? rc : put_str(out, "bucket", a->bucket);
-    rc = rc != 0 ? rc : put_str(out, "key", a->key);
-    rc = rc != 0 ? rc : put_str(out, "lock", a->lock);
-    rc = rc != 0 ? rc : put_num(out, "token", a->token != 0, a->token);
-    rc = rc != 0 ? rc : put_num(out, "status", true, (uint64_t)status);
-    rc = rc != 0 ? rc : put_str(out, "error_code", a->error_code[0] != '\0' ? a->error_code : NULL);
-    rc = rc != 0 ? rc : put_num(out, "bytes_in", true, bytes_in);
-    rc = rc != 0 ? rc : put_num(out, "bytes_out", true, bytes_out);
-    rc = rc != 0 ? rc : put_ms(out, "duration_ms", true, dur_us);
-    rc = rc != 0 ? rc
-                 : put_num(out, "upstream_status", a->upstream_status != 0,
-                           (uint64_t)a->upstream_status);
-    rc = rc != 0 ? rc
-                 : put_ms(out, "upstream_ms", a->upstream_ms_x1000 >= 0,
-                          (uint64_t)a->upstream_ms_x1000);
-    rc = rc != 0 ? rc : put_str(out, "trace_id", a->trace_id[0] != '\0' ? a->trace_id : NULL);
-    rc = rc != 0 ? rc : buf_append_str(out, "}\n");
-    return rc;
+    struct acc w;
+    w.out = out;
+    w.n = 0;
+    w.rc = 0;
+    acc_put(&w, LIT("{\"time\":"));
+    put_time(&w, a->start_wall_ms);
+    put_str(&w, LIT(",\"request_id\":"), request_id);
+    put_str(&w, LIT(",\"client\":"), client);
+    put_str(&w, LIT(",\"principal\":"), a->principal);
+    put_str(&w, LIT(",\"method\":"), method);
+    put_str(&w, LIT(",\"operation\":"), a->operation);
+    put_str(&w, LIT(",\"bucket\":"), a->bucket);
+    put_str(&w, LIT(",\"key\":"), a->key);
+    put_str(&w, LIT(",\"lock\":"), a->lock);
+    put_num(&w, LIT(",\"token\":"), a->token != 0, a->token);
+    put_num(&w, LIT(",\"status\":"), true, (uint64_t)status);
+    put_str(&w, LIT(",\"error_code\":"), a->error_code[0] != '\0' ? a->error_code : NULL);
+    put_num(&w, LIT(",\"bytes_in\":"), true, bytes_in);
+    put_num(&w, LIT(",\"bytes_out\":"), true, bytes_out);
+    put_ms(&w, LIT(",\"duration_ms\":"), true, dur_us);
+    put_num(&w, LIT(",\"upstream_status\":"), a->upstream_status != 0,
+            (uint64_t)a->upstream_status);
+    put_ms(&w, LIT(",\"upstream_ms\":"), a->upstream_ms_x1000 >= 0, (uint64_t)a->upstream_ms_x1000);
+    put_str(&w, LIT(",\"trace_id\":"), a->trace_id[0] != '\0' ? a->trace_id : NULL);
+    acc_put(&w, LIT("}\n"));
+    acc_flush(&w);
+    return w.rc;
 }
 
-/* The line of a request that ends now (or a placeholder when it would not fit). */
+/* The line of a request that ended at end_ns (or one without the names when it would not fit). */
 static void
 emit(const struct gw_access *a, const char *id, const char *client, const char *method, int status,
-     uint64_t in, uint64_t out)
+     uint64_t in, uint64_t out, uint64_t end_ns)
 {
-    struct buf line;
-    buf_init(&line, GW_ACCESS_LINE_MAX);
-    int rc = gw_access_format(&line, a, id, client, method, status, in, out, gw_access_now_ns());
+    int rc = gw_access_format(&line_buf, a, id, client, method, status, in, out, end_ns);
     if (rc != 0) {
         /* a key too long for one line: keep the line, drop the names (still valid JSON) */
         struct gw_access bare = *a;
-        bare.principal = bare.bucket = bare.key = bare.lock = bare.operation = NULL;
-        rc =
-            gw_access_format(&line, &bare, id, client, method, status, in, out, gw_access_now_ns());
+        bare.principal = bare.bucket = bare.key = bare.lock = NULL;
+        bare.operation = NULL;
+        rc = gw_access_format(&line_buf, &bare, id, client, method, status, in, out, end_ns);
     }
     if (rc == 0) {
-        (void)gw_access_append(line.data, line.len);
+        (void)gw_access_append(line_buf.data, line_buf.len);
     }
-    buf_cleanup(&line);
+    if (line_buf.alloc > GW_ACCESS_LINE_MAX / 4) {
+        buf_cleanup(&line_buf); /* a long line's storage is not kept */
+    }
 }
 
 void
@@ -449,8 +600,16 @@ gw_http_access_request(struct gw_req *req)
     if (gone) {
         status = GW_ACCESS_STATUS_CLIENT_GONE;
     }
+    /* one clock read ends both the request's metrics and its line */
+    uint64_t now = gw_metrics_now_ns();
+    gw_metrics_req_end_at(&req->acct, now);
+    if (req->access.start_wall_ms == 0) {
+        /* the log was turned on while this request ran: its start, from its duration */
+        uint64_t ran_ms = now > req->access.start_ns ? (now - req->access.start_ns) / 1000000u : 0;
+        req->access.start_wall_ms = wall_ms() - (int64_t)ran_ms;
+    }
     emit(&req->access, req->id, req->conn->peer, req->method, status, req->body_received,
-         req->resp_sent);
+         req->resp_sent, now);
 }
 
 void
@@ -460,7 +619,8 @@ gw_http_access_refused(struct gw_conn *c, const char *id, int status, const char
         return;
     }
     struct gw_access a;
-    gw_access_init(&a, NULL);
+    uint64_t now = gw_metrics_now_ns();
+    gw_access_init(&a, NULL, now);
     (void)snprintf(a.error_code, sizeof(a.error_code), "%s", code);
-    emit(&a, id, c->peer, NULL, status, 0, 0);
+    emit(&a, id, c->peer, NULL, status, 0, 0, now);
 }

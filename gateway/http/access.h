@@ -50,10 +50,11 @@ struct gw_req;
 /* The status logged for a client that left before its answer (nginx's 499). */
 #define GW_ACCESS_STATUS_CLIENT_GONE 499
 
-/* What the access-log line of one request says beyond HTTP.  Strings owned (NULL: null). */
+/* What the access-log line of one request says beyond HTTP.  Strings owned
+ * (NULL: null), but operation, a static name from the classifier's table. */
 struct gw_access {
     char *principal;           /* authenticated principal */
-    char *operation;           /* the classifier's S3 operation, e.g. "PutObject" */
+    const char *operation;     /* the classifier's S3 operation, e.g. "PutObject" (static) */
     char *bucket;              /* S3 bucket */
     char *key;                 /* S3 key */
     char *lock;                /* the lock a write was judged under */
@@ -94,13 +95,19 @@ int gw_access_append(const char *line, size_t len);
 
 /* ---- per request (event-loop thread) ---- */
 
-/* gw_access_init - start req's record now (clock, trace id from its traceparent header). */
-void gw_access_init(struct gw_access *a, const char *traceparent);
+/*
+ * gw_access_init - start req's record at start_ns (the monotonic clock the
+ * request's metrics read, gw_metrics_now_ns: one read for both), with the
+ * trace id of its traceparent header; the wall clock is read only while the
+ * log is on.
+ */
+void gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start_ns);
 
 /* gw_access_cleanup - free a's strings.  NULL-safe. */
 void gw_access_cleanup(struct gw_access *a);
 
-/* gw_access_note_s3 - the request's classification and principal (each copied; NULL: keep). */
+/* gw_access_note_s3 - the request's classification (operation: a static name, kept as a
+ * pointer; bucket and key copied; NULL: keep) and principal (copied). */
 void gw_access_note_s3(struct gw_req *req, const char *operation, const char *bucket,
                        const char *key);
 void gw_access_note_principal(struct gw_req *req, const char *principal);
@@ -111,9 +118,11 @@ void gw_access_note_fence(struct gw_req *req, const char *lock, uint64_t token);
 /* gw_access_note_error - the S3 error code of the gateway's own answer (copied, cut at 47). */
 void gw_access_note_error(struct gw_req *req, const char *code);
 
-/* gw_access_note_upstream_start / _head - the transfer started; its head arrived with status. */
-void gw_access_note_upstream_start(struct gw_req *req);
-void gw_access_note_upstream_head(struct gw_req *req, int status);
+/* gw_access_note_upstream_start / _head - the transfer started at now_ns; its head
+ * arrived at now_ns with status (now_ns: gw_metrics_now_ns, the caller's read,
+ * shared with the upstream metrics). */
+void gw_access_note_upstream_start(struct gw_req *req, uint64_t now_ns);
+void gw_access_note_upstream_head(struct gw_req *req, int status, uint64_t now_ns);
 
 /* gw_access_trace_id - the request's trace id, or NULL when it brought no valid traceparent. */
 const char *gw_access_trace_id(const struct gw_req *req);
@@ -126,8 +135,5 @@ const char *gw_access_trace_id(const struct gw_req *req);
 MUST_USE int gw_access_format(struct buf *out, const struct gw_access *a, const char *request_id,
                               const char *client, const char *method, int status, uint64_t bytes_in,
                               uint64_t bytes_out, uint64_t end_ns);
-
-/* gw_access_now_ns - the monotonic clock in ns. */
-uint64_t gw_access_now_ns(void);
 
 #endif

@@ -584,6 +584,6 @@ gw_http_req_new(struct gw_conn *c)
         expect != NULL && strcasecmp(expect, "100-continue") == 0 && req->version_minor == 1;
     req->resp_length = -1;
     buf_init(&req->resp_head, GW_HTTP_RESP_HEAD);
-    gw_access_init(&req->access, gw_req_header(req, "traceparent"));
+    gw_access_init(&req->access, gw_req_header(req, "traceparent"), req->acct.start_ns);
     return req;
 }

@@ -412,8 +412,8 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     int64_t content_length = -1;
 
     p->status = status;
+    uint64_t now = gw_metrics_now_ns(); /* one read: the metrics' and the access log's */
     if (p->sent_ns != 0) {
-        uint64_t now = gw_metrics_now_ns();
         gw_metrics_upstream_duration(p->op, now > p->sent_ns ? now - p->sent_ns : 0);
     }
     if (p->cond && status == 412) {
@@ -432,7 +432,7 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     if (p->detached) {
         return 0; /* the client is gone: only the outcome matters */
     }
-    gw_access_note_upstream_head(req, status);
+    gw_access_note_upstream_head(req, status, now);
     gw_resp_start(req, status);
     for (size_t i = 0; i < n; i++) {
         const struct gw_header *h = &headers[i];
@@ -630,8 +630,9 @@ start_transfer(struct preq *p)
         /* no body, or an empty one: the head is the whole request (G3) */
         gw_fence_ticket_sent(p->ticket);
     }
+    uint64_t now = gw_metrics_now_ns(); /* one read: the metrics' and the access log's */
     if (p->req != NULL) {
-        gw_access_note_upstream_start(p->req);
+        gw_access_note_upstream_start(p->req, now);
     }
     int rc = gw_upstream_xfer_start(p->px->up, &xr, &xfer_cbs, p, &p->x);
     gw_s3client_msg_cleanup(&p->msg); /* the transfer copied what it needs */
@@ -639,7 +640,7 @@ start_transfer(struct preq *p)
         return rc;
     }
     gw_metrics.proxied++;
-    p->sent_ns = gw_metrics_now_ns();
+    p->sent_ns = now;
     p->op = gw_req_metrics(p->req)->op;
     if (p->is_write) {
         gw_metrics.writes++;

@@ -1,4 +1,9 @@
-/* gateway/s3/digest.c: SHA-256 and HMAC-SHA256 on algorithms fetched once (see digest.h). */
+/* gateway/s3/digest.c: SHA-256 and HMAC-SHA256 without allocations (see digest.h). */
+
+/* SHA256_Init/_Update/_Final, deprecated in OpenSSL 3.0: chosen for the
+ * allocation-free signing path (digest.h says why); before any OpenSSL header. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+
 #include "gateway/s3/digest.h"
 
 #include <pthread.h>
@@ -36,48 +41,24 @@ gw_digest_md_sha1(void)
     return md_sha1;
 }
 
-/* H(a || b) into out, on ctx. */
-static int
-digest2(EVP_MD_CTX *ctx, const void *a, size_t alen, const void *b, size_t blen,
-        unsigned char out[GW_DIGEST_SHA256_LEN])
-{
-    unsigned int n = 0;
-    if (EVP_DigestInit_ex2(ctx, gw_digest_md_sha256(), NULL) != 1 ||
-        EVP_DigestUpdate(ctx, a, alen) != 1 || (blen > 0 && EVP_DigestUpdate(ctx, b, blen) != 1) ||
-        EVP_DigestFinal_ex(ctx, out, &n) != 1 || n != GW_DIGEST_SHA256_LEN) {
-        return ERR_NOMEM;
-    }
-    return 0;
-}
-
 int
 gw_digest_sha256(const void *p, size_t n, unsigned char out[GW_DIGEST_SHA256_LEN])
 {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (ctx == NULL) {
-        return ERR_NOMEM;
-    }
-    int err = digest2(ctx, p, n, NULL, 0, out);
-    EVP_MD_CTX_free(ctx);
-    return err;
+    SHA256_CTX c;
+    int ok = SHA256_Init(&c) == 1 && SHA256_Update(&c, p, n) == 1 && SHA256_Final(out, &c) == 1;
+    return ok ? 0 : ERR_NOMEM;
 }
 
 int
-gw_digest_hmac_sha256(const unsigned char *key, size_t keylen, const void *msg, size_t len,
-                      unsigned char out[GW_DIGEST_SHA256_LEN])
+gw_digest_hmac_init(struct gw_digest_hmac *h, const unsigned char *key, size_t keylen)
 {
     unsigned char k0[HMAC_BLOCK];
     unsigned char pad[HMAC_BLOCK];
-    unsigned char inner[GW_DIGEST_SHA256_LEN];
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int err = ERR_NOMEM;
-    if (ctx == NULL) {
-        return ERR_NOMEM;
-    }
     memset(k0, 0, sizeof(k0));
     if (keylen > HMAC_BLOCK) {
         /* RFC 2104 section 2: a key longer than the block is hashed first */
-        if (digest2(ctx, key, keylen, NULL, 0, k0) != 0) {
+        if (gw_digest_sha256(key, keylen, k0) != 0) {
             goto out;
         }
     } else if (keylen > 0) {
@@ -86,17 +67,54 @@ gw_digest_hmac_sha256(const unsigned char *key, size_t keylen, const void *msg, 
     for (size_t i = 0; i < HMAC_BLOCK; i++) {
         pad[i] = k0[i] ^ 0x36;
     }
-    if (digest2(ctx, pad, HMAC_BLOCK, msg, len, inner) != 0) {
+    if (SHA256_Init(&h->inner) != 1 || SHA256_Update(&h->inner, pad, HMAC_BLOCK) != 1) {
         goto out;
     }
     for (size_t i = 0; i < HMAC_BLOCK; i++) {
         pad[i] = k0[i] ^ 0x5c;
     }
-    err = digest2(ctx, pad, HMAC_BLOCK, inner, sizeof(inner), out);
+    if (SHA256_Init(&h->outer) != 1 || SHA256_Update(&h->outer, pad, HMAC_BLOCK) != 1) {
+        goto out;
+    }
+    err = 0;
 out:
     OPENSSL_cleanse(k0, sizeof(k0));
     OPENSSL_cleanse(pad, sizeof(pad));
+    if (err != 0) {
+        gw_digest_hmac_cleanse(h);
+    }
+    return err;
+}
+
+int
+gw_digest_hmac_final(const struct gw_digest_hmac *h, const void *msg, size_t len,
+                     unsigned char out[GW_DIGEST_SHA256_LEN])
+{
+    SHA256_CTX c = h->inner;
+    unsigned char inner[GW_DIGEST_SHA256_LEN];
+    int ok = SHA256_Update(&c, msg, len) == 1 && SHA256_Final(inner, &c) == 1;
+    c = h->outer;
+    ok = ok && SHA256_Update(&c, inner, sizeof(inner)) == 1 && SHA256_Final(out, &c) == 1;
     OPENSSL_cleanse(inner, sizeof(inner));
-    EVP_MD_CTX_free(ctx);
+    OPENSSL_cleanse(&c, sizeof(c));
+    return ok ? 0 : ERR_NOMEM;
+}
+
+void
+gw_digest_hmac_cleanse(struct gw_digest_hmac *h)
+{
+    OPENSSL_cleanse(h, sizeof(*h));
+}
+
+int
+gw_digest_hmac_sha256(const unsigned char *key, size_t keylen, const void *msg, size_t len,
+                      unsigned char out[GW_DIGEST_SHA256_LEN])
+{
+    struct gw_digest_hmac h;
+    int err = gw_digest_hmac_init(&h, key, keylen);
+    if (err == 0) {
+        err = gw_digest_hmac_final(&h, msg, len, out); /* out may alias key: key is in h now */
+    }
+    gw_digest_hmac_cleanse(&h);
     return err;
 }

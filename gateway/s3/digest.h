@@ -6,7 +6,16 @@
  * under a lock, each time a digest is started from EVP_sha256() or an HMAC()
  * is computed; a SigV4-verified, re-signed request does half a dozen of them.
  * Here each algorithm is fetched once per process (EVP_MD objects are
- * immutable and may be shared by threads) and HMAC is RFC 2104 over it.
+ * immutable and may be shared by threads), for the streaming users.
+ *
+ * The one-shot SHA-256 and HMAC-SHA256 of the signing path run on OpenSSL's
+ * SHA256_CTX functions instead: OpenSSL 3.0's EVP allocates a provider
+ * context on every digest init and every EVP_MD_CTX_copy_ex, and adds a
+ * dispatch per call; the SHA256_CTX functions (deprecated in 3.0, still
+ * built by Debian) allocate nothing and their state is a plain struct, so an
+ * HMAC key's padded states (struct gw_digest_hmac) are computed once and
+ * copied by assignment for each message: two compression blocks fewer per
+ * HMAC.  docs/PERFORMANCE.md has the measurements.  Any thread.
  */
 #ifndef GW_S3_DIGEST_H
 #define GW_S3_DIGEST_H
@@ -14,6 +23,7 @@
 #include <stddef.h>
 
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "common/err.h"
 
@@ -37,5 +47,33 @@ int gw_digest_sha256(const void *p, size_t n, unsigned char out[GW_DIGEST_SHA256
  */
 int gw_digest_hmac_sha256(const unsigned char *key, size_t keylen, const void *msg, size_t len,
                           unsigned char out[GW_DIGEST_SHA256_LEN]);
+
+/*
+ * struct gw_digest_hmac - an HMAC-SHA256 key, prepared: the SHA-256 states
+ * after (key ^ ipad) and after (key ^ opad).  As secret as the key itself:
+ * wipe it with gw_digest_hmac_cleanse.  Embedded by its owner; copyable.
+ */
+struct gw_digest_hmac {
+    SHA256_CTX inner; /* after the key's inner pad */
+    SHA256_CTX outer; /* after the key's outer pad */
+};
+
+/*
+ * gw_digest_hmac_init - prepare h for key[keylen] (RFC 2104; a key over the
+ * 64-byte block is hashed first).  The key's padded copies are wiped.
+ * Returns 0 or ERR_NOMEM (OpenSSL failed).
+ */
+int gw_digest_hmac_init(struct gw_digest_hmac *h, const unsigned char *key, size_t keylen);
+
+/*
+ * gw_digest_hmac_final - HMAC-SHA256 of msg[len] under h's key into out; h is
+ * unchanged (its states are copied), so it serves any number of messages.
+ * Returns 0 or ERR_NOMEM (OpenSSL failed).
+ */
+int gw_digest_hmac_final(const struct gw_digest_hmac *h, const void *msg, size_t len,
+                         unsigned char out[GW_DIGEST_SHA256_LEN]);
+
+/* gw_digest_hmac_cleanse - wipe h (OPENSSL_cleanse). */
+void gw_digest_hmac_cleanse(struct gw_digest_hmac *h);
 
 #endif

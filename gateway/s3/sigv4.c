@@ -22,7 +22,7 @@
 #include "common/num.h"
 #include "gateway/s3/digest.h"
 
-#define KEYCACHE_SLOTS   8    /* distinct (secret, day, region, service) kept */
+#define KEYCACHE_SLOTS   16   /* distinct (secret, day, region, service) kept */
 #define MAX_SECRET       1024 /* longest secret key accepted */
 #define MAX_QUERY_PARAMS 1024
 
@@ -186,16 +186,19 @@ gw_sigv4_scope(const char *date, const char *region, const char *service, char *
 
 struct keycache_slot {
     int used;                               /* slot holds a key */
-    unsigned char secret_id[32];            /* SHA-256 of the secret: tells secrets apart */
+    size_t secret_len;                      /* bytes of secret */
+    char secret[MAX_SECRET];                /* the secret key itself (a secret): compared whole */
     char date[9];                           /* YYYYMMDD */
     char region[GW_SIGV4_MAX_REGION + 1];   /* scope region */
     char service[GW_SIGV4_MAX_SERVICE + 1]; /* scope service */
     unsigned char key[GW_SIGV4_KEY_LEN];    /* the derived signing key (secret) */
+    struct gw_digest_hmac mac;              /* key, prepared for HMAC (secret) */
 };
 
 struct gw_sigv4_keycache {
     struct keycache_slot slot[KEYCACHE_SLOTS]; /* the entries */
     unsigned next;                             /* slot to replace next (round robin) */
+    unsigned last;                             /* the slot of the last hit, tried first */
 };
 
 struct gw_sigv4_keycache *
@@ -216,25 +219,19 @@ gw_sigv4_keycache_free(struct gw_sigv4_keycache *kc)
 
 /* The four-step HMAC chain of "Derive a signing key" (SigV4 Task 3). */
 static int
-derive_key(const char *secret, const char *date, const char *region, const char *service,
-           unsigned char key[GW_SIGV4_KEY_LEN])
+derive_key(const char *secret, size_t slen, const char *date, const char *region,
+           const char *service, unsigned char key[GW_SIGV4_KEY_LEN])
 {
     unsigned char k[4 + MAX_SECRET];
     unsigned char t[32];
-    size_t slen = strlen(secret);
     int err = ERR_INVAL;
 
-    if (slen == 0 || slen > MAX_SECRET) {
-        return ERR_INVAL;
-    }
     /* kSecret = "AWS4" + secret, binary (no NUL): SigV4 "Derive a signing key". */
     k[0] = 'A';
     k[1] = 'W';
     k[2] = 'S';
     k[3] = '4';
-    for (size_t i = 0; i < slen; i++) {
-        k[4 + i] = (unsigned char)secret[i];
-    }
+    memcpy(k + 4, secret, slen);
     err = hmac_raw(k, 4 + slen, date, 8, t);
     if (err != 0) {
         goto fail;
@@ -254,43 +251,119 @@ fail:
     return err;
 }
 
+static bool
+slot_is(const struct keycache_slot *s, const char *secret, size_t slen, const char *date,
+        const char *region, const char *service)
+{
+    return s->used && s->secret_len == slen && memcmp(s->date, date, 9) == 0 &&
+           strcmp(s->region, region) == 0 && strcmp(s->service, service) == 0 &&
+           CRYPTO_memcmp(s->secret, secret, slen) == 0;
+}
+
+/*
+ * The cache's slot for (secret, date, region, service), derived and prepared
+ * on a miss (replacing the oldest); NULL with *err on failure.  A slot is
+ * found by its whole secret, so a key rotated in place (the same access key,
+ * the same memory, another secret) never meets the old one's slot.
+ */
+static const struct keycache_slot *
+keycache_get(struct gw_sigv4_keycache *kc, const char *secret, size_t slen, const char *date,
+             const char *region, const char *service, int *err)
+{
+    if (slot_is(&kc->slot[kc->last], secret, slen, date, region, service)) {
+        return &kc->slot[kc->last];
+    }
+    for (unsigned i = 0; i < KEYCACHE_SLOTS; i++) {
+        if (slot_is(&kc->slot[i], secret, slen, date, region, service)) {
+            kc->last = i;
+            return &kc->slot[i];
+        }
+    }
+    struct keycache_slot *s = &kc->slot[kc->next];
+    OPENSSL_cleanse(s, sizeof(*s));
+    *err = derive_key(secret, slen, date, region, service, s->key);
+    if (*err == 0) {
+        *err = gw_digest_hmac_init(&s->mac, s->key, GW_SIGV4_KEY_LEN);
+    }
+    if (*err != 0) {
+        OPENSSL_cleanse(s, sizeof(*s));
+        return NULL;
+    }
+    s->used = 1;
+    s->secret_len = slen;
+    memcpy(s->secret, secret, slen);
+    memcpy(s->date, date, 9);
+    memcpy(s->region, region, strlen(region) + 1);
+    memcpy(s->service, service, strlen(service) + 1);
+    kc->last = kc->next;
+    kc->next = (kc->next + 1) % KEYCACHE_SLOTS;
+    return s;
+}
+
+/* The arguments of a signing key, checked; *slen the secret's length. */
+static bool
+key_args_ok(const char *secret, const char *date, const char *region, const char *service,
+            size_t *slen)
+{
+    if (secret == NULL || !date8_ok(date) || !scope_part_ok(region, GW_SIGV4_MAX_REGION) ||
+        !scope_part_ok(service, GW_SIGV4_MAX_SERVICE)) {
+        return false;
+    }
+    *slen = strlen(secret);
+    return *slen > 0 && *slen <= MAX_SECRET;
+}
+
 int
 gw_sigv4_signing_key(struct gw_sigv4_keycache *kc, const char *secret, const char *date,
                      const char *region, const char *service, unsigned char key[GW_SIGV4_KEY_LEN])
 {
-    unsigned char id[32];
-
-    if (secret == NULL || !date8_ok(date) || !scope_part_ok(region, GW_SIGV4_MAX_REGION) ||
-        !scope_part_ok(service, GW_SIGV4_MAX_SERVICE)) {
+    size_t slen = 0;
+    int err = 0;
+    if (!key_args_ok(secret, date, region, service, &slen)) {
         return ERR_INVAL;
     }
     if (kc == NULL) {
-        return derive_key(secret, date, region, service, key);
+        return derive_key(secret, slen, date, region, service, key);
     }
-    if (gw_digest_sha256(secret, strlen(secret), id) != 0) {
-        return ERR_NOMEM;
-    }
-    for (unsigned i = 0; i < KEYCACHE_SLOTS; i++) {
-        struct keycache_slot *s = &kc->slot[i];
-        if (s->used && CRYPTO_memcmp(s->secret_id, id, 32) == 0 && strcmp(s->date, date) == 0 &&
-            strcmp(s->region, region) == 0 && strcmp(s->service, service) == 0) {
-            memcpy(key, s->key, GW_SIGV4_KEY_LEN);
-            return 0;
-        }
-    }
-    int err = derive_key(secret, date, region, service, key);
-    if (err != 0) {
+    const struct keycache_slot *s = keycache_get(kc, secret, slen, date, region, service, &err);
+    if (s == NULL) {
         return err;
     }
-    struct keycache_slot *s = &kc->slot[kc->next];
-    kc->next = (kc->next + 1) % KEYCACHE_SLOTS;
-    OPENSSL_cleanse(s, sizeof(*s));
-    s->used = 1;
-    memcpy(s->secret_id, id, 32);
-    memcpy(s->date, date, 9);
-    memcpy(s->region, region, strlen(region) + 1);
-    memcpy(s->service, service, strlen(service) + 1);
-    memcpy(s->key, key, GW_SIGV4_KEY_LEN);
+    memcpy(key, s->key, GW_SIGV4_KEY_LEN);
+    return 0;
+}
+
+/* HMAC-SHA256 of msg under the signing key of (secret, date, region, service),
+ * as lowercase hex: the key's prepared states from kc, or derived now. */
+static int
+signing_hmac_hex(struct gw_sigv4_keycache *kc, const char *secret, const char *date,
+                 const char *region, const char *service, const void *msg, size_t len,
+                 char hex[GW_SIGV4_HEX_LEN + 1])
+{
+    unsigned char mac[GW_DIGEST_SHA256_LEN];
+    size_t slen = 0;
+    int err = 0;
+    if (!key_args_ok(secret, date, region, service, &slen)) {
+        return ERR_INVAL;
+    }
+    if (kc == NULL) {
+        unsigned char key[GW_SIGV4_KEY_LEN];
+        err = derive_key(secret, slen, date, region, service, key);
+        if (err == 0) {
+            err = gw_sigv4_hmac_hex(key, sizeof(key), msg, len, hex);
+        }
+        OPENSSL_cleanse(key, sizeof(key));
+        return err;
+    }
+    const struct keycache_slot *s = keycache_get(kc, secret, slen, date, region, service, &err);
+    if (s == NULL) {
+        return err;
+    }
+    if (gw_digest_hmac_final(&s->mac, msg, len, mac) != 0) {
+        return ERR_NOMEM;
+    }
+    hex_encode(mac, sizeof(mac), hex);
+    OPENSSL_cleanse(mac, sizeof(mac));
     return 0;
 }
 
@@ -798,7 +871,6 @@ gw_sigv4_signature(struct gw_sigv4_keycache *kc, const char *secret, const char 
     struct buf sts;
     char scope[GW_SIGV4_MAX_SCOPE + 1];
     char date[9];
-    unsigned char key[GW_SIGV4_KEY_LEN];
     int err;
 
     buf_init(&creq, GW_SIGV4_MAX_CREQ);
@@ -821,12 +893,7 @@ gw_sigv4_signature(struct gw_sigv4_keycache *kc, const char *secret, const char 
     if (err != 0) {
         goto fail;
     }
-    err = gw_sigv4_signing_key(kc, secret, date, region, service, key);
-    if (err != 0) {
-        goto fail;
-    }
-    err = gw_sigv4_hmac_hex(key, sizeof(key), sts.data, sts.len, sig);
-    OPENSSL_cleanse(key, sizeof(key));
+    err = signing_hmac_hex(kc, secret, date, region, service, sts.data, sts.len, sig);
     if (err != 0) {
         goto fail;
     }

@@ -97,10 +97,15 @@ enum gw_sigv4_flags {
 /* ---- signing keys ---- */
 
 /*
- * struct gw_sigv4_keycache - a few derived signing keys, one per
- * (secret, date, region, service), so that a key is derived once a day rather
- * than once a request.  Holds no secret key: entries are told apart by a
- * SHA-256 of the secret.  Opaque; one thread.
+ * struct gw_sigv4_keycache - a few derived signing keys (16), one per
+ * (secret, date, region, service), each with its HMAC pads already hashed
+ * (gw_digest_hmac), so that a key is derived once a day rather than once a
+ * request and each signature costs two SHA-256 blocks fewer.  Entries are
+ * told apart by the whole secret, which the cache holds a copy of: a secret
+ * rotated on reload (even in the same memory) or another day, region or
+ * service is a miss, never an old key; nothing needs flushing.  Every entry
+ * is wiped when it is replaced and when the cache is freed.  Opaque; one
+ * thread.
  */
 struct gw_sigv4_keycache;
 

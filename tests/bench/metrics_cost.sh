@@ -22,7 +22,9 @@
 # "metrics and access log on" is the second table against the first.
 # With BASELINE_BIN (a build without this accounting, e.g. the commit before
 # the labelled metrics) the same total is measured for it, and the difference printed.
-# Environment: METRICS_COST_N (requests per case, 2000), FENCEGATE_BIN.
+# Environment: METRICS_COST_N (requests per case, 2000), FENCEGATE_BIN,
+# METRICS_COST_KEEP (a directory: each run's callgrind file is kept there,
+# named for its configuration and case, for callgrind_annotate).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -115,6 +117,10 @@ measure() {
             /:(gw_metrics_|gw_histo_)/ { metrics += num($1) }
             /:(__vdso_)?clock_gettime/ { clock += num($1) }
             END { printf "%s %.0f %.0f %.0f\n", m, total / n, metrics / n, clock / n }'
+        if [ -n "${METRICS_COST_KEEP:-}" ]; then
+            mkdir -p "$METRICS_COST_KEEP"
+            cp "$out" "$METRICS_COST_KEEP/$(basename "$cfg" .json)-$m.callgrind"
+        fi
         rm -f "$out"
     done
     stop_pid "$GW_PID"

@@ -84,7 +84,8 @@ setup(void **state)
                                     .key = i == 3 ? "evil\x1b[2J\"key\xff" : "orders/1",
                                     .operation = "PutObject",
                                     .request_id = "req",
-                                    .user_agent = "aws-cli/2"};
+                                    .user_agent = "aws-cli/2",
+                                    .trace_id = i == 2 ? "4bf92f3577b34da6a3ce929d0e0e4736" : NULL};
         assert_int_equal(store_audit_append_sync(s, &r, NULL), 0);
     }
     /* the CLI reads while this writer stays open */
@@ -114,6 +115,13 @@ test_table(void **state)
     assert_non_null(strstr(r->out, "cut"));
     assert_non_null(strstr(r->out, "data/orders/1"));
     assert_null(strchr(r->out, '\x1b')); /* control bytes never reach the terminal */
+    /* the trace id, in its column, on its record's line only; "-" on the others */
+    assert_non_null(strstr(r->out, " TRACE-ID "));
+    const char *traced = strstr(r->out, "4bf92f3577b34da6a3ce929d0e0e4736 data/orders/1 \n");
+    assert_non_null(traced);
+    assert_null(strstr(traced + 1, "4bf92f3577b34da6a3ce929d0e0e4736"));
+    assert_non_null(
+        strstr(r->out, " req              -                                data/orders/1 \n"));
     assert_null(strstr(r->out, "# more"));
     store_close(w);
 

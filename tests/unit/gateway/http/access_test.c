@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/jsonstr.h"
 #include "gateway/base/metrics.h"
 #include "gateway/http/access.h"
 
@@ -35,9 +36,9 @@ test_line_keys_and_values(void **state)
 {
     (void)state;
     struct gw_access a;
-    gw_access_init(&a, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    gw_access_init(&a, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 1000000000u);
     a.principal = strdup("worker");
-    a.operation = strdup("PutObject");
+    a.operation = "PutObject"; /* static, as the classifier's */
     a.bucket = strdup("data");
     a.key = strdup("we\"ird\n\x01key\xff");
     a.lock = strdup("orders");
@@ -78,7 +79,7 @@ test_line_keys_and_values(void **state)
     gw_access_cleanup(&a);
 
     /* unknowns are null, never "" */
-    gw_access_init(&a, NULL);
+    gw_access_init(&a, NULL, 1000000000u);
     assert_int_equal(gw_access_format(&out, &a, "x", "c", NULL, 499, 0, 0, a.start_ns), 0);
     o = json_loads(out.data, 0, &err);
     assert_non_null(o);
@@ -96,13 +97,212 @@ test_traceparent_counted(void **state)
     (void)state;
     uint64_t before = gw_metrics.traceparent_invalid_total;
     struct gw_access a;
-    gw_access_init(&a, "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01");
+    gw_access_init(&a, "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", 1000000000u);
     assert_string_equal(a.trace_id, "");
     assert_int_equal(gw_metrics.traceparent_invalid_total, before + 1);
-    gw_access_init(&a, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    gw_access_init(&a, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", 1000000000u);
     assert_int_equal(gw_metrics.traceparent_invalid_total, before + 1);
-    gw_access_init(&a, NULL); /* no header: nothing counted */
+    gw_access_init(&a, NULL, 1000000000u); /* no header: nothing counted */
     assert_int_equal(gw_metrics.traceparent_invalid_total, before + 1);
+}
+
+/* ---- the line against printf's: the formatting before the hand-written digits ---- */
+
+/* ref_*: the line as gw_access_format wrote it with buf_printf, kept here as
+ * the oracle: any difference in a digit, a padding or an escape fails. */
+static void
+ref_time(struct buf *out, int64_t ms)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    (void)gmtime_r(&s, &tm);
+    assert_int_equal(buf_printf(out, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900,
+                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                                (int)(ms % 1000)),
+                     0);
+}
+
+static void
+ref_str(struct buf *out, const char *name, const char *v)
+{
+    assert_int_equal(buf_printf(out, ",\"%s\":", name), 0);
+    assert_int_equal(jsonstr_append_cstr(out, v), 0);
+}
+
+static void
+ref_num(struct buf *out, const char *name, bool have, uint64_t v)
+{
+    int rc = have ? buf_printf(out, ",\"%s\":%llu", name, (unsigned long long)v)
+                  : buf_printf(out, ",\"%s\":null", name);
+    assert_int_equal(rc, 0);
+}
+
+static void
+ref_ms(struct buf *out, const char *name, bool have, uint64_t us)
+{
+    int rc = have ? buf_printf(out, ",\"%s\":%llu.%03u", name, (unsigned long long)(us / 1000),
+                               (unsigned)(us % 1000))
+                  : buf_printf(out, ",\"%s\":null", name);
+    assert_int_equal(rc, 0);
+}
+
+static void
+ref_format(struct buf *out, const struct gw_access *a, const char *request_id, const char *client,
+           const char *method, int status, uint64_t bytes_in, uint64_t bytes_out, uint64_t end_ns)
+{
+    buf_reset(out);
+    uint64_t dur_us = end_ns > a->start_ns ? (end_ns - a->start_ns) / 1000u : 0;
+    assert_int_equal(buf_append_str(out, "{\"time\":"), 0);
+    ref_time(out, a->start_wall_ms);
+    ref_str(out, "request_id", request_id);
+    ref_str(out, "client", client);
+    ref_str(out, "principal", a->principal);
+    ref_str(out, "method", method);
+    ref_str(out, "operation", a->operation);
+    ref_str(out, "bucket", a->bucket);
+    ref_str(out, "key", a->key);
+    ref_str(out, "lock", a->lock);
+    ref_num(out, "token", a->token != 0, a->token);
+    ref_num(out, "status", true, (uint64_t)status);
+    ref_str(out, "error_code", a->error_code[0] != '\0' ? a->error_code : NULL);
+    ref_num(out, "bytes_in", true, bytes_in);
+    ref_num(out, "bytes_out", true, bytes_out);
+    ref_ms(out, "duration_ms", true, dur_us);
+    ref_num(out, "upstream_status", a->upstream_status != 0, (uint64_t)a->upstream_status);
+    ref_ms(out, "upstream_ms", a->upstream_ms_x1000 >= 0, (uint64_t)a->upstream_ms_x1000);
+    ref_str(out, "trace_id", a->trace_id[0] != '\0' ? a->trace_id : NULL);
+    assert_int_equal(buf_append_str(out, "}\n"), 0);
+}
+
+static void
+test_line_same_as_printf(void **state)
+{
+    (void)state;
+    /* wall times: the epoch, each digit's carry, a second crossed and come
+     * back to (the per-second cache), leap days, the year 9999's last ms, one
+     * past it (five-digit year), and before 1970 */
+    static const int64_t walls[] = {
+        0,
+        1,
+        9,
+        10,
+        99,
+        100,
+        999,
+        1000,
+        1001,
+        59999,
+        60000,
+        3599999,
+        3600000,
+        86399999,
+        86400000,
+        951782400000 /* 2000-02-29 */,
+        1795256130123,
+        1795256130999,
+        1795256131000,
+        1795256130500,
+        253402300799999 /* 9999-12-31T23:59:59.999 */,
+        253402300800000,
+        -1,
+        -999,
+        -1000,
+        -1001,
+        -86400001,
+    };
+    static const uint64_t nums[] = {0,
+                                    1,
+                                    9,
+                                    10,
+                                    99,
+                                    100,
+                                    12345,
+                                    4294967295u,
+                                    4294967296u,
+                                    9999999999999999999u,
+                                    10000000000000000000u,
+                                    UINT64_MAX};
+    static const int64_t ups[] = {-1, 0, 1, 999, 1000, 1001, 99999, 123456789, INT64_MAX};
+    static const int statuses[] = {0, 1, 200, 499, 999, 65535, -1, INT32_MAX, INT32_MIN};
+    /* strings: null, empty, plain, every escape, valid and invalid UTF-8,
+     * and plain ones of 255, 256 and 257 bytes and 1,500 (copied, or escaped
+     * by common/jsonstr.c, on either side of the line's own cut-off) */
+    static char p255[256], p256[257], p257[258], p1500[1501];
+    memset(p255, 'a', 255);
+    memset(p256, 'b', 256);
+    memset(p257, 'c', 257);
+    memset(p1500, 'd', 1500);
+    const char *const strs[] = {
+        NULL,
+        "",
+        "plain",
+        "q\"uo\\te",
+        "ctl\x01\x1f\x7f\n\r\t",
+        "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+        "bad\xff\xc0\xaf\xed\xa0\x80utf8",
+        "</script>",
+        p255,
+        p256,
+        p257,
+        p1500,
+        "~ !#$%&'()*+,-./09:;<=>?@AZ[]^_`az{|}",
+        "only\"quote",
+        "only\\backslash",
+        "only\x7f"
+        "del",
+        "only\x1f",
+        "only\x80",
+    };
+    size_t nw = sizeof(walls) / sizeof(walls[0]), nn = sizeof(nums) / sizeof(nums[0]);
+    size_t nu = sizeof(ups) / sizeof(ups[0]), ns = sizeof(strs) / sizeof(strs[0]);
+    size_t nst = sizeof(statuses) / sizeof(statuses[0]);
+    struct buf got, want;
+    buf_init(&got, GW_ACCESS_LINE_MAX);
+    buf_init(&want, GW_ACCESS_LINE_MAX);
+    size_t lines = 0;
+    for (size_t i = 0; i < 600; i++) {
+        struct gw_access a;
+        gw_access_init(
+            &a, i % 3 == 0 ? "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" : NULL,
+            i % 5 == 0 ? 0 : 1000000000u + i);
+        a.start_wall_ms = walls[i % nw];
+        a.principal = (char *)strs[i % ns];
+        a.operation = strs[(i + 1) % ns];
+        a.bucket = (char *)strs[(i + 2) % ns];
+        a.key = (char *)strs[(i + 3) % ns];
+        a.lock = (char *)strs[(i + 4) % ns];
+        a.token = nums[i % nn];
+        a.upstream_status = statuses[(i + 1) % nst];
+        a.upstream_ms_x1000 = ups[i % nu];
+        if (i % 4 == 1) {
+            (void)snprintf(a.error_code, sizeof(a.error_code), "%s",
+                           strs[(i + 5) % ns] != NULL ? strs[(i + 5) % ns] : "");
+        }
+        /* durations: none (end before start), zero, under 1 µs, and every size */
+        uint64_t end = i % 7 == 0   ? a.start_ns - (a.start_ns > 0 ? 1 : 0)
+                       : i % 7 == 1 ? a.start_ns
+                       : i % 7 == 2 ? a.start_ns + 999
+                                    : a.start_ns + nums[i % nn] / (i % 7 == 3 ? 1 : 1000);
+        if (end < a.start_ns && i % 7 != 0) {
+            end = UINT64_MAX; /* a start + duration past 2^64: the longest */
+        }
+        const char *method = strs[(i + 6) % ns];
+        int st = statuses[i % nst];
+        uint64_t in = nums[(i + 3) % nn], out = nums[(i + 7) % nn];
+        ref_format(&want, &a, strs[(i + 2) % ns], strs[(i + 1) % ns], method, st, in, out, end);
+        assert_int_equal(gw_access_format(&got, &a, strs[(i + 2) % ns], strs[(i + 1) % ns], method,
+                                          st, in, out, end),
+                         0);
+        if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0) {
+            print_error("line %zu:\n got  %s want %s", i, got.data, want.data);
+            fail();
+        }
+        lines++;
+    }
+    assert_int_equal(lines, 600);
+    buf_cleanup(&got);
+    buf_cleanup(&want);
 }
 
 static char dir[64];
@@ -248,9 +448,9 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_line_keys_and_values),    cmocka_unit_test(test_traceparent_counted),
-        cmocka_unit_test(test_batched_not_synchronous), cmocka_unit_test(test_reopen_after_rename),
-        cmocka_unit_test(test_stuck_sink_never_blocks),
+        cmocka_unit_test(test_line_keys_and_values), cmocka_unit_test(test_traceparent_counted),
+        cmocka_unit_test(test_line_same_as_printf),  cmocka_unit_test(test_batched_not_synchronous),
+        cmocka_unit_test(test_reopen_after_rename),  cmocka_unit_test(test_stuck_sink_never_blocks),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -91,6 +91,18 @@ test_matches_openssl(void **state)
             assert_memory_equal(got, want, GW_DIGEST_SHA256_LEN);
         }
     }
+    /* a prepared key serves many messages, each as HMAC() computes it */
+    struct gw_digest_hmac h;
+    assert_int_equal(gw_digest_hmac_init(&h, key, 100), 0);
+    for (size_t m = 0; m < sizeof(mlens) / sizeof(mlens[0]); m++) {
+        unsigned char want[EVP_MAX_MD_SIZE];
+        unsigned int wlen = 0;
+        unsigned char got[GW_DIGEST_SHA256_LEN];
+        assert_non_null(HMAC(EVP_sha256(), key, 100, msg, mlens[m], want, &wlen));
+        assert_int_equal(gw_digest_hmac_final(&h, msg, mlens[m], got), 0);
+        assert_memory_equal(got, want, GW_DIGEST_SHA256_LEN);
+    }
+    gw_digest_hmac_cleanse(&h);
     unsigned char k32[GW_DIGEST_SHA256_LEN];
     unsigned char want[EVP_MAX_MD_SIZE];
     unsigned int wlen = 0;

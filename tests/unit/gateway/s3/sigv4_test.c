@@ -859,6 +859,69 @@ test_primitives(void **state)
                      ERR_TOOBIG);
 }
 
+/* Sign the suite's GET with kc under (secret, region, service, amz_date) into out. */
+static void
+sign_with(struct gw_sigv4_keycache *kc, const char *secret, const char *region, const char *service,
+          const char *amz_date, char out[GW_SIGV4_MAX_AUTHZ])
+{
+    struct gw_sigv4_header h[] = {{"Host", "example.amazonaws.com"}, {"X-Amz-Date", amz_date}};
+    struct gw_sigv4_input in = {"GET", "/", "", h, 2, GW_SIGV4_EMPTY_SHA256};
+    struct gw_sigv4_creds c = {SUITE_AK, secret, NULL};
+    assert_int_equal(gw_sigv4_sign(kc, &c, region, service, amz_date, &in, "host;x-amz-date", out,
+                                   GW_SIGV4_MAX_AUTHZ),
+                     0);
+}
+
+/* The cache never answers for another secret, day, region or service: each
+ * change, made after the old entry is cached, signs as an uncached signer does. */
+static void
+test_keycache_keyed_by_all(void **state)
+{
+    (void)state;
+    struct gw_sigv4_keycache *kc = gw_sigv4_keycache_new();
+    assert_non_null(kc);
+    char secret[64];
+    (void)snprintf(secret, sizeof(secret), "%s", SUITE_SECRET);
+    static const struct {
+        const char *region, *service, *date;
+    } scopes[] = {
+        {"us-east-1", "s3", SUITE_DATE},
+        {"us-east-1", "s3", "20150831T000000Z"}, /* the next day */
+        {"us-east-1", "s3", "20150830T235959Z"}, /* the same day: the same key */
+        {"eu-west-1", "s3", SUITE_DATE},
+        {"us-east-1", "iam", SUITE_DATE},
+    };
+    char first[GW_SIGV4_MAX_AUTHZ];
+    char got[GW_SIGV4_MAX_AUTHZ];
+    char want[GW_SIGV4_MAX_AUTHZ];
+    for (int rotation = 0; rotation < 4; rotation++) {
+        if (rotation == 1) {
+            secret[0] ^= 0x01; /* rotated in place: the same memory, the same length */
+        } else if (rotation == 2) {
+            (void)snprintf(secret, sizeof(secret), "%s2", SUITE_SECRET); /* one byte longer */
+        } else if (rotation == 3) {
+            secret[strlen(secret) - 2] = '\0'; /* a prefix of the secret cached first */
+        }
+        for (size_t i = 0; i < sizeof(scopes) / sizeof(scopes[0]); i++) {
+            sign_with(kc, secret, scopes[i].region, scopes[i].service, scopes[i].date, got);
+            sign_with(NULL, secret, scopes[i].region, scopes[i].service, scopes[i].date, want);
+            assert_string_equal(got, want);
+            if (rotation == 0 && i == 0) {
+                memcpy(first, got, sizeof(first));
+            } else {
+                assert_string_not_equal(got, first);
+            }
+            sign_with(kc, secret, scopes[i].region, scopes[i].service, scopes[i].date, got);
+            assert_string_equal(got, want); /* and again, from the cache */
+        }
+    }
+    /* the first entry is still there and still right */
+    (void)snprintf(secret, sizeof(secret), "%s", SUITE_SECRET);
+    sign_with(kc, secret, "us-east-1", "s3", SUITE_DATE, got);
+    assert_string_equal(got, first);
+    gw_sigv4_keycache_free(kc);
+}
+
 int
 main(void)
 {
@@ -872,6 +935,7 @@ main(void)
         cmocka_unit_test(test_canonical_headers),
         cmocka_unit_test(test_sign_errors),
         cmocka_unit_test(test_keycache),
+        cmocka_unit_test(test_keycache_keyed_by_all),
         cmocka_unit_test(test_amz_date),
         cmocka_unit_test(test_amz_date_matches_strftime),
         cmocka_unit_test(test_scope_format),
