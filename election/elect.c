@@ -1,7 +1,10 @@
 /*
- * election/elect.c: the election's API, per-lock call queues, waiting calls
- * and timers.  Backend sequences are in elect_seq.c; self-test, GC and G4
- * lookups in elect_probe.c.
+ * election/elect.c: the election's API, per-lock call queues, waiting calls,
+ * the pump and the timer's callback: the top of the room (elect_int.h lists
+ * the files below it).  Backend sequences are in elect_seq.c; self-test, GC
+ * and G4 lookups in elect_probe.c; a call's answer in elect_call.c; the lock
+ * table and the election cache in elect_lock.c; the timer's next deadline in
+ * elect_sched.c.
  */
 #include "election/elect.h"
 
@@ -90,6 +93,7 @@ elect_new(const struct elect_opts *o, struct elect **out)
     e->store = o->store;
     e->prefix = strdup(o->prefix);
     e->granted_by = strdup(o->granted_by);
+    e->pump = elect_pump;
     e->timer = elect_timer_new(o->base, on_elect_timer, e);
     if (e->prefix == NULL || e->granted_by == NULL || e->timer == NULL) {
         goto fail;
@@ -117,23 +121,12 @@ fail:
 }
 
 static void
-call_free(struct elect_call *c)
-{
-    /* lease_id is a secret: wipe it before the memory goes back. */
-    volatile char *p = c->lease_id;
-    for (size_t i = 0; i < sizeof(c->lease_id); i++) {
-        p[i] = 0;
-    }
-    free(c);
-}
-
-static void
 free_calls(struct elect_call_list *l)
 {
     struct elect_call *c;
     while ((c = TAILQ_FIRST(l)) != NULL) {
         TAILQ_REMOVE(l, c, link);
-        call_free(c);
+        elect_call_free(c);
     }
 }
 
@@ -150,6 +143,7 @@ elect_free(struct elect *e)
     while ((t = LIST_FIRST(&e->tickets)) != NULL) {
         LIST_REMOVE(t, link);
         t->e = NULL; /* the store callback frees it */
+        t->granted = NULL;
         t->call = NULL;
         t->check_cb = NULL;
     }
@@ -196,85 +190,7 @@ elect_etag_form_used(const struct elect *e)
     return e->form;
 }
 
-/* ---- lock table ---- */
-
-static size_t
-bucket_of(const char *name)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++) {
-        h = (h ^ *p) * 16777619u;
-    }
-    return h % ELECT_NBUCKETS;
-}
-
-struct elect_lock *
-elect_lock_find(struct elect *e, const char *name, bool create)
-{
-    size_t b = bucket_of(name);
-    for (struct elect_lock *lk = e->table[b]; lk != NULL; lk = lk->next) {
-        if (strcmp(lk->name, name) == 0) {
-            return lk;
-        }
-    }
-    if (!create) {
-        return NULL;
-    }
-    struct elect_lock *lk = calloc(1, sizeof(*lk));
-    if (lk == NULL) {
-        return NULL;
-    }
-    (void)snprintf(lk->name, sizeof(lk->name), "%s", name);
-    lk->e = e;
-    TAILQ_INIT(&lk->queue);
-    TAILQ_INIT(&lk->waiting);
-    /* Seed the latest epoch from the election cache, so the first LIST
-     * starts after it: the cost of finding the latest does not grow with
-     * history (issue 5). */
-    if (e->store != NULL) {
-        struct store_elect se;
-        int err = store_elect_get(e->store, name, &se);
-        if (err == 0) {
-            lk->latest = se.epoch;
-            lk->cached = se.epoch;
-        } else if (err != ERR_NOTFOUND) {
-            log_warn("lock %s: election cache unreadable (%s); listing from the start", name,
-                     err_str(err));
-        }
-    }
-    lk->next = e->table[b];
-    e->table[b] = lk;
-    return lk;
-}
-
 /* ---- observations: elect_observe and the write windows are in elect_window.c ---- */
-
-void
-elect_info_fill(struct elect *e, struct elect_lock *lk, uint64_t now, struct elect_info *info)
-{
-    memset(info, 0, sizeof(*info));
-    (void)snprintf(info->lock, sizeof(info->lock), "%s", lk->name);
-    info->token = lk->latest;
-    if (!lk->have || lk->rec.epoch != lk->latest) {
-        return;
-    }
-    info->known = true;
-    const struct elect_lockfile *r = &lk->rec;
-    (void)snprintf(info->holder, sizeof(info->holder), "%s", r->holder);
-    (void)snprintf(info->granted_by, sizeof(info->granted_by), "%s", r->granted_by);
-    info->lease_ms = r->lease_ms;
-    info->released = r->expired;
-    info->acquired_at_ms = r->acquired_at_ms;
-    info->renewed_at_ms = r->renewed_at_ms;
-    info->renewals = r->renewals;
-    uint64_t rem = 0;
-    info->live = elect_lease_live(&lk->obs, now, &rem);
-    if (info->live) {
-        info->expires_in_ms = rem;
-        info->expires_at_ms = clock_wall_ms() + (int64_t)rem;
-    }
-    (void)e;
-}
 
 /*
  * elect_lock_free_now - may an acquire create the next epoch now?  A
@@ -310,71 +226,6 @@ elect_lock_free_now(struct elect_lock *lk, uint64_t now, bool *need_read)
     return false;
 }
 
-/* ---- store: the election cache ---- */
-
-/* store_elect_done_fn, registered by elect_cache_advance */
-static void
-on_cache_advanced(void *arg, int err, uint64_t epoch)
-{
-    struct elect_ticket *t = arg;
-    if (t->e == NULL) {
-        free(t); /* the elect is gone */
-        return;
-    }
-    LIST_REMOVE(t, link);
-    if (err != 0) {
-        log_error("election cache: recording epoch failed: %s", err_str(err));
-    }
-    (void)epoch;
-    struct elect_call *call = t->call;
-    elect_check_fn *check_cb = t->check_cb;
-    void *check_arg = t->check_arg;
-    free(t);
-    if (call != NULL) {
-        elect_grant_done(call, err);
-    }
-    if (check_cb != NULL) {
-        check_cb(check_arg, err, err == 0);
-    }
-}
-
-int
-elect_cache_advance(struct elect *e, struct elect_lock *lk, uint64_t epoch, struct elect_call *call,
-                    elect_check_fn *check_cb, void *check_arg)
-{
-    struct elect_ticket *t = calloc(1, sizeof(*t));
-    if (t == NULL) {
-        return ERR_NOMEM;
-    }
-    t->e = e;
-    t->call = call;
-    t->check_cb = check_cb;
-    t->check_arg = check_arg;
-    int err = store_elect_advance(e->store, lk->name, epoch, on_cache_advanced, t);
-    if (err != 0) {
-        free(t);
-        return err;
-    }
-    LIST_INSERT_HEAD(&e->tickets, t, link);
-    if (epoch > lk->cached) {
-        lk->cached = epoch;
-    }
-    return 0;
-}
-
-void
-elect_cache_note(struct elect *e, struct elect_lock *lk, uint64_t epoch)
-{
-    if (e->store == NULL || epoch <= lk->cached) {
-        return;
-    }
-    int err = elect_cache_advance(e, lk, epoch, NULL, NULL, NULL);
-    if (err != 0) {
-        log_warn("lock %s: recording observed epoch %llu: %s", lk->name, (unsigned long long)epoch,
-                 err_str(err));
-    }
-}
-
 /* ---- calls ---- */
 
 static void
@@ -388,94 +239,6 @@ waiting_add(struct elect *e, struct elect_call *c)
         LIST_INSERT_HEAD(&e->wait_locks, lk, wait_link);
         lk->wait_listed = true;
     }
-}
-
-static void
-call_unlink(struct elect_call *c)
-{
-    struct elect_lock *lk = c->lk;
-    if (c->waiting) {
-        TAILQ_REMOVE(&lk->waiting, c, link);
-        c->waiting = false;
-        if (TAILQ_EMPTY(&lk->waiting) && lk->wait_listed) {
-            LIST_REMOVE(lk, wait_link);
-            lk->wait_listed = false;
-        }
-    } else {
-        TAILQ_REMOVE(&lk->queue, c, link);
-    }
-}
-
-/* Tell the lease observer what call c, answered 0, did (elect_lease_fn). */
-static void
-lease_event(const struct elect_call *c, const struct elect_info *info, uint64_t now, bool granted)
-{
-    elect_lease_fn *obs = c->e->lease_obs;
-    if (obs == NULL) {
-        return;
-    }
-    void *arg = c->e->lease_obs_arg;
-    uint64_t until = info->live ? now + info->expires_in_ms : 0;
-    switch (c->kind) {
-    case CALL_ACQUIRE:
-        if (granted) {
-            obs(arg, info->lock, ELECT_EV_GRANT, c->token, until);
-            if (c->took_over) {
-                obs(arg, info->lock, ELECT_EV_TAKEOVER, c->token, until);
-            }
-        }
-        break;
-    case CALL_RENEW:
-        obs(arg, info->lock, ELECT_EV_RENEW, c->token, until);
-        break;
-    case CALL_RELEASE:
-        obs(arg, info->lock, ELECT_EV_RELEASE, c->token, 0);
-        break;
-    case CALL_GET:
-    default:
-        break;
-    }
-}
-
-/*
- * Answer a call and free it.  It leaves its list before its callback runs,
- * so a callback that starts new calls (and so pumps this lock) never meets it.
- */
-void
-elect_call_complete(struct elect_call *c, int err, bool with_lease)
-{
-    call_unlink(c);
-    elect_done_fn *cb = c->done ? NULL : c->cb;
-    c->done = true;
-    c->cb = NULL;
-    if (cb != NULL || (err == 0 && c->e->lease_obs != NULL)) {
-        struct elect_info info;
-        uint64_t now = clock_mono_ms();
-        elect_info_fill(c->e, c->lk, now, &info);
-        if (err == 0) {
-            lease_event(c, &info, now, with_lease);
-        }
-        if (cb == NULL) {
-            call_free(c);
-            return;
-        }
-        if (with_lease) {
-            (void)snprintf(info.lease_id, sizeof(info.lease_id), "%s", c->lease_id);
-        }
-        cb(c->arg, err, &info);
-        volatile char *p = info.lease_id;
-        for (size_t i = 0; i < sizeof(info.lease_id); i++) {
-            p[i] = 0;
-        }
-    }
-    call_free(c);
-}
-
-void
-elect_call_finish(struct elect_call *c)
-{
-    call_unlink(c);
-    call_free(c);
 }
 
 static int
@@ -819,7 +582,7 @@ wake_waiters(struct elect_lock *lk, uint64_t now)
             return false;
         }
         if (create) {
-            call_unlink(hit);
+            elect_call_unlink(hit);
             TAILQ_INSERT_HEAD(&lk->queue, hit, link);
             return true;
         }
@@ -864,87 +627,6 @@ elect_pump(struct elect *e, struct elect_lock *lk)
     elect_reschedule(e);
 }
 
-/* ---- timers ---- */
-
-static uint64_t
-poll_interval(struct elect *e, struct elect_lock *lk)
-{
-    uint64_t lease = lk->have ? lk->rec.lease_ms : e->opts.default_lease_ms;
-    uint64_t p = lease / 4;
-    if (p < 50) {
-        p = 50;
-    }
-    if (p > e->opts.poll_ms) {
-        p = e->opts.poll_ms;
-    }
-    return p;
-}
-
-/* When lk's waiting calls next need attention (UINT64_MAX: never). */
-static uint64_t
-lock_wake(struct elect *e, struct elect_lock *lk, uint64_t now)
-{
-    uint64_t at = UINT64_MAX;
-    struct elect_call *c;
-    for (c = TAILQ_FIRST(&lk->waiting); c != NULL; c = TAILQ_NEXT(c, link)) {
-        if (c->deadline < at) {
-            at = c->deadline;
-        }
-    }
-    if (TAILQ_EMPTY(&lk->waiting)) {
-        return at;
-    }
-    uint64_t poll = lk->last_read + poll_interval(e, lk);
-    if (poll < at) {
-        at = poll;
-    }
-    uint64_t rem;
-    if (lk->have && elect_lease_live(&lk->obs, now, &rem) && now + rem < at) {
-        at = now + rem;
-    }
-    uint64_t handover = elect_free_at(lk);
-    if (handover > now && handover < at) {
-        at = handover;
-    }
-    return at;
-}
-
-void
-elect_reschedule(struct elect *e)
-{
-    uint64_t now = clock_mono_ms();
-    uint64_t at = UINT64_MAX;
-    if (e->probe == PROBE_WAIT) {
-        at = e->probe_at;
-    }
-    struct elect_lock *lk;
-    for (lk = LIST_FIRST(&e->wait_locks); lk != NULL; lk = LIST_NEXT(lk, wait_link)) {
-        uint64_t w = lock_wake(e, lk, now);
-        if (w < at) {
-            at = w;
-        }
-    }
-    if (!e->gc_running) {
-        for (lk = LIST_FIRST(&e->gc_list); lk != NULL; lk = LIST_NEXT(lk, gc_link)) {
-            if (lk->gc_at < at) {
-                at = lk->gc_at;
-            }
-        }
-    }
-    if (at == UINT64_MAX) {
-        if (e->timer_at != 0) {
-            elect_timer_clear(e->timer);
-            e->timer_at = 0;
-        }
-        return;
-    }
-    if (at == e->timer_at) {
-        return;
-    }
-    e->timer_at = at;
-    elect_timer_set(e->timer, at > now ? at - now : 0);
-}
-
 void
 elect_on_timer(struct elect *e)
 {
@@ -959,7 +641,7 @@ elect_on_timer(struct elect *e)
             if (TAILQ_EMPTY(&lk->waiting)) {
                 continue;
             }
-            if (now >= lk->last_read + poll_interval(e, lk)) {
+            if (now >= lk->last_read + elect_poll_interval(e, lk)) {
                 lk->poll_due = true;
             }
             elect_pump(e, lk);

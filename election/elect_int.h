@@ -1,7 +1,16 @@
 /*
- * election/elect_int.h: internals shared by elect.c (API, per-lock queues,
- * timers), elect_seq.c (backend sequences: refresh, create, rewrite) and
- * elect_probe.c (self-test, GC, G4 lookups).  Not for use outside election/.
+ * election/elect_int.h: internals shared by the files of election/'s state
+ * machine.  Calls go one way, top to bottom:
+ *   elect.c        API, per-lock queues, the pump, the timer's callback
+ *   elect_seq.c    backend sequences: refresh, create, rewrite
+ *   elect_probe.c  self-test, GC, G4 lookups and window reads
+ *   elect_sched.c  when the timer fires next (elect_reschedule)
+ *   elect_call.c   a call's answer, unlinking and freeing
+ *   elect_window.c what an observation tells: latest epoch, lease, window
+ *   elect_lock.c   the lock table and the election cache
+ * A sequence that ends hands its lock back to the pump through e->pump; a
+ * grant's cache commit reports through the elect_granted_fn its caller passed.
+ * Not for use outside election/.
  *
  * Per lock (struct elect_lock) the process keeps the latest record it knows,
  * a FIFO of calls (`queue`) and the calls that wait for a change (`waiting`).
@@ -48,7 +57,15 @@ enum call_step {
     STEP_EXPIRE,     /* acquire: rewrite of a run-out latest epoch with expired:true */
 };
 
+struct elect;
 struct elect_lock;
+struct elect_call;
+
+/* elect_pump_fn - run lk's queue again (elect_pump), installed by elect_new as e->pump. */
+typedef void elect_pump_fn(struct elect *e, struct elect_lock *lk);
+
+/* elect_granted_fn - a grant's epoch is committed to the election cache (err 0) or not. */
+typedef void elect_granted_fn(struct elect_call *c, int err);
 
 struct elect_call {
     TAILQ_ENTRY(elect_call) link; /* in lk->queue or lk->waiting */
@@ -127,9 +144,10 @@ struct elect_lock {
 /* A store_elect_advance in flight; outlives the elect if need be (elect_free detaches). */
 struct elect_ticket {
     LIST_ENTRY(elect_ticket) link;
-    struct elect *e;          /* NULL once detached */
-    struct elect_call *call;  /* acquire waiting for the commit, or NULL */
-    elect_check_fn *check_cb; /* G4 lookup waiting for the commit, or NULL */
+    struct elect *e;           /* NULL once detached */
+    elect_granted_fn *granted; /* told of the commit with call, or NULL */
+    struct elect_call *call;   /* acquire waiting for the commit, or NULL */
+    elect_check_fn *check_cb;  /* G4 lookup waiting for the commit, or NULL */
     void *check_arg;
 };
 
@@ -162,6 +180,7 @@ struct elect {
     char *granted_by;         /* owned */
     struct elect_opts opts;   /* copy; its strings point at the owned copies above */
     struct elect_timer *timer;
+    elect_pump_fn *pump;   /* elect_pump; the sequences call it when they end */
     uint64_t call_seq;     /* last call sequence number handed out */
     uint64_t started;      /* mono ms of elect_new */
     elect_learn_fn *learn; /* told of every new latest epoch, or NULL */
@@ -192,22 +211,33 @@ struct elect {
 };
 
 /* elect.c */
-struct elect_lock *elect_lock_find(struct elect *e, const char *name, bool create);
 void elect_pump(struct elect *e, struct elect_lock *lk);
+bool elect_lock_free_now(struct elect_lock *lk, uint64_t now, bool *need_read);
+
+/* elect_call.c */
 void elect_call_complete(struct elect_call *c, int err, bool with_lease);
 void elect_call_finish(struct elect_call *c);
+void elect_call_unlink(struct elect_call *c);
+void elect_call_free(struct elect_call *c);
 void elect_info_fill(struct elect *e, struct elect_lock *lk, uint64_t now, struct elect_info *info);
+
+/* elect_sched.c */
 void elect_reschedule(struct elect *e);
+uint64_t elect_poll_interval(struct elect *e, struct elect_lock *lk);
+
+/* elect_window.c */
 void elect_observe(struct elect_lock *lk, const struct elect_lockfile *rec, const char *etag,
                    const struct elect_obj_meta *meta, uint64_t sent, uint64_t now);
 void elect_latest_raise(struct elect_lock *lk, uint64_t epoch);
 uint64_t elect_free_at(const struct elect_lock *lk);
+
+/* elect_lock.c */
+struct elect_lock *elect_lock_find(struct elect *e, const char *name, bool create);
 void elect_cache_note(struct elect *e, struct elect_lock *lk, uint64_t epoch);
 MUST_USE int elect_cache_advance(struct elect *e, struct elect_lock *lk, uint64_t epoch,
-                                 struct elect_call *call, elect_check_fn *check_cb,
-                                 void *check_arg);
-void elect_grant_done(struct elect_call *c, int err);
-bool elect_lock_free_now(struct elect_lock *lk, uint64_t now, bool *need_read);
+                                 elect_granted_fn *granted, struct elect_call *call,
+                                 elect_check_fn *check_cb, void *check_arg);
+
 /* elect_seq.c */
 void elect_seq_refresh(struct elect *e, struct elect_lock *lk);
 void elect_seq_end(struct elect_call *c, int err, bool answer);

@@ -392,7 +392,7 @@ on_check_get(void *arg, int err, const char *body, size_t len, const struct elec
         return;
     }
     /* Granted: in the election cache before we say so (R7). */
-    err = elect_cache_advance(e, lk, rec.epoch, NULL, cb, cbarg);
+    err = elect_cache_advance(e, lk, rec.epoch, NULL, NULL, cb, cbarg);
     if (err != 0) {
         cb(cbarg, err, false);
     }

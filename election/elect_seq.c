@@ -1,7 +1,8 @@
 /*
  * election/elect_seq.c: the backend sequences of one lock (at most one in
  * flight per lock, lk->busy): refresh, create (acquire) and rewrite
- * (renew/release).  Each ends by clearing busy and pumping the lock again.
+ * (renew/release).  Each ends by clearing busy and handing the lock back to
+ * the pump (e->pump, elect.c's elect_pump): nothing here calls elect.c.
  * Backend callbacks get the lock or the call as arg; both outlive every
  * backend operation (elect_free frees the backend, cancelling them, first).
  */
@@ -77,7 +78,7 @@ refresh_done(struct elect_lock *lk, int err)
         }
         lk->pumping = false;
     }
-    elect_pump(e, lk);
+    e->pump(e, lk);
 }
 
 /* elect_be_get_fn, registered by on_refresh_list */
@@ -198,7 +199,7 @@ elect_seq_end(struct elect_call *c, int err, bool answer)
     if (answer || c->done) {
         elect_call_complete(c, err, false);
     }
-    elect_pump(e, lk);
+    e->pump(e, lk);
 }
 
 /* ---- create: acquire's create-if-absent of epoch latest+1 ---- */
@@ -403,6 +404,8 @@ read_back(struct elect_call *c)
     }
 }
 
+static void grant_done(struct elect_call *c, int err);
+
 /* Our create landed (etag known): commit the epoch to the election cache
  * before anything answers with it (STYLE R7). */
 static void
@@ -412,17 +415,18 @@ granted(struct elect_call *c, const char *etag)
     (void)snprintf(c->etag, sizeof(c->etag), "%s", etag);
     c->step = STEP_STORE;
     if (e->store == NULL) {
-        elect_grant_done(c, 0);
+        grant_done(c, 0);
         return;
     }
-    int err = elect_cache_advance(e, c->lk, c->token, c, NULL, NULL);
+    int err = elect_cache_advance(e, c->lk, c->token, grant_done, c, NULL, NULL);
     if (err != 0) {
-        elect_grant_done(c, err);
+        grant_done(c, err);
     }
 }
 
-void
-elect_grant_done(struct elect_call *c, int err)
+/* elect_granted_fn, passed to elect_cache_advance by granted (and called by it directly) */
+static void
+grant_done(struct elect_call *c, int err)
 {
     struct elect_lock *lk = c->lk;
     struct elect *e = c->e;
@@ -443,7 +447,7 @@ elect_grant_done(struct elect_call *c, int err)
     lk->busy = false;
     c->step = STEP_NONE;
     elect_call_complete(c, err, err == 0);
-    elect_pump(e, lk);
+    e->pump(e, lk);
 }
 
 /* elect_be_write_fn, registered by do_create */
