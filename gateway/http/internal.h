@@ -267,14 +267,17 @@ void gw_http_conn_kick(struct gw_conn *c);
  * inside its own state machine (a callback of another connection or the listener). */
 void gw_http_conn_free(struct gw_conn *c);
 
-/* gw_http_resume_accepting - enable the listeners paused at limits.max_connections. */
+/* gw_http_resume_accepting - enable the listeners paused at limits.max_connections (gate.c). */
 void gw_http_resume_accepting(struct gw_server *srv);
+
+/* gw_http_pause_accepting - disable the listeners (gate.c). */
+void gw_http_pause_accepting(struct gw_server *srv);
 
 /*
  * gw_http_accept_gate - accept while there is room: below limits.max_connections,
  * or an idle connection to shed for the next one.  Otherwise pause the listeners
  * (new connections wait in the kernel's backlog) until a connection closes or
- * turns idle.
+ * turns idle.  In gate.c, which calls only gw_http_limits_from in the room.
  */
 void gw_http_accept_gate(struct gw_server *srv);
 

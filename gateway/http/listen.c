@@ -1,8 +1,9 @@
 /*
  * gateway/http/listen.c: the server's listeners and life: binding each
  * cfg->listen entry (TLS contexts included), accepting (fair-use admission,
- * pausing at limits.max_connections), draining and freeing.  Each accepted
- * socket becomes a connection of gateway/http/server.c (gw_http_conn_attach).
+ * pausing at limits.max_connections through gate.c), draining and freeing.
+ * Each accepted socket becomes a connection of gateway/http/server.c
+ * (gw_http_conn_attach).
  */
 #define LOG_MODULE "http"
 #include "gateway/http/http.h"
@@ -24,20 +25,6 @@
 #include "gateway/http/internal.h"
 #include "gateway/http/tls.h"
 
-void
-gw_http_resume_accepting(struct gw_server *srv)
-{
-    if (srv->draining) {
-        return;
-    }
-    for (size_t i = 0; i < srv->nlisten; i++) {
-        if (srv->lev[i] != NULL) {
-            (void)evconnlistener_enable(srv->lev[i]);
-        }
-    }
-    srv->accepting_paused = false;
-}
-
 static void
 peer_name(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
 {
@@ -55,17 +42,6 @@ peer_name(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
     }
 }
 
-static void
-pause_accepting(struct gw_server *srv)
-{
-    for (size_t i = 0; i < srv->nlisten; i++) {
-        if (srv->lev[i] != NULL) {
-            (void)evconnlistener_disable(srv->lev[i]);
-        }
-    }
-    srv->accepting_paused = true;
-}
-
 /* evconnlistener callback: one accepted socket */
 static void
 on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
@@ -79,7 +55,7 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
     gw_http_limits_from(&lim, srv->cfg);
     if (srv->draining || idx == srv->nlisten) {
         (void)evutil_closesocket(fd);
-        pause_accepting(srv);
+        gw_http_pause_accepting(srv);
         return;
     }
     char peer[64];
@@ -119,20 +95,6 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
         log_warn("%s: out of memory", peer);
     }
     gw_http_accept_gate(srv);
-}
-
-void
-gw_http_accept_gate(struct gw_server *srv)
-{
-    struct gw_http_limits lim;
-    gw_http_limits_from(&lim, srv->cfg);
-    bool room = srv->nconns < lim.max_connections || !TAILQ_EMPTY(&srv->idle);
-    if (room && srv->accepting_paused) {
-        gw_http_resume_accepting(srv);
-    } else if (!room && !srv->accepting_paused) {
-        log_warn("%zu connections, none idle: not accepting more", srv->nconns);
-        pause_accepting(srv);
-    }
 }
 
 /* evconnlistener error callback */
