@@ -27,9 +27,8 @@ ALLOWED = {
 
 # Circles not broken yet.  This list may only shrink; a new circle fails.
 TO_BREAK = {
-    ("gateway/http/fair.c", "gateway/http/gate.c", "gateway/http/parse.c",
-     "gateway/http/req.c", "gateway/http/resp.c", "gateway/http/server.c"):
-        "the connection (server.c) is called back by its parts",
+    ("gateway/http/fair.c", "gateway/http/server.c"):
+        "fair use sheds an idle connection by freeing it (gw_http_conn_free)",
 }
 
 

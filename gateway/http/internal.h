@@ -260,7 +260,7 @@ void gw_http_access_refused(struct gw_conn *c, const char *id, int status, const
  */
 bool gw_http_body_discardable(const struct gw_req *req);
 
-/* gw_http_conn_kick - run the connection's state machine from the event loop soon. */
+/* gw_http_conn_kick - run the connection's state machine from the event loop soon (conn_io.c). */
 void gw_http_conn_kick(struct gw_conn *c);
 
 /* gw_http_conn_free - close c now and free it (its request gets on_abort); c must not be
@@ -281,7 +281,7 @@ void gw_http_pause_accepting(struct gw_server *srv);
  */
 void gw_http_accept_gate(struct gw_server *srv);
 
-/* gw_http_now_ms - the monotonic clock in ms. */
+/* gw_http_now_ms - the monotonic clock in ms (conn_io.c). */
 uint64_t gw_http_now_ms(void);
 
 /*
@@ -393,11 +393,11 @@ void gw_http_send_continue(struct gw_req *req);
 /* gw_http_new_id - write a fresh request id (GW_HTTP_ID_LEN hex digits + NUL) into id. */
 void gw_http_new_id(char id[GW_HTTP_ID_LEN + 1]);
 
-/* gw_http_output_len - bytes queued on the connection's output. */
+/* gw_http_output_len - bytes queued on the connection's output (conn_io.c). */
 size_t gw_http_output_len(const struct gw_conn *c);
 
 /*
- * gw_http_flush - write c's queued output to its socket now (plain
+ * gw_http_flush (conn_io.c) - write c's queued output to its socket now (plain
  * connections; on TLS ones the bufferevent writes).  Returns true when there
  * was output and all of it left.  Calls nothing back: a write error is
  * reported later, through on_event.

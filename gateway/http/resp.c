@@ -138,10 +138,15 @@ gw_http_new_id(char id[GW_HTTP_ID_LEN + 1])
     id[GW_HTTP_ID_LEN] = '\0';
 }
 
-size_t
-gw_http_output_len(const struct gw_conn *c)
+bool
+gw_http_body_discardable(const struct gw_req *req)
 {
-    return evbuffer_get_length(bufferevent_get_output(c->bev));
+    const struct gw_conn *c = req->conn;
+    if (req->body_done || (req->expect_continue && !req->sent_100)) {
+        return false;
+    }
+    return req->content_length < 0 ||
+           (uint64_t)req->content_length - req->body_received <= c->lim.discard_body_bytes;
 }
 
 void

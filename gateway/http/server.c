@@ -8,9 +8,11 @@
  * what lets a handler answer synchronously from gw_request_fn, and it is the
  * only place a connection is freed.  On a plain connection the bufferevent's
  * own events stay off (gateway/net/bevio.c): c->rev reads with recv, and
- * gw_http_flush writes queued output at once, from conn_process and from
- * gw_resp_body_write/gw_resp_end; a write calls nothing back (an error comes
- * through on_event, from the bufferevent's next attempt).
+ * gw_http_flush (conn_io.c) writes queued output at once, from conn_process
+ * and from gw_resp_body_write/gw_resp_end; a write calls nothing back (an
+ * error comes through on_event, from the bufferevent's next attempt).  The
+ * parts (parse.c, req.c, resp.c, fair.c) never call this file: they kick the
+ * connection and flush it through conn_io.c.
  *
  * Parsing: llhttp pauses at on_headers_complete (the handler gets the head,
  * no body byte has been consumed) and at on_message_complete (the next
@@ -48,12 +50,6 @@
 static void conn_process(struct gw_conn *c);
 static void after_eof(struct gw_conn *c);
 static void abort_req(struct gw_conn *c, int err);
-
-uint64_t
-gw_http_now_ms(void)
-{
-    return clock_mono_ms();
-}
 
 /* The llhttp error that stopped parsing, as a response; the connection closes. */
 static void
@@ -104,17 +100,6 @@ body_room(const struct gw_conn *c, const struct gw_req *req)
     }
     size_t have = evbuffer_get_length(req->body);
     return have < c->lim.buffer_bytes ? c->lim.buffer_bytes - have : 0;
-}
-
-bool
-gw_http_body_discardable(const struct gw_req *req)
-{
-    const struct gw_conn *c = req->conn;
-    if (req->body_done || (req->expect_continue && !req->sent_100)) {
-        return false;
-    }
-    return req->content_length < 0 ||
-           (uint64_t)req->content_length - req->body_received <= c->lim.discard_body_bytes;
 }
 
 /* Whether the parser may consume body bytes of the current request now. */
@@ -489,15 +474,6 @@ run_steps(struct gw_conn *c)
     }
 }
 
-bool
-gw_http_flush(struct gw_conn *c)
-{
-    if (!c->direct || c->dead || gw_http_output_len(c) == 0) {
-        return false;
-    }
-    return gw_bevio_flush(c->bev);
-}
-
 static void
 conn_process(struct gw_conn *c)
 {
@@ -527,17 +503,6 @@ conn_process(struct gw_conn *c)
         return;
     }
     update_io(c);
-}
-
-void
-gw_http_conn_kick(struct gw_conn *c)
-{
-    /* a zero timeout, not event_active: it runs on the next loop turn, after
-     * other connections' events, so a busy connection cannot starve them */
-    static const struct timeval zero = {0, 0};
-    if (!evtimer_pending(c->kick, NULL)) {
-        (void)evtimer_add(c->kick, &zero);
-    }
 }
 
 /* bufferevent read callback */
