@@ -15,7 +15,8 @@
  * not sent a byte) are listed oldest first, after the lingering ones (closing
  * anyway, their last answer flushed).  At limits.max_connections a new
  * connection closes the first of them instead of being refused, as nginx
- * reuses its keep-alive connections when worker_connections run out.  A
+ * reuses its keep-alive connections when worker_connections run out (closed
+ * through srv->shed, gw_http_conn_free, so this file never calls server.c).  A
  * connection that started a head is never shed: the header timeout cuts it.
  */
 #include "gateway/http/internal.h"
@@ -177,7 +178,7 @@ shed_idle(struct gw_server *srv)
                  srv->nconns, victim->peer, skipped);
     }
     victim->dead = true;
-    gw_http_conn_free(victim);
+    srv->shed(victim); /* gw_http_conn_free */
     return true;
 }
 

@@ -71,13 +71,18 @@
  * half-close) and a write failure then aborts.  An error or reset aborts at once.
  *
  * Room gateway/http/ (this header is its public face; make check-deps lets it
- * include only common/ and gateway/base/):
- *   server.c      connections, timeouts, the request life
+ * include only common/ and gateway/base/).  Files call down the list, never up
+ * (make check-circles):
  *   listen.c      listeners, accepting, draining, the server's life
+ *   server.c      connections, timeouts, the request life
+ *   fair.c        per-client shares (connections, transfers), minimum body rate;
+ *                 sheds an idle connection through srv->shed (gw_http_conn_free)
+ *   gate.c        the accept gate: listeners on or off by the connection count
  *   parse.c       llhttp callbacks: heads, limits, smuggling refusals, bodies
  *   req.c         gw_req_*: what a handler reads (method, target, headers, body)
  *   resp.c        gw_resp_*: what a handler writes; every status counted here
- *   fair.c        per-client shares (connections, transfers), minimum body rate
+ *   conn_io.c     kick a connection, flush its output, the clock: what the
+ *                 parts do to a connection without calling back into server.c
  *   access.c / access.h  the access log: one JSON line per request, written by a
  *                 thread of its own; struct gw_access, what a handler notes for it
  *   tls.c / tls.h the TLS listener (bufferevent_openssl)

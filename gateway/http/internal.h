@@ -1,9 +1,6 @@
 /*
- * gateway/http/internal.h: internals of the HTTP server, shared by gateway/http/server.c
- * (listeners, connections, the per-connection state machine),
- * gateway/http/parse.c (llhttp callbacks, framing checks, building a gw_req),
- * gateway/http/req.c (request accessors and body reading) and
- * gateway/http/resp.c (the response writer).
+ * gateway/http/internal.h: internals of the HTTP server, shared by the room's
+ * files (gateway/http/http.h lists them in the order they call each other).
  * Not for other modules: they use gateway/http/http.h.  Event-loop thread only.
  *
  * Ownership: a gw_server owns its listeners and connections; a gw_conn owns
@@ -119,6 +116,11 @@ enum gw_tkind {
 
 #define GW_HTTP_MAX_LISTEN ((size_t)2 * GW_CONFIG_MAX_LISTEN) /* listen + admin_listen */
 
+struct gw_conn;
+
+/* gw_http_conn_fn - an operation on one connection (gw_server's shed). */
+typedef void gw_http_conn_fn(struct gw_conn *c);
+
 struct gw_server {
     struct event_base *base;     /* borrowed */
     const struct gw_config *cfg; /* borrowed; for requests that start from now on */
@@ -143,8 +145,10 @@ struct gw_server {
     void *drain_arg;                        /* its argument */
     TAILQ_HEAD(gw_conn_list, gw_conn) conns; /* every open connection */
     size_t nconns;                           /* length of conns */
-    int64_t date_sec;                        /* second of the cached Date value */
-    char date[40];                           /* cached IMF-fixdate for the Date header */
+    gw_http_conn_fn *shed; /* gw_http_conn_free, installed by gw_server_new: fair.c closes
+                              an idle connection through it, not by calling up into server.c */
+    int64_t date_sec;      /* second of the cached Date value */
+    char date[40];         /* cached IMF-fixdate for the Date header */
     char *rbuf; /* owned; GW_HTTP_BODY_READ bytes for direct body reads, or NULL until used */
 };
 

@@ -172,6 +172,7 @@ gw_server_new(struct event_base *base, const struct gw_config *cfg, gw_request_f
         return NULL;
     }
     srv->base = base;
+    srv->shed = gw_http_conn_free;
     srv->cfg = cfg;
     srv->on_request = on_request;
     srv->arg = arg;
