@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,7 +255,7 @@ wall_ms(void)
 void
 gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start_ns)
 {
-    memset(a, 0, sizeof(*a));
+    memset(a, 0, offsetof(struct gw_access, names)); /* names: written before read */
     a->upstream_ms_x1000 = -1;
     a->start_ns = start_ns;
     if (notes_on) {
@@ -267,29 +269,47 @@ gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start_ns)
     }
 }
 
+/* Free s unless it lies in a->names (NULL: nothing). */
+static void
+free_name(struct gw_access *a, char *s)
+{
+    if ((uintptr_t)s - (uintptr_t)a->names >= sizeof(a->names)) {
+        free(s);
+    }
+}
+
 void
 gw_access_cleanup(struct gw_access *a)
 {
     if (a == NULL) {
         return;
     }
-    free(a->principal);
-    free(a->bucket);
-    free(a->key);
-    free(a->lock);
+    free_name(a, a->principal);
+    free_name(a, a->bucket);
+    free_name(a, a->key);
+    free_name(a, a->lock);
+    a->names_used = 0;
     a->principal = a->bucket = a->key = a->lock = NULL;
     a->operation = NULL;
 }
 
-/* Replace *dst by a copy of s (NULL or "" keeps *dst; out of memory leaves null). */
+/* Replace *dst, one of a's names, by a copy of s: in a->names while it has
+ * room, else on the heap (NULL or "" keeps *dst; out of memory leaves null).
+ * A replaced copy's bytes in a->names are not reused (a name is noted once or twice). */
 static void
-note(char **dst, const char *s)
+note(struct gw_access *a, char **dst, const char *s)
 {
     if (!notes_on || s == NULL || s[0] == '\0') {
         return;
     }
-    free(*dst);
-    *dst = strdup(s);
+    free_name(a, *dst);
+    size_t size = strlen(s) + 1;
+    if (size <= sizeof(a->names) - a->names_used) {
+        *dst = memcpy(a->names + a->names_used, s, size);
+        a->names_used += size;
+    } else {
+        *dst = strdup(s);
+    }
 }
 
 void
@@ -298,21 +318,21 @@ gw_access_note_s3(struct gw_req *req, const char *operation, const char *bucket,
     if (notes_on && operation != NULL && operation[0] != '\0') {
         req->access.operation = operation; /* static: the classifier's name table */
     }
-    note(&req->access.bucket, bucket);
-    note(&req->access.key, key);
+    note(&req->access, &req->access.bucket, bucket);
+    note(&req->access, &req->access.key, key);
 }
 
 void
 gw_access_note_principal(struct gw_req *req, const char *principal)
 {
-    note(&req->access.principal, principal);
+    note(&req->access, &req->access.principal, principal);
 }
 
 void
 gw_access_note_fence(struct gw_req *req, const char *lock, uint64_t token)
 {
     if (lock != NULL && lock[0] != '\0') {
-        note(&req->access.lock, lock);
+        note(&req->access, &req->access.lock, lock);
     }
     if (token != 0) {
         req->access.token = token;
