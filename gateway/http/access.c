@@ -49,6 +49,11 @@ static struct {
     .handoff_fd = -2,
 };
 
+/* What the two pending buffers (the loop's and the writer's, swapped) and the
+ * line buffer are given up front: a flush's worth and a line past it, and a line. */
+#define SINK_RESERVE (GW_ACCESS_FLUSH_BYTES + 4096)
+#define LINE_RESERVE 1024
+
 /* The loop's own copy of sink.on (set where the loop opens the sink), so the
  * per-request notes cost nothing, no lock and no copy, while the log is off. */
 static bool notes_on;
@@ -89,8 +94,11 @@ static void *
 on_writer(void *arg)
 {
     (void)arg;
-    struct buf batch;
+    struct buf batch; /* the loop's next pending: at its working size, as the first */
     buf_init(&batch, GW_ACCESS_MAX_PENDING);
+    if (buf_reserve(&batch, SINK_RESERVE) != 0) {
+        log_warn("access log: its buffers will grow as lines come (out of memory)");
+    }
     (void)pthread_mutex_lock(&sink.mu);
     for (;;) {
         if (sink.pending.len < GW_ACCESS_FLUSH_BYTES && sink.handoff_fd == -2 && !sink.stop) {
@@ -150,6 +158,13 @@ gw_access_open(const char *spec, char *errbuf, size_t errlen)
     if (!sink.started) {
         buf_init(&sink.pending, GW_ACCESS_MAX_PENDING);
         buf_init(&sink.handoff, GW_ACCESS_MAX_PENDING);
+        /* the loop's buffers at their working size before the requests' own
+         * allocations (grown later, they would leave holes among those and make
+         * every request's malloc split chunks); a failure only defers the growth */
+        if (buf_reserve(&sink.pending, SINK_RESERVE) != 0 ||
+            buf_reserve(&line_buf, LINE_RESERVE) != 0) {
+            log_warn("access log: its buffers will grow as lines come (out of memory)");
+        }
         sink.fd = fd;
         sink.handoff_fd = -2;
         sink.stop = false;
