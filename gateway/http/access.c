@@ -398,7 +398,7 @@ gw_access_trace_id(const struct gw_req *req)
  */
 #define ACC_BYTES 1024
 #define PIECE_MAX 64  /* the longest key, number or time put at once */
-#define PLAIN_MAX 256 /* the longest string copied here */
+#define PLAIN_MAX 256 /* strings copied here are shorter */
 
 struct acc {
     struct buf *out;
@@ -498,9 +498,17 @@ put_time(struct acc *w, int64_t ms)
     w->n += 26;
 }
 
+/* 1 for a byte jsonstr_append copies unchanged (printable ASCII but '"' and
+ * '\\'), 0 for any other, NUL included: one lookup a byte ends a scan. */
+static const unsigned char plain_byte[256] = {
+    [0x20 ... 0x21] = 1, /* ' ' '!' */
+    [0x23 ... 0x5b] = 1, /* '#' to '[' */
+    [0x5d ... 0x7e] = 1, /* ']' to '~' */
+};
+
 /* A string field: ,"name":"value" (or null); key is ,"name": (klen bytes).  A
- * short string of bytes jsonstr_append copies unchanged (printable ASCII but
- * '"' and '\\') is copied here as it is scanned; any other goes through it. */
+ * string shorter than PLAIN_MAX of bytes jsonstr_append copies unchanged is
+ * scanned once (a table lookup a byte) and copied whole; any other goes through it. */
 static void
 put_str(struct acc *w, const char *key, size_t klen, const char *v)
 {
@@ -511,24 +519,21 @@ put_str(struct acc *w, const char *key, size_t klen, const char *v)
         w->n += klen + 4;
         return;
     }
-    char *t = acc_room(w, klen + PLAIN_MAX + 2);
-    memcpy(t, key, klen);
-    char *d = t + klen;
-    *d++ = '"';
+    const unsigned char *u = (const unsigned char *)v;
     size_t i = 0;
-    for (; v[i] != '\0'; i++) {
-        unsigned char c = (unsigned char)v[i];
-        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || i == PLAIN_MAX) {
-            break;
-        }
-        d[i] = (char)c;
+    while (plain_byte[u[i]] != 0) { /* ends at the NUL, if not before */
+        i++;
     }
-    if (v[i] == '\0') {
-        d[i] = '"';
+    if (i < PLAIN_MAX && u[i] == '\0') {
+        char *t = acc_room(w, klen + i + 2);
+        memcpy(t, key, klen);
+        t[klen] = '"';
+        memcpy(t + klen + 1, v, i);
+        t[klen + 1 + i] = '"';
         w->n += klen + i + 2;
         return;
     }
-    w->n += klen; /* the key stays; the string is jsonstr_append's */
+    acc_put(w, key, klen); /* the key here; the string is jsonstr_append's */
     acc_flush(w);
     if (w->rc == 0) {
         w->rc = jsonstr_append_cstr(w->out, v);
