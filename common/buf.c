@@ -78,6 +78,16 @@ reserve(struct buf *b, size_t extra)
 }
 
 int
+buf_reserve(struct buf *b, size_t extra)
+{
+    int rc = reserve(b, extra);
+    if (rc == 0 && b->len == 0) {
+        b->data[0] = '\0';
+    }
+    return rc;
+}
+
+int
 buf_append(struct buf *b, const void *p, size_t len)
 {
     /* the common case, room already there, without a call to reserve */

@@ -35,6 +35,13 @@ void buf_cleanse(struct buf *b);
 void buf_reset(struct buf *b);
 
 /*
+ * buf_reserve - room for extra more bytes without a reallocation (allocated now,
+ * so a long-lived buffer takes its place before the short-lived ones around it).
+ * Returns 0, ERR_TOOBIG past the cap, or ERR_NOMEM.
+ */
+MUST_USE int buf_reserve(struct buf *b, size_t extra);
+
+/*
  * buf_append - add len bytes from p (borrowed).
  * Returns 0, ERR_TOOBIG past the cap, or ERR_NOMEM; on failure b is unchanged.
  */

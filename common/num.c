@@ -57,18 +57,63 @@ parse_hex_u64n(const char *s, size_t len, uint64_t *out)
     return 0;
 }
 
+/* "00".."99": the decimal writers put two digits per division. */
+static const char digit_pairs[201] = "00010203040506070809"
+                                     "10111213141516171819"
+                                     "20212223242526272829"
+                                     "30313233343536373839"
+                                     "40414243444546474849"
+                                     "50515253545556575859"
+                                     "60616263646566676869"
+                                     "70717273747576777879"
+                                     "80818283848586878889"
+                                     "90919293949596979899";
+
+/* The number of decimal digits of v (1 to 20). */
+static size_t
+dec_len(uint64_t v)
+{
+    size_t n = 1;
+    for (;;) {
+        if (v < 10u) {
+            return n;
+        }
+        if (v < 100u) {
+            return n + 1;
+        }
+        if (v < 1000u) {
+            return n + 2;
+        }
+        if (v < 10000u) {
+            return n + 3;
+        }
+        v /= 10000u;
+        n += 4;
+    }
+}
+
+/* v's decimal digits into out[0..n), right to left, two a step (n = dec_len(v), or
+ * more for zeros in front). */
+static void
+put_dec(uint64_t v, size_t n, char *out)
+{
+    while (n >= 2) {
+        unsigned p = (unsigned)(v % 100u) * 2u;
+        v /= 100u;
+        n -= 2;
+        out[n] = digit_pairs[p];
+        out[n + 1] = digit_pairs[p + 1];
+    }
+    if (n == 1) {
+        out[0] = (char)('0' + v % 10u);
+    }
+}
+
 size_t
 fmt_u64(uint64_t v, char out[20])
 {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) {
-        out[i] = tmp[n - 1 - i];
-    }
+    size_t n = dec_len(v);
+    put_dec(v, n, out);
     return n;
 }
 
@@ -91,8 +136,5 @@ fmt_hex_u64(uint64_t v, char out[16])
 void
 fmt_u64_zpad(uint64_t v, size_t width, char *out)
 {
-    for (size_t i = width; i > 0; i--) {
-        out[i - 1] = (char)('0' + v % 10);
-        v /= 10;
-    }
+    put_dec(v, width, out);
 }

@@ -22,7 +22,8 @@
  *
  * Per-request state: struct gw_access, embedded in the request, is the one
  * place a handler records what the server cannot know (principal, operation,
- * lock, upstream status...); the gw_access_note_* setters copy what they get.
+ * lock, upstream status...); the gw_access_note_* setters copy what they get,
+ * into the request's own names buffer while it has room (no malloc per name).
  *
  * The sink is process-wide: gw_access_open/_close from the event-loop thread.
  */
@@ -50,8 +51,13 @@ struct gw_req;
 /* The status logged for a client that left before its answer (nginx's 499). */
 #define GW_ACCESS_STATUS_CLIENT_GONE 499
 
+/* The bytes of a request's names (principal, bucket, key, lock, each with its NUL)
+ * kept in the request itself; longer ones go to the heap. */
+#define GW_ACCESS_NAMES_BYTES 256
+
 /* What the access-log line of one request says beyond HTTP.  Strings owned
- * (NULL: null), but operation, a static name from the classifier's table. */
+ * (NULL: null): in names while it has room, else on the heap (freed by
+ * gw_access_cleanup), but operation, a static name from the classifier's table. */
 struct gw_access {
     char *principal;           /* authenticated principal */
     const char *operation;     /* the classifier's S3 operation, e.g. "PutObject" (static) */
@@ -67,6 +73,8 @@ struct gw_access {
     int64_t start_wall_ms;     /* wall clock at the end of the head (the line's "time") */
     uint64_t start_ns;         /* monotonic ns then */
     char trace_id[TRACEPARENT_ID_LEN + 1]; /* from a valid traceparent, "" when none */
+    size_t names_used;                     /* bytes of names in use */
+    char names[GW_ACCESS_NAMES_BYTES];     /* last: gw_access_init leaves it uncleared */
 };
 
 /*
@@ -103,7 +111,7 @@ int gw_access_append(const char *line, size_t len);
  */
 void gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start_ns);
 
-/* gw_access_cleanup - free a's strings.  NULL-safe. */
+/* gw_access_cleanup - free a's strings on the heap (those outside a->names).  NULL-safe. */
 void gw_access_cleanup(struct gw_access *a);
 
 /* gw_access_note_s3 - the request's classification (operation: a static name, kept as a

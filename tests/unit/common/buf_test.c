@@ -95,6 +95,29 @@ test_buf_binary_and_growth(void **state)
     buf_cleanup(&b);
 }
 
+/* buf_reserve allocates now: appends within the reserved room move nothing */
+static void
+test_buf_reserve(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 100000);
+    assert_int_equal(buf_reserve(&b, 70000), 0);
+    assert_true(b.alloc > 70000);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(buf_cstr(&b), "");
+    const char *at = b.data;
+    char chunk[1000];
+    memset(chunk, 'r', sizeof(chunk));
+    for (int i = 0; i < 70; i++) {
+        assert_int_equal(buf_append(&b, chunk, sizeof(chunk)), 0);
+    }
+    assert_ptr_equal(b.data, at);                                      /* no reallocation */
+    assert_int_equal(buf_reserve(&b, 100000 - 70000 + 1), ERR_TOOBIG); /* past the cap */
+    assert_int_equal(b.len, 70000);
+    buf_cleanup(&b);
+}
+
 static void
 test_parse_u64(void **state)
 {
@@ -253,6 +276,7 @@ main(void)
         cmocka_unit_test(test_buf_append_and_cap),
         cmocka_unit_test(test_buf_printf_room_and_growth),
         cmocka_unit_test(test_buf_binary_and_growth),
+        cmocka_unit_test(test_buf_reserve),
         cmocka_unit_test(test_buf_append_strs),
         cmocka_unit_test(test_str_concat),
         cmocka_unit_test(test_str_caseeq),

@@ -24,6 +24,7 @@
 #include "common/jsonstr.h"
 #include "gateway/base/metrics.h"
 #include "gateway/http/access.h"
+#include "gateway/http/internal.h"
 
 static const char *const keys[] = {
     "time",     "request_id", "client",      "principal",       "method",      "operation",
@@ -392,6 +393,90 @@ test_reopen_after_rename(void **state)
     gw_access_close();
 }
 
+/* true when p lies in a's own names buffer (no heap copy) */
+static bool
+in_names(const struct gw_access *a, const char *p)
+{
+    return p != NULL && (uintptr_t)p - (uintptr_t)a->names < sizeof(a->names);
+}
+
+/* The names as the handlers note them (gw_access_note_*: copied into the
+ * request's names buffer while it has room, then to the heap; a second note
+ * replaces, NULL or "" keeps) give the line printf's formatting gives the
+ * strings themselves. */
+static void
+test_notes_same_as_printf(void **state)
+{
+    (void)state;
+    char path[128], err[256];
+    (void)snprintf(path, sizeof(path), "%s/notes.log", dir);
+    assert_int_equal(gw_access_open(path, err, sizeof(err)), 0); /* notes are kept only while on */
+    static char p100[101], p200[201], p255[256];
+    memset(p100, 'e', 100);
+    memset(p200, 'f', 200);
+    memset(p255, 'g', 255);
+    const char *const strs[] = {
+        NULL, "",   "data",   "obj/key with spaces", "we\"ird\n\x01key\xff", "worker", p100,
+        p200, p255, "orders", "\xc3\xa9t\xc3\xa9",
+    };
+    size_t ns = sizeof(strs) / sizeof(strs[0]);
+    struct buf got, want;
+    buf_init(&got, GW_ACCESS_LINE_MAX);
+    buf_init(&want, GW_ACCESS_LINE_MAX);
+    size_t inline_lines = 0, heap_lines = 0;
+    for (size_t i = 0; i < ns * ns * 3; i++) {
+        struct gw_req *req = calloc(1, sizeof(*req));
+        assert_non_null(req);
+        memset(req->access.names, 'Z', sizeof(req->access.names)); /* not cleared by init */
+        gw_access_init(&req->access, NULL, 1000000000u);
+        req->access.start_wall_ms = 1795256130123;
+        const char *bucket = strs[i % ns], *key = strs[(i / ns) % ns];
+        const char *principal = strs[(i + 3) % ns], *lock1 = strs[(i + 5) % ns];
+        const char *lock2 = strs[(i / ns + i) % ns];
+        gw_access_note_s3(req, "PutObject", bucket, key);
+        gw_access_note_principal(req, principal);
+        gw_access_note_fence(req, lock1, 7);
+        if (i % 3 != 0) {
+            gw_access_note_fence(req, lock2, 9); /* a second note replaces the first */
+        }
+        struct gw_access exp = req->access; /* what the notes should hold */
+        exp.bucket = bucket != NULL && bucket[0] != '\0' ? (char *)bucket : NULL;
+        exp.key = key != NULL && key[0] != '\0' ? (char *)key : NULL;
+        exp.principal = principal != NULL && principal[0] != '\0' ? (char *)principal : NULL;
+        exp.lock = lock1 != NULL && lock1[0] != '\0' ? (char *)lock1 : NULL;
+        if (i % 3 != 0 && lock2 != NULL && lock2[0] != '\0') {
+            exp.lock = (char *)lock2;
+        }
+        ref_format(&want, &exp, "0123456789abcdef", "127.0.0.1:5", "PUT", 200, 1, 2,
+                   req->access.start_ns + 1000);
+        assert_int_equal(gw_access_format(&got, &req->access, "0123456789abcdef", "127.0.0.1:5",
+                                          "PUT", 200, 1, 2, req->access.start_ns + 1000),
+                         0);
+        if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0) {
+            print_error("notes %zu:\n got  %s want %s", i, got.data, want.data);
+            fail();
+        }
+        /* short names stay in the request: no malloc per name */
+        if (exp.bucket != NULL && strlen(exp.bucket) < 100 && exp.key != NULL &&
+            strlen(exp.key) < 100) {
+            assert_true(in_names(&req->access, req->access.bucket));
+            assert_true(in_names(&req->access, req->access.key));
+            inline_lines++;
+        }
+        if ((exp.key != NULL && !in_names(&req->access, req->access.key)) ||
+            (exp.lock != NULL && !in_names(&req->access, req->access.lock))) {
+            heap_lines++;
+        }
+        gw_access_cleanup(&req->access); /* frees the heap copies only */
+        free(req);
+    }
+    assert_true(inline_lines > 0);
+    assert_true(heap_lines > 0); /* both sides of the buffer's end were tried */
+    buf_cleanup(&got);
+    buf_cleanup(&want);
+    gw_access_close();
+}
+
 static int drain_fd = -1;
 
 /* pthread_create: read the FIFO until its writer closes it. */
@@ -451,6 +536,7 @@ main(void)
         cmocka_unit_test(test_line_keys_and_values), cmocka_unit_test(test_traceparent_counted),
         cmocka_unit_test(test_line_same_as_printf),  cmocka_unit_test(test_batched_not_synchronous),
         cmocka_unit_test(test_reopen_after_rename),  cmocka_unit_test(test_stuck_sink_never_blocks),
+        cmocka_unit_test(test_notes_same_as_printf),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
