@@ -17,16 +17,9 @@
 #include <time.h>
 
 #include "gateway/s3/sigv4.h"
+#include "tests/bench/benchlib.h"
 
 #define AMZ_DATE "20261127T120000Z"
-
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 check(int err, const char *what)

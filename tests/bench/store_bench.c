@@ -16,16 +16,9 @@
 
 #include "common/log.h"
 #include "store/store.h"
+#include "tests/bench/benchlib.h"
 
 #define LOCKS 1000
-
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 check(int err, const char *what)
