@@ -108,7 +108,8 @@ def zombie():
     c = s3()
     lease = gateway().lease("orders", lease_ms=CFG["lease_ms"], wait_ms=20000)
     lease.attach(c)
-    lease.on_lost(lambda l: event("lost", reason=l.reason))
+    fired = threading.Event()   # see unreachable
+    lease.on_lost(lambda l: (event("lost", reason=l.reason), fired.set()))
     event("granted", token=lease.token)
     c.put_object(Bucket=CFG["bucket"], Key="orders/obj", Body=b"worker-a 1")
     event("wrote", n=1)
@@ -118,6 +119,8 @@ def zombie():
     res = outcome(lambda: c.put_object(Bucket=CFG["bucket"], Key="orders/inflight",
                                        Body=body, ContentLength=len(body.data)))
     event("inflight_done", result=res, lost=lease.lost.is_set(), reason=lease.reason)
+    if lease.lost.is_set() and not fired.wait(5):
+        event("crash", error="on_lost's callback did not run within 5 s of the loss")
     event("write2_attempt")
     res = outcome(lambda: c.put_object(Bucket=CFG["bucket"], Key="orders/obj",
                                        Body=b"worker-a 2"))
@@ -199,7 +202,8 @@ def unreachable():
     lease = gateway().lease("orders", lease_ms=CFG["lease_ms"], wait_ms=20000)
     lease.attach(c)
     event("granted", token=lease.token)
-    lease.on_lost(lambda l: event("lost", reason=l.reason))
+    fired = threading.Event()   # callbacks run after lost is set: wait for it
+    lease.on_lost(lambda l: (event("lost", reason=l.reason), fired.set()))
     c.put_object(Bucket=CFG["bucket"], Key="orders/u", Body=b"before")
     last = None
     while not lease.lost.is_set():
@@ -208,6 +212,8 @@ def unreachable():
             event("deadline", at=d)
             last = d
         time.sleep(0.02)
+    if not fired.wait(5):
+        event("crash", error="on_lost's callback did not run within 5 s of the loss")
     event("after_loss_attempt")
     event("after_loss", result=outcome(lambda: c.put_object(
         Bucket=CFG["bucket"], Key="orders/u", Body=b"after")))

@@ -245,7 +245,8 @@ func zombie() {
 	})
 	lease, err := gateway(cfg.APIURL).Lease(bg, "orders", fencegate.LeaseOptions{LeaseMs: cfg.LeaseMs, WaitMs: 20000})
 	must(err)
-	lease.OnLost(func(reason string) { event("lost", "reason", reason) })
+	fired := make(chan struct{}) // see unreachable: the callback may run after Done
+	lease.OnLost(func(reason string) { event("lost", "reason", reason); close(fired) })
 	event("granted", "token", lease.Token())
 	must(put(c, "orders/obj", []byte("worker-a 1"), lease.Attach))
 	event("wrote", "n", 1)
@@ -254,8 +255,21 @@ func zombie() {
 		Body: body, ContentLength: int64(len(body.data))}, lease.Attach, recordAttempts(&attempts))
 	event("inflight_done", "result", outcome(err), "lost", lease.Reason() != "", "reason", lease.Reason(),
 		"attempts", attempts)
+	if lease.Reason() != "" {
+		awaitCallback(fired)
+	}
 	event("write2_attempt")
 	event("write2_done", "result", outcome(put(c, "orders/obj", []byte("worker-a 2"), lease.Attach)))
+}
+
+// awaitCallback waits for an OnLost callback that closes fired, once the
+// lease is lost.
+func awaitCallback(fired <-chan struct{}) {
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		event("crash", "error", "OnLost's callback did not run within 5 s of the loss")
+	}
 }
 
 // recordAttempts: a test middleware inside the retry loop that notes what
@@ -350,7 +364,11 @@ func unreachable() {
 	lease, err := gateway(cfg.APIURL).Lease(bg, "orders", fencegate.LeaseOptions{LeaseMs: cfg.LeaseMs, WaitMs: 20000})
 	must(err)
 	event("granted", "token", lease.Token())
-	lease.OnLost(func(reason string) { event("lost", "reason", reason) })
+	// OnLost runs in the goroutine that noticed the loss, after Done is
+	// closed, so this goroutine may see the loss first: wait for the
+	// callback too, so that "lost" is written before the process ends.
+	fired := make(chan struct{})
+	lease.OnLost(func(reason string) { event("lost", "reason", reason); close(fired) })
 	must(put(c, "orders/u", []byte("before"), lease.Attach))
 	last := 0.0
 	for lease.Reason() == "" {
@@ -365,6 +383,7 @@ func unreachable() {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	awaitCallback(fired)
 	event("after_loss_attempt")
 	event("after_loss", "result", outcome(put(c, "orders/u", []byte("after"), lease.Attach)))
 }
