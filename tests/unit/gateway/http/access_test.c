@@ -25,6 +25,7 @@
 #include "gateway/base/metrics.h"
 #include "gateway/http/access.h"
 #include "gateway/http/internal.h"
+#include "tests/unit/testlib.h"
 
 static const char *const keys[] = {
     "time",     "request_id", "client",      "principal",       "method",      "operation",
@@ -306,14 +307,24 @@ test_line_same_as_printf(void **state)
     buf_cleanup(&want);
 }
 
-static char dir[64];
+static char *dir; /* the group's temporary directory, removed by teardown */
 
 static int
 setup(void **state)
 {
     (void)state;
-    (void)snprintf(dir, sizeof(dir), "/tmp/access_test.XXXXXX");
-    return mkdtemp(dir) != NULL ? 0 : -1;
+    dir = tl_dir_new("access");
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    (void)state;
+    gw_access_close();
+    tl_dir_free(dir);
+    dir = NULL;
+    return 0;
 }
 
 static off_t
@@ -538,5 +549,5 @@ main(void)
         cmocka_unit_test(test_reopen_after_rename),  cmocka_unit_test(test_stuck_sink_never_blocks),
         cmocka_unit_test(test_notes_same_as_printf),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }
