@@ -12,8 +12,9 @@
  * This module decides whether a write gets a condition and which one: the
  * ETag map (gateway/proxy/etag_map.h), filled from this gateway's fenced
  * writes' answers, and on a miss a HEAD of the key through the internal S3
- * client (counted: fencegate_cond_heads).  The proxy (proxy.c) adds the
- * header, sends the write, and maps a 412 to its own condition.
+ * client (counted: fencegate_cond_heads).  The proxy adds the header
+ * (proxy_fwd.c), sends the write, and maps a 412 to its own condition
+ * (proxy_xfer.c).
  *
  * Event-loop thread only.  Owned by the proxy.
  */

@@ -11,7 +11,7 @@
  *     retry learns the key's new ETag;
  *   - the fence has moved on: the store stopped a late stale write.  409
  *     StaleFencingToken (or the window's refusal), audited store_refused.
- * The proxy (proxy.c) catches the 412 before a byte of it reaches the client,
+ * The proxy (proxy_xfer.c) catches the 412 before a byte of it reaches the client,
  * learns the key's version, and calls these; each ends the response.
  *
  * Event-loop thread only.

@@ -21,8 +21,12 @@
  *                     buckets and locks
  *   refuse.h / .c     the one refusal path: counter, log line, audit record,
  *                     S3 error document (or 503 when the record cannot be queued)
- *   proxy.h / .c      forwarding in named steps (bind, body, checksum, headers,
- *                     sign, start), responses streamed back, windows, cuts
+ *   proxy.h / .c      the proxy object and its settings; proxy_int.h is what
+ *                     its files share, and the order they call in:
+ *     proxy_fwd.c     forwarding in named steps (bind, body, checksum, headers,
+ *                     condition, sign, start)
+ *     proxy_xfer.c    the upstream transfer: responses streamed back, windows,
+ *                     cuts, client aborts, the answer to our condition's 412
  *   proxy_hdr.h / .c  which request and response headers cross
  *   body.h / .c       the request-body filter (hash checks, aws-chunked)
  *   upload.h / .c     multipart uploads under epochs, aborts of stale ones

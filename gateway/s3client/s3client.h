@@ -17,7 +17,7 @@
  * is reconfigured in one place (gw_s3client_set_config, on SIGHUP).  Its users
  * borrow it:
  *   - the proxy re-signs each forwarded client request with gw_s3client_sign
- *     and streams it itself (gateway/proxy/proxy.c);
+ *     and streams it itself (gateway/proxy/proxy_fwd.c, proxy_xfer.c);
  *   - the gateway's own calls go through gw_s3client_start (request building,
  *     signing and a transfer on the borrowed struct gw_upstream, with a
  *     completion callback): the s3 election backend's conditional PUT, GET,

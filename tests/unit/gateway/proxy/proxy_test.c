@@ -1,5 +1,5 @@
 /*
- * tests/unit/gateway/proxy/proxy_test.c: gateway/proxy/proxy.c's answers when a request
+ * tests/unit/gateway/proxy/proxy_test.c: gateway/proxy/proxy_fwd.c's answers when a request
  * cannot be forwarded.  A gw_server from proxy_harness.h hands each request to
  * gw_proxy_forward_body with a gw_auth the test chooses; the upstream is never
  * reached.  A failure of one of the gateway's own steps (here: the signer
