@@ -110,15 +110,16 @@ struct preq {
 /*
  * gw_proxy_preq_free - end p: cancel its transfer and its HEAD, free the
  * steps left to forward, release its transfer share and its ticket, and free
- * it.  p->req must be NULL or still unanswered (it is not touched).  NULL-safe.
+ * it.  p->req is not touched: the caller answers the client (and clears
+ * p->req) first.  NULL-safe.
  */
 void gw_proxy_preq_free(struct preq *p);
 
 /*
  * gw_proxy_own_failure - the error to answer when a step of our own
- * (checksum, signing, starting the transfer) failed with rc: ERR_IO (500
- * InternalError, counted) for a refusal of ours, rc itself for no memory, the
- * upstream's failures and a size limit.
+ * (checksum, signing, starting the transfer) failed with rc: rc itself for
+ * ERR_NOMEM, ERR_AGAIN, ERR_UPSTREAM, ERR_TIMEOUT and ERR_TOOBIG; otherwise
+ * ERR_IO (500 InternalError, counted in internal_errors).
  */
 int gw_proxy_own_failure(int rc);
 
