@@ -15,7 +15,7 @@ gateway/base       | common | jansson
 gateway/s3         | common gateway/base | openssl expat
 gateway/net        | common | event2
 gateway/http       | common gateway/base gateway/net | event2 openssl llhttp
-gateway/fence      | common store election gateway/base gateway/s3 | event2
+gateway/fence      | common store election gateway/base gateway/s3 gateway/net | event2
 gateway/upstream   | common gateway/base gateway/net | event2 curl llhttp openssl
 gateway/s3client   | common store election gateway/base gateway/s3 gateway/net gateway/upstream | event2
 gateway/api        | common store election gateway/base gateway/s3 gateway/net gateway/http gateway/fence | jansson

@@ -5,9 +5,128 @@
  */
 #include "gateway/base/metrics.h"
 
+#include <pthread.h>
+#include <string.h>
 #include <time.h>
 
-struct gw_metrics gw_metrics;
+/*
+ * The sets.  main_set is the control loop's, and any thread's that attached
+ * none.  A worker loop's set is in sets[] while attached; what it counted
+ * moves to retired when it detaches.  sets_mu guards sets[] and retired
+ * (attach, detach and the sum, none of which does I/O); the counters
+ * themselves are read with relaxed loads, never under the mutex's protection.
+ */
+static struct gw_metrics_set main_set;
+_Thread_local struct gw_metrics_set *gw_metrics_here = &main_set;
+
+static pthread_mutex_t sets_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gw_metrics_set *sets[GW_METRICS_SETS_MAX];
+static struct gw_metrics_set retired;
+
+#define SET_WORDS (sizeof(struct gw_metrics_set) / sizeof(uint64_t))
+_Static_assert(sizeof(struct gw_metrics_set) % sizeof(uint64_t) == 0,
+               "struct gw_metrics_set holds uint64_t words only");
+
+/* out[i] += s[i] for every word, reading s with relaxed loads (s may be counting). */
+static void
+add_set(uint64_t *out, const struct gw_metrics_set *s)
+{
+    const uint64_t *w = (const uint64_t *)(const void *)s;
+    for (size_t i = 0; i < SET_WORDS; i++) {
+        out[i] += __atomic_load_n(&w[i], __ATOMIC_RELAXED);
+    }
+}
+
+/* The word at offset in s, by a relaxed load. */
+static uint64_t
+word_at(const struct gw_metrics_set *s, size_t offset)
+{
+    return __atomic_load_n((const uint64_t *)(const void *)((const char *)s + offset),
+                           __ATOMIC_RELAXED);
+}
+
+int
+gw_metrics_attach(struct gw_metrics_set *s)
+{
+    memset(s, 0, sizeof(*s));
+    int rc = ERR_AGAIN;
+    (void)pthread_mutex_lock(&sets_mu);
+    for (size_t i = 0; i < GW_METRICS_SETS_MAX; i++) {
+        if (sets[i] == NULL) {
+            sets[i] = s;
+            rc = 0;
+            break;
+        }
+    }
+    (void)pthread_mutex_unlock(&sets_mu);
+    if (rc == 0) {
+        gw_metrics_here = s;
+    }
+    return rc;
+}
+
+void
+gw_metrics_detach(void)
+{
+    struct gw_metrics_set *s = gw_metrics_here;
+    if (s == &main_set) {
+        return;
+    }
+    (void)pthread_mutex_lock(&sets_mu);
+    for (size_t i = 0; i < GW_METRICS_SETS_MAX; i++) {
+        if (sets[i] == s) {
+            sets[i] = NULL;
+        }
+    }
+    /* under the mutex, so no scrape sees s both in sets[] and in retired */
+    add_set((uint64_t *)(void *)&retired, s);
+    (void)pthread_mutex_unlock(&sets_mu);
+    gw_metrics_here = &main_set;
+}
+
+void
+gw_metrics_sum(struct gw_metrics_set *out)
+{
+    memset(out, 0, sizeof(*out));
+    uint64_t *w = (uint64_t *)(void *)out;
+    (void)pthread_mutex_lock(&sets_mu);
+    add_set(w, &main_set);
+    add_set(w, &retired);
+    for (size_t i = 0; i < GW_METRICS_SETS_MAX; i++) {
+        if (sets[i] != NULL) {
+            add_set(w, sets[i]);
+        }
+    }
+    (void)pthread_mutex_unlock(&sets_mu);
+}
+
+uint64_t
+gw_metrics_total(size_t offset)
+{
+    (void)pthread_mutex_lock(&sets_mu);
+    uint64_t n = word_at(&main_set, offset) + word_at(&retired, offset);
+    for (size_t i = 0; i < GW_METRICS_SETS_MAX; i++) {
+        if (sets[i] != NULL) {
+            n += word_at(sets[i], offset);
+        }
+    }
+    (void)pthread_mutex_unlock(&sets_mu);
+    return n;
+}
+
+void
+gw_metrics_reset(void)
+{
+    (void)pthread_mutex_lock(&sets_mu);
+    memset(&main_set, 0, sizeof(main_set));
+    memset(&retired, 0, sizeof(retired));
+    for (size_t i = 0; i < GW_METRICS_SETS_MAX; i++) {
+        if (sets[i] != NULL) {
+            memset(sets[i], 0, sizeof(*sets[i]));
+        }
+    }
+    (void)pthread_mutex_unlock(&sets_mu);
+}
 
 /* Upper bounds of the finite buckets, ns: 0.5 ms to 60 s (Prometheus's defaults, widened). */
 static const uint64_t bounds_ns[GW_METRICS_BUCKETS] = {
@@ -52,9 +171,9 @@ gw_histo_observe(struct gw_histo *h, uint64_t ns)
     while (i < GW_METRICS_BUCKETS && ns > bounds_ns[i]) { /* le: bound included */
         i++;
     }
-    h->counts[i]++;
-    h->sum_ns += ns;
-    h->count++;
+    gw_metrics_bump(&h->counts[i], 1);
+    gw_metrics_bump(&h->sum_ns, ns);
+    gw_metrics_bump(&h->count, 1);
 }
 
 unsigned
@@ -124,14 +243,14 @@ gw_metrics_req_end_at(struct gw_metrics_req *m, uint64_t now)
     }
     m->counted = true;
     unsigned op = m->op < GW_METRICS_OPS ? m->op : GW_METRICS_OP_NONE;
-    gw_metrics.requests_by[op][gw_metrics_code_slot(m->status)]++;
+    GW_COUNT(requests_by[op][gw_metrics_code_slot(m->status)]);
     gw_histo_observe(&gw_metrics.request_seconds[op], now > m->start_ns ? now - m->start_ns : 0);
 }
 
 void
 gw_metrics_count_unparsed(int status)
 {
-    gw_metrics.requests_by[GW_METRICS_OP_NONE][gw_metrics_code_slot(status)]++;
+    GW_COUNT(requests_by[GW_METRICS_OP_NONE][gw_metrics_code_slot(status)]);
 }
 
 void
@@ -151,7 +270,7 @@ gw_metrics_requests_of_class(int cls)
             continue;
         }
         for (unsigned op = 0; op < GW_METRICS_OPS; op++) {
-            n += gw_metrics.requests_by[op][c];
+            n += GW_METRICS_TOTAL(requests_by[op][c]);
         }
     }
     return n;

@@ -14,12 +14,20 @@
  *              is known (metrics_lock.c);
  *   kind, op   fixed enums below.
  *
- * Cost.  Everything is bumped on the event-loop thread (store results are
- * measured on the loop when their callback runs), so plain integers suffice:
- * a request costs two clock reads, a histogram observe (a bucket search over
- * GW_METRICS_BUCKETS bounds and three increments) and one counter, with no
- * allocation and no lock.  Per-loop instances summed at exposition are the
- * intended way to many loops: struct gw_metrics holds no pointers.
+ * Loops.  Each event loop counts into a set of its own (struct
+ * gw_metrics_set), reached through the thread-local pointer behind
+ * `gw_metrics`; a thread that attached none counts into the main set (the
+ * control loop's).  /metrics sums the sets when it renders (gw_metrics_sum),
+ * as nginx's and Envoy's per-worker counters are.  A set has one writer, its
+ * loop, so a count is a relaxed atomic load and store (GW_COUNT: plain moves
+ * on x86-64 and arm64, no locked instruction), and the scrape reads other
+ * loops' sets with relaxed loads: a scrape may see a request half counted,
+ * as Prometheus allows, and never a torn value.  Store results are measured
+ * on the loop when their callback runs.
+ *
+ * Cost.  A request costs two clock reads, a histogram observe (a bucket
+ * search over GW_METRICS_BUCKETS bounds and three counts) and one counter,
+ * with no allocation and no lock.
  *
  * The per-request state is struct gw_metrics_req, embedded in the HTTP
  * request (gateway/http) and nothing else.
@@ -28,6 +36,7 @@
 #define GW_METRICS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/buf.h"
@@ -80,8 +89,14 @@ enum gw_metrics_lease_event {
 /* The fence's refusal codes (fencegate_fence_refusals_total{code}); others count as "other". */
 #define GW_METRICS_FENCE_CODES 8
 
-/* The process-wide counters: plain integers, event-loop thread only. */
-struct gw_metrics {
+/*
+ * The counters of one event loop.  Every field is a uint64_t, or an array or
+ * struct of them, and nothing else: gw_metrics_sum adds sets word by word.
+ * Gauges sum too (each loop counts its own connections).  The two flags
+ * (checksum_trailers_forwarded, conditional_writes) are written by the
+ * control loop only, so their sum is the control loop's value.
+ */
+struct gw_metrics_set {
     uint64_t requests;                        /* requests whose head was parsed */
     uint64_t requests_active;                 /* requests forwarded and not yet finished */
     uint64_t proxied;                         /* requests forwarded upstream */
@@ -118,8 +133,57 @@ struct gw_metrics {
     uint64_t cond_store_refused;        /* our condition failed, token superseded: 409 */
 };
 
-/* The one instance. */
-extern struct gw_metrics gw_metrics;
+/* The calling thread's set: its loop's after gw_metrics_attach, else the main set. */
+extern _Thread_local struct gw_metrics_set *gw_metrics_here;
+
+/* gw_metrics - the calling thread's set, as an lvalue: read it freely; count with GW_COUNT. */
+#define gw_metrics (*gw_metrics_here)
+
+/*
+ * gw_metrics_bump - add n to *c, a counter of the calling thread's own set.
+ * One writer per set, so a relaxed load and store, not a read-modify-write:
+ * the scrape's concurrent relaxed loads are well defined and cost nothing.
+ */
+static inline void
+gw_metrics_bump(uint64_t *c, uint64_t n)
+{
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* Count into the calling thread's set: one, n, minus one (gauges), or set a value. */
+#define GW_COUNT(field)        gw_metrics_bump(&gw_metrics_here->field, 1)
+#define GW_COUNT_ADD(field, n) gw_metrics_bump(&gw_metrics_here->field, (uint64_t)(n))
+#define GW_GAUGE_DEC(field)    gw_metrics_bump(&gw_metrics_here->field, UINT64_MAX) /* -1 */
+#define GW_GAUGE_SET(field, v)                                                                     \
+    __atomic_store_n(&gw_metrics_here->field, (uint64_t)(v), __ATOMIC_RELAXED)
+
+/* The most loops that attach a set at once (gw_metrics_attach). */
+#define GW_METRICS_SETS_MAX 1024
+
+/*
+ * gw_metrics_attach - make s (zeroed here) the calling thread's set and add
+ * it to the sum.  For a worker loop's thread, before it counts anything; s
+ * must stay alive until gw_metrics_detach on the same thread.  Returns 0, or
+ * ERR_AGAIN when GW_METRICS_SETS_MAX sets are attached.
+ */
+MUST_USE int gw_metrics_attach(struct gw_metrics_set *s);
+
+/*
+ * gw_metrics_detach - the calling thread's loop is done: its counts move to
+ * the sum's retired part (so no counter ever falls), its set leaves the sum,
+ * and the thread counts into the main set again.  No-op on the main set.
+ */
+void gw_metrics_detach(void);
+
+/* gw_metrics_sum - out = every set's counts added: the main set, the attached ones, the retired. */
+void gw_metrics_sum(struct gw_metrics_set *out);
+
+/* gw_metrics_total - one field of every set added, e.g. GW_METRICS_TOTAL(requests). */
+uint64_t gw_metrics_total(size_t offset);
+#define GW_METRICS_TOTAL(field) gw_metrics_total(offsetof(struct gw_metrics_set, field))
+
+/* gw_metrics_reset - zero every set and the retired part (unit tests; no loop may be counting). */
+void gw_metrics_reset(void);
 
 /*
  * One request's accounting, embedded in struct gw_req (gateway/http).  Zeroed

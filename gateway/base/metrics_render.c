@@ -1,7 +1,7 @@
 /*
  * gateway/base/metrics_render.c: the Prometheus text exposition (format
  * 0.0.4: "# HELP", "# TYPE", one line per sample; label values escaped) of
- * struct gw_metrics, the lock table and the process (/proc/self).
+ * the sum of every loop's struct gw_metrics_set, the lock table and the process (/proc/self).
  *
  * Series that would only ever read 0 and carry an open-ended label (an
  * operation never seen) are left out; every family always has its HELP and
@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -153,14 +154,14 @@ op_label(const struct gw_metrics_live *live, unsigned op, char *tmp, size_t n)
 }
 
 static void
-requests(struct out *o, const struct gw_metrics_live *live)
+requests(struct out *o, const struct gw_metrics_live *live, const struct gw_metrics_set *m)
 {
     char tmp[16];
     family(o, "fencegate_requests_total", "counter",
            "Requests answered, by S3 operation and HTTP status (499: the client left first).");
     for (unsigned op = 0; op < GW_METRICS_OPS; op++) {
         for (unsigned c = 0; c < GW_METRICS_CODES; c++) {
-            uint64_t v = gw_metrics.requests_by[op][c];
+            uint64_t v = m->requests_by[op][c];
             if (v == 0) {
                 continue;
             }
@@ -176,11 +177,10 @@ requests(struct out *o, const struct gw_metrics_live *live)
         const struct gw_histo *h;
     } per_op[] = {
         {"fencegate_request_duration_seconds",
-         "Time from a request's parsed head to its end, by S3 operation.",
-         gw_metrics.request_seconds},
+         "Time from a request's parsed head to its end, by S3 operation.", m->request_seconds},
         {"fencegate_upstream_duration_seconds",
          "Time from forwarding a request to the upstream's response head, by S3 operation.",
-         gw_metrics.upstream_seconds},
+         m->upstream_seconds},
     };
     for (size_t k = 0; k < sizeof(per_op) / sizeof(per_op[0]); k++) {
         family(o, per_op[k].name, "histogram", per_op[k].help);
@@ -349,14 +349,19 @@ int
 gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
 {
     struct out o = {.b = b, .rc = 0};
-    const struct gw_metrics *m = &gw_metrics;
+    /* the loops' sets added up (about 64 KiB: on the heap, once per scrape) */
+    struct gw_metrics_set *m = malloc(sizeof(*m));
+    if (m == NULL) {
+        return ERR_NOMEM;
+    }
+    gw_metrics_sum(m);
     family(&o, "fencegate_build_info", "gauge", "Always 1: the version and commit built.");
     text(&o, "fencegate_build_info");
     label(&o, "{", "version", FENCEGATE_VERSION);
     label(&o, ",", "commit", FENCEGATE_COMMIT);
     text(&o, "} 1\n");
     scalar(&o, "fencegate_ready", "gauge", "1 while GET /readyz answers 200.", live->ready ? 1 : 0);
-    requests(&o, live);
+    requests(&o, live, m);
     scalar(&o, "fencegate_requests_received_total", "counter", "Request heads parsed.",
            m->requests);
     scalar(&o, "fencegate_requests_in_flight", "gauge", "Forwarded requests not yet finished.",
@@ -446,5 +451,6 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
     scalar(&o, "fencegate_access_log_dropped_total", "counter",
            "Access-log lines dropped because the writer was behind.", m->access_log_dropped_total);
     process(&o);
+    free(m);
     return o.rc;
 }

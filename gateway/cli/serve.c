@@ -98,7 +98,7 @@ apply_trailers(struct serve *s, const struct gw_config *cfg)
     bool on = gw_trailer_probe_forwards(cfg->upstream.checksum_trailers, s->trailers_probed,
                                         s->trailers_supported);
     gw_proxy_set_trailers(s->proxy, on);
-    gw_metrics.checksum_trailers_forwarded = on ? 1 : 0;
+    GW_GAUGE_SET(checksum_trailers_forwarded, on ? 1 : 0);
 }
 
 /* gw_trailer_probe_done_fn */
@@ -158,7 +158,7 @@ on_cond_probed(void *arg, const struct gw_cond_caps *caps)
     struct serve *s = arg;
     gw_proxy_set_cond_caps(s->proxy, caps);
     bool active = gw_proxy_cond_active(s->proxy);
-    gw_metrics.conditional_writes = active ? 1 : 0;
+    GW_GAUGE_SET(conditional_writes, active ? 1 : 0);
     enum gw_cond_writes mode = s->cfg->fencing.conditional_writes;
     if (mode == GW_COND_ON && !caps->put) {
         log_error("fencing.conditional_writes is \"on\" but the store does not honour "

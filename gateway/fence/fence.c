@@ -379,7 +379,7 @@ start_read(struct flock *lk, uint64_t epoch)
     lk->reading = true;
     lk->rd_epoch = epoch;
     lk->pending++;
-    gw_metrics.window_reads++;
+    GW_COUNT(window_reads);
     int rc = f->win.read(f->win.arg, lk->name, epoch, on_window, lk);
     if (rc != 0) {
         lk->pending--;
@@ -531,7 +531,7 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
             hold_end(t);
             t->resume(t->arg);
         } else if (v == WV_NO) {
-            gw_metrics.window_cuts++;
+            GW_COUNT(window_cuts);
             cut_ticket(t, err, current);
         } else {
             t->parked = true;
@@ -770,7 +770,7 @@ gw_fence_ticket_may_finish(struct gw_fence_ticket *t)
     }
     /* Held: judged from the loop (a read if need be), then resume or cut. */
     if (!t->holding) {
-        gw_metrics.window_holds++;
+        GW_COUNT(window_holds);
         t->hold_ns = gw_metrics_now_ns();
     }
     t->holding = true;

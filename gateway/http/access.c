@@ -191,7 +191,7 @@ gw_access_open(const char *spec, char *errbuf, size_t errlen)
         close_sink(sink.fd);
         sink.fd = fd;
         if (rc != 0) {
-            gw_metrics.access_log_dropped_total++;
+            GW_COUNT(access_log_dropped_total);
         }
     }
     sink.on = fd >= 0;
@@ -251,7 +251,7 @@ gw_access_append(const char *line, size_t len)
     }
     (void)pthread_mutex_unlock(&sink.mu);
     if (rc != 0) {
-        gw_metrics.access_log_dropped_total++;
+        GW_COUNT(access_log_dropped_total);
     }
     return rc;
 }
@@ -279,7 +279,7 @@ gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start_ns)
     }
     if (traceparent != NULL &&
         traceparent_parse(traceparent, strlen(traceparent), a->trace_id) != 0) {
-        gw_metrics.traceparent_invalid_total++; /* ignored: forwarded as it came */
+        GW_COUNT(traceparent_invalid_total); /* ignored: forwarded as it came */
         a->trace_id[0] = '\0';
     }
 }

@@ -170,7 +170,7 @@ shed_idle(struct gw_server *srv)
     if (victim == NULL) {
         return false;
     }
-    gw_metrics.idle_shed++;
+    GW_COUNT(idle_shed);
     unsigned long skipped = 0;
     if (ratelog_due(&srv->log_shed, &skipped)) {
         log_warn("%zu connections (limits.max_connections): closing idle %s to admit a new one "
@@ -195,7 +195,7 @@ gw_http_fair_admit(struct gw_server *srv, const char *peer, const struct gw_http
         return NULL;
     }
     if (cl->nconns >= lim->max_conns_per_client) {
-        gw_metrics.client_conns_refused++;
+        GW_COUNT(client_conns_refused);
         unsigned long skipped = 0;
         if (ratelog_due(&srv->log_conns, &skipped)) {
             log_warn("%s: refused: %zu connections from %s (limits.max_connections_per_client) "
@@ -253,7 +253,7 @@ gw_http_fair_rate_check(struct gw_conn *c, uint64_t now)
         c->rate_bytes = req->body_received + req->discarded;
         return true;
     }
-    gw_metrics.slow_bodies_cut++;
+    GW_COUNT(slow_bodies_cut);
     unsigned long skipped = 0;
     if (ratelog_due(&c->srv->log_slow, &skipped)) {
         log_warn("%s %s: body cut: %llu bytes in %llu ms, under limits.min_body_rate %u B/s "
@@ -273,7 +273,7 @@ gw_http_fair_transfer_begin(struct gw_req *req)
         return NULL;
     }
     if (cl->nxfers >= c->lim.max_xfers_per_client) {
-        gw_metrics.client_transfers_refused++;
+        GW_COUNT(client_transfers_refused);
         unsigned long skipped = 0;
         if (ratelog_due(&c->srv->log_xfers, &skipped)) {
             log_warn("%s %s: 503 SlowDown: %zu transfers in flight from %s "

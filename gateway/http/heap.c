@@ -50,7 +50,7 @@ gw_http_heap_tune(void)
 
 struct gw_http_heap_trim {
     struct event *ev; /* the tick */
-    uint64_t seen;    /* gw_metrics.requests at its last tick */
+    uint64_t seen;    /* requests (every loop's) at its last tick */
     uint64_t done;    /* ... when the heap was last handed back */
 };
 
@@ -73,7 +73,7 @@ on_trim_tick(evutil_socket_t fd, short what, void *arg)
     struct gw_http_heap_trim *t = arg;
     (void)fd;
     (void)what;
-    if (gw_http_heap_trim_due(t, gw_metrics.requests, gw_metrics.requests_active)) {
+    if (gw_http_heap_trim_due(t, GW_METRICS_TOTAL(requests), GW_METRICS_TOTAL(requests_active))) {
         (void)malloc_trim(0);
     }
 }

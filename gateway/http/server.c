@@ -450,7 +450,7 @@ gw_http_conn_free(struct gw_conn *c)
         gw_http_client_put(c->client);
     }
     srv->nconns--;
-    gw_metrics.client_conns_open--;
+    GW_GAUGE_DEC(client_conns_open);
     free(c);
     if (srv->accepting_paused) {
         gw_http_accept_gate(srv);
@@ -690,7 +690,7 @@ gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *
     gw_http_hdr_list_init(&c->trail, c->lim.max_header_bytes);
     TAILQ_INSERT_TAIL(&srv->conns, c, link);
     srv->nconns++;
-    gw_metrics.client_conns_open++;
+    GW_COUNT(client_conns_open);
     c->timer = evtimer_new(srv->base, on_timer, c);
     c->kick = evtimer_new(srv->base, on_kick, c);
     if (c->timer == NULL || c->kick == NULL) {

@@ -308,7 +308,7 @@ gw_cond_head(struct gw_cond *c, const char *lock, uint64_t token, const char *bu
         return rc;
     }
     LIST_INSERT_HEAD(&c->heads, h, link);
-    gw_metrics.cond_heads++;
+    GW_COUNT(cond_heads);
     *out = h;
     return 0;
 }

@@ -57,7 +57,7 @@ gw_cond_reply_slowdown(struct gw_req *req, const char *message)
 void
 gw_cond_slow_down(struct gw_req *req, const struct gw_s3req *s3, const char *lock, uint64_t token)
 {
-    gw_metrics.cond_slowdowns++;
+    GW_COUNT(cond_slowdowns);
     log_info("req %s: the store refused our condition on %s/%s (412) while token %llu of lock "
              "%s is current: 503 SlowDown, the retry learns the key's new version",
              gw_req_id(req), s3->bucket, s3->key, (unsigned long long)token, lock);
@@ -76,7 +76,7 @@ gw_cond_store_refused(struct store *st, struct gw_req *req, const struct gw_s3re
         r.message = "The store refused this late write: a newer write of the key came first and "
                     "the fencing token is no longer current.";
         r.count = counted ? GW_REFUSAL_UNCOUNTED : GW_REFUSAL_FENCE;
-        gw_metrics.cond_store_refused++;
+        GW_COUNT(cond_store_refused);
     }
     log_info("req %s: the store refused the write of %s/%s (412) with token %llu of lock %s, "
              "now at %llu: %d %s",

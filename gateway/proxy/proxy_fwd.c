@@ -84,7 +84,7 @@ static enum fwd_end
 fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
 {
     struct preq *p = f->p;
-    gw_metrics.requests_active++;
+    GW_COUNT(requests_active);
     gw_s3client_msg_init(&p->msg);
     p->px = f->px;
     p->req = f->req;

@@ -53,7 +53,7 @@ gw_proxy_preq_free(struct preq *p)
     free(p->mem);
     gw_s3xml_free(p->tap);
     gw_body_free(p->body);
-    gw_metrics.requests_active--;
+    GW_GAUGE_DEC(requests_active);
     free(p);
 }
 
@@ -76,7 +76,7 @@ gw_proxy_own_failure(int rc)
     case ERR_TOOBIG:
         return rc;
     default:
-        gw_metrics.internal_errors++;
+        GW_COUNT(internal_errors);
         return ERR_IO;
     }
 }
@@ -88,9 +88,9 @@ finish_error(struct preq *p, int err, const char *what)
 {
     struct gw_req *req = p->req;
     if (err == ERR_TIMEOUT) {
-        gw_metrics.upstream_errors[GW_UPERR_TIMEOUT]++;
+        GW_COUNT(upstream_errors[GW_UPERR_TIMEOUT]);
     } else if (err == ERR_UPSTREAM) {
-        gw_metrics.upstream_errors[GW_UPERR_CONNECT]++;
+        GW_COUNT(upstream_errors[GW_UPERR_CONNECT]);
     }
     struct gw_refusal bf;
     if (p->head_sent) {
@@ -241,7 +241,7 @@ on_read_body(void *arg, char *dst, size_t len)
         }
     }
     if (n > 0) {
-        gw_metrics.bytes_in += (uint64_t)n;
+        GW_COUNT_ADD(bytes_in, (uint64_t)n);
         p->body_passed += (uint64_t)n;
     }
     /* With a known length libcurl asks for no more once it has them all, so
@@ -321,7 +321,7 @@ on_body(void *arg, const char *data, size_t len)
     if (p->cond_failed) {
         return 0; /* the 412's document: ours to answer, dropped */
     }
-    gw_metrics.bytes_out += len;
+    GW_COUNT_ADD(bytes_out, len);
     if (p->tap != NULL) {
         if (gw_s3xml_feed(p->tap, data, len) != 0) {
             gw_s3xml_free(p->tap); /* not an answer we understand: nothing is recorded */
@@ -445,7 +445,7 @@ static void
 on_abort(struct gw_req *req, int err, void *arg)
 {
     struct preq *p = arg;
-    gw_metrics.client_aborts++;
+    GW_COUNT(client_aborts);
     /* body_passed == body_length: the same "completely sent" as on_read_body's (and
      * gw_proxy_start_transfer's for an empty body), so exactly the writes the barrier awaits */
     if (p->ticket != NULL && p->x != NULL && p->body_passed == p->body_length) {
@@ -487,11 +487,11 @@ gw_proxy_start_transfer(struct preq *p)
     if (rc != 0) {
         return rc;
     }
-    gw_metrics.proxied++;
+    GW_COUNT(proxied);
     p->sent_ns = now;
     p->op = gw_req_metrics(p->req)->op;
     if (p->is_write) {
-        gw_metrics.writes++;
+        GW_COUNT(writes);
     }
     return 0;
 }

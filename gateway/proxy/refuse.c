@@ -91,7 +91,7 @@ wait_done(void *arg, int err, uint64_t seq)
             log_error("req %s: audit record (%s, lock %s) not committed: %s", gw_req_id(req),
                       store_audit_kind_name((enum store_audit_kind)w->r.audit), w->r.lock,
                       err_str(err));
-            gw_metrics.audit_failures++;
+            GW_COUNT(audit_failures);
             gw_refuse_reply(req, 503, "SlowDown", slowdown_msg);
         } else {
             reply(req, &w->r);
@@ -147,7 +147,7 @@ audit(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const cha
     if (rc != 0) {
         log_error("req %s: audit record (%s, lock %s) not queued: %s", gw_req_id(req),
                   store_audit_kind_name(rec.kind), lock, err_str(rc));
-        gw_metrics.audit_failures++;
+        GW_COUNT(audit_failures);
     }
     return rc;
 }
@@ -159,7 +159,7 @@ account(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *
     if (r->count == GW_REFUSAL_FENCE) {
         gw_metrics_fence_refusal(r->lock, r->code);
     } else if (r->count == GW_REFUSAL_CLASSIFY) {
-        gw_metrics.classify_refusals++;
+        GW_COUNT(classify_refusals);
     }
     gw_access_note_fence(req, r->lock, r->token);
     if (r->count == GW_REFUSAL_UNCOUNTED && r->audit == 0) {
@@ -202,7 +202,7 @@ carry_out(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const
     if (w == NULL) {
         log_error("req %s: audit record (lock %s) not queued: %s", gw_req_id(req),
                   r->lock != NULL ? r->lock : "", err_str(rc));
-        gw_metrics.audit_failures++;
+        GW_COUNT(audit_failures);
     }
     free(w);
     if (cut) {

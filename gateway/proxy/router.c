@@ -533,7 +533,7 @@ gw_router_on_request(struct gw_req *req, void *arg)
     const char *method = gw_req_method(req);
     const char *path = gw_req_path(req);
 
-    gw_metrics.requests++;
+    GW_COUNT(requests);
     struct gw_metrics_req *m = gw_req_metrics(req);
     gw_metrics_req_set_op(m, GW_S3_OP_GATEWAY_API);
     if (route_by_listener(rt, req, method, path)) {

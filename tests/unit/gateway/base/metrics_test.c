@@ -4,8 +4,12 @@
  * (metrics_render.c): histogram buckets, the closed code set, one count per
  * request, label escaping, "_other" and "_none", lease expiries counted once,
  * and an exposition that stays bounded under 10,000 invented lock names and
- * passes `promtool check metrics` when Debian's prometheus is installed.
+ * passes `promtool check metrics` when Debian's prometheus is installed;
+ * loops that count into sets of their own while a scrape sums them, and
+ * whose counts stay in the sum after they detach (race-free under
+ * `make SAN=thread unit`).
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +30,7 @@ static int
 reset(void **state)
 {
     (void)state;
-    memset(&gw_metrics, 0, sizeof(gw_metrics));
+    gw_metrics_reset();
     gw_metrics_locks_free();
     clock_pin(1000000, 1700000000000);
     return 0;
@@ -332,6 +336,87 @@ test_default_bound_worst_size(void **state)
 }
 
 /* The text is what Prometheus reads: checked by promtool when it is installed. */
+/* A worker loop's thread: its own set, LOOP_COUNTS requests and histogram observations. */
+#define LOOP_COUNTS 200000
+#define LOOPS       3
+
+static pthread_barrier_t loops_started;
+static pthread_barrier_t loops_counted;
+
+static void *
+loop_thread(void *arg)
+{
+    struct gw_metrics_set *set = arg;
+    if (gw_metrics_attach(set) != 0) {
+        return (void *)1;
+    }
+    (void)pthread_barrier_wait(&loops_started);
+    for (unsigned i = 0; i < LOOP_COUNTS; i++) {
+        GW_COUNT(requests);
+        GW_COUNT_ADD(bytes_in, 2);
+        GW_COUNT(client_conns_open);
+        GW_GAUGE_DEC(client_conns_open);
+        gw_histo_observe(&gw_metrics.fence_hold_seconds, 1000);
+    }
+    /* counted: the main thread checks the sum while this set is still attached */
+    (void)pthread_barrier_wait(&loops_counted);
+    (void)pthread_barrier_wait(&loops_counted);
+    gw_metrics_detach();
+    return gw_metrics_here == set ? (void *)1 : NULL;
+}
+
+static void
+test_loops_count_apart_and_sum(void **state)
+{
+    (void)state;
+    static struct gw_metrics_set sets[LOOPS];
+    pthread_t th[LOOPS];
+    assert_int_equal(pthread_barrier_init(&loops_started, NULL, LOOPS + 1), 0);
+    assert_int_equal(pthread_barrier_init(&loops_counted, NULL, LOOPS + 1), 0);
+    GW_COUNT(requests); /* the main set counts too */
+    for (int i = 0; i < LOOPS; i++) {
+        assert_int_equal(pthread_create(&th[i], NULL, loop_thread, &sets[i]), 0);
+    }
+    (void)pthread_barrier_wait(&loops_started);
+    /* scrapes while the loops count: every counter only rises, the gauge stays sane */
+    struct gw_metrics_set *sum = malloc(sizeof(*sum));
+    assert_non_null(sum);
+    uint64_t last = 0;
+    for (int k = 0; k < 200; k++) {
+        gw_metrics_sum(sum);
+        assert_true(sum->requests >= last);
+        assert_true(sum->fence_hold_seconds.count <= (uint64_t)LOOPS * LOOP_COUNTS);
+        last = sum->requests;
+    }
+    (void)pthread_barrier_wait(&loops_counted);
+    gw_metrics_sum(sum);
+    assert_int_equal(sum->requests, (uint64_t)LOOPS * LOOP_COUNTS + 1);
+    assert_int_equal(sum->bytes_in, (uint64_t)LOOPS * LOOP_COUNTS * 2);
+    assert_int_equal(sum->client_conns_open, 0);
+    assert_int_equal(sum->fence_hold_seconds.count, (uint64_t)LOOPS * LOOP_COUNTS);
+    assert_int_equal(GW_METRICS_TOTAL(requests), (uint64_t)LOOPS * LOOP_COUNTS + 1);
+    assert_int_equal(gw_metrics.requests, 1); /* this thread's own set: the main one */
+    (void)pthread_barrier_wait(&loops_counted);
+    for (int i = 0; i < LOOPS; i++) {
+        void *ret = NULL;
+        assert_int_equal(pthread_join(th[i], &ret), 0);
+        assert_null(ret);
+    }
+    /* detached: their counts stay in the sum, and in the text */
+    gw_metrics_sum(sum);
+    assert_int_equal(sum->requests, (uint64_t)LOOPS * LOOP_COUNTS + 1);
+    assert_int_equal(sum->fence_hold_seconds.count, (uint64_t)LOOPS * LOOP_COUNTS);
+    free(sum);
+    char want[96];
+    (void)snprintf(want, sizeof(want), "\nfencegate_requests_received_total %llu\n",
+                   (unsigned long long)LOOPS * LOOP_COUNTS + 1);
+    char *text = render();
+    assert_non_null(strstr(text, want));
+    free(text);
+    (void)pthread_barrier_destroy(&loops_started);
+    (void)pthread_barrier_destroy(&loops_counted);
+}
+
 static void
 test_promtool_accepts_the_text(void **state)
 {
@@ -376,6 +461,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_ten_thousand_locks_stay_bounded, reset, cleanup),
         cmocka_unit_test_setup_teardown(test_default_bound_worst_size, reset, cleanup),
         cmocka_unit_test_setup_teardown(test_promtool_accepts_the_text, reset, cleanup),
+        cmocka_unit_test_setup_teardown(test_loops_count_apart_and_sum, reset, cleanup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -170,7 +170,7 @@ setup(void **state)
     e->s3.name = "PutObject";
     (void)snprintf(e->s3.bucket, sizeof(e->s3.bucket), "data");
     (void)snprintf(e->s3.key, sizeof(e->s3.key), "a&b");
-    memset(&gw_metrics, 0, sizeof(gw_metrics));
+    gw_metrics_reset();
     gw_metrics_locks_free(); /* the per-lock series start empty too */
     *state = e;
     return 0;
