@@ -29,7 +29,7 @@
  * endpoint on the worker's queue, so answers to a ticket since released are
  * cancelled, never delivered) and a control half (the real ticket).  Every
  * admission ends with exactly one release message to the control side:
- * posted by gw_fence_remote_release, or by this module when the verdict is
+ * posted by gw_fence_rticket_release, or by this module when the verdict is
  * a refusal or a cut arrives (the API's "the ticket is already freed").  A
  * worker's messages run in the order posted, so the control side always
  * sees the release after the admission, whenever the client went.
