@@ -190,6 +190,7 @@ struct gw_sigv4_chunked {
     uint64_t decoded_len;                     /* expected total, UINT64_MAX if unknown */
     int held_valid;                           /* held holds the payload's last byte */
     char held;                                /* the last payload byte, emitted at the end */
+    int bytes_follow;                         /* more bytes follow the one being read */
     char line[GW_SIGV4_CHUNKED_MAX_LINE];     /* the line being read */
     size_t linelen;                           /* bytes in line */
     size_t trailer_bytes;                     /* trailer bytes so far */
@@ -381,6 +382,9 @@ on_end(struct gw_sigv4_chunked *d, gw_sigv4_chunked_data_fn *on_data, void *arg)
         if (strcmp(want, d->ck_value) != 0) {
             return stop(d, GW_SIGV4_CHUNKED_CHECKSUM);
         }
+    }
+    if (d->bytes_follow) {
+        return stop(d, GW_SIGV4_CHUNKED_FRAMING); /* bytes after the end: the held byte stays */
     }
     d->st = ST_DONE;
     if (d->held_valid) {
@@ -579,10 +583,10 @@ gw_sigv4_chunked_feed(struct gw_sigv4_chunked *d, const void *buf, size_t n,
             break;
         case ST_SIZE:
         case ST_TRAILER:
+            /* on_end must know, before it releases the held byte, whether
+             * bytes follow the end in this buffer (a framing error) */
+            d->bytes_follow = i + 1 < n;
             err = line_byte(d, p[i++], on_data, arg);
-            if (err == 1 && i < n) {
-                return stop(d, GW_SIGV4_CHUNKED_FRAMING); /* bytes after the end */
-            }
             break;
         case ST_DONE:
         case ST_FAILED:
