@@ -10,9 +10,11 @@
 # instructions and allocations of the verification (the inbound principal's
 # signature, key cache warm) and of the re-signing (the upstream's, its own
 # cache), and per body and per chunk those of decoding a signed 1 MiB
-# aws-chunked body in 64 KiB and in 8 KiB chunks.  With BASELINE_BENCH_BIN
-# (the same program built against another tree, e.g. `git archive COMMIT`),
-# the same figures for it, side by side.
+# aws-chunked body in 64 KiB and in 8 KiB chunks; then, with body_bench from
+# the same folder (tests/bench/body_bench.c), those of checking a body's
+# x-amz-content-sha256 as gateway/proxy/body.c streams it, 1 KiB and 1 MiB.
+# With BASELINE_BENCH_BIN (the same programs built against another tree,
+# e.g. `git archive COMMIT`), the same figures for it, side by side.
 # Environment: SIGV4_COST_N (rounds of the request cases, 2000),
 # SIGV4_COST_CHUNKED_N (rounds of the chunked cases, 10).
 set -euo pipefail
@@ -61,11 +63,19 @@ row() {
 }
 
 # 1 MiB in 64 KiB chunks is 16 chunks and the final one, in 8 KiB 128 and 1.
-CASES=("verify (inbound), per request|$N|1|verify"
-       "re-sign (upstream), per request|$N|1|sign"
-       "aws-chunked 1 MiB in 64 KiB chunks, per body|$NC|1|chunked|65536"
-       "aws-chunked 1 MiB in 64 KiB chunks, per chunk|$NC|17|chunked|65536"
-       "aws-chunked 1 MiB in 8 KiB chunks, per chunk|$NC|129|chunked|8192")
+# Fields: name | program (sigv4 or body) | rounds | divisor | case | size
+CASES=("verify (inbound), per request|sigv4|$N|1|verify"
+       "re-sign (upstream), per request|sigv4|$N|1|sign"
+       "aws-chunked 1 MiB in 64 KiB chunks, per body|sigv4|$NC|1|chunked|65536"
+       "aws-chunked 1 MiB in 64 KiB chunks, per chunk|sigv4|$NC|17|chunked|65536"
+       "aws-chunked 1 MiB in 8 KiB chunks, per chunk|sigv4|$NC|129|chunked|8192"
+       "x-amz-content-sha256 body of 1 KiB, per request|body|$N|1|sha256|1024"
+       "x-amz-content-sha256 body of 1 MiB, per body|body|$NC|1|sha256|1048576")
+
+# prog BENCH_BIN PROGRAM: the program's binary beside BENCH_BIN
+prog() {
+    if [ "$2" = sigv4 ]; then echo "$1"; else echo "$(dirname "$1")/body_bench"; fi
+}
 
 echo "== SigV4 cost: callgrind and memcheck, $N request rounds, $NC body rounds, $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -z "$BASE" ]; then
@@ -76,12 +86,12 @@ else
     echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 fi
 for c in "${CASES[@]}"; do
-    IFS='|' read -r name rounds div what chunk <<<"$c"
-    IFS='|' read -r i a <<<"$(row "$BIN" "$rounds" "$div" "$what" ${chunk:+"$chunk"})"
+    IFS='|' read -r name p rounds div what chunk <<<"$c"
+    IFS='|' read -r i a <<<"$(row "$(prog "$BIN" "$p")" "$rounds" "$div" "$what" ${chunk:+"$chunk"})"
     if [ -z "$BASE" ]; then
         echo "| $name | $i | $a |"
         continue
     fi
-    IFS='|' read -r bi ba <<<"$(row "$BASE" "$rounds" "$div" "$what" ${chunk:+"$chunk"})"
+    IFS='|' read -r bi ba <<<"$(row "$(prog "$BASE" "$p")" "$rounds" "$div" "$what" ${chunk:+"$chunk"})"
     echo "| $name | $i | $a | $bi | $ba | $(awk -v a="$i" -v b="$bi" 'BEGIN { printf "%+.1f %%", 100 * (a - b) / b }') |"
 done
