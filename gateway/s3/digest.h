@@ -6,16 +6,18 @@
  * under a lock, each time a digest is started from EVP_sha256() or an HMAC()
  * is computed; a SigV4-verified, re-signed request does half a dozen of them.
  * Here each algorithm is fetched once per process (EVP_MD objects are
- * immutable and may be shared by threads), for the streaming users.
+ * immutable and may be shared by threads), for the x-amz-checksum-* values
+ * (gateway/s3/checksum.c) and SigV2's HMAC-SHA1.
  *
- * The one-shot SHA-256 and HMAC-SHA256 of the signing path run on OpenSSL's
- * SHA256_CTX functions instead: OpenSSL 3.0's EVP allocates a provider
- * context on every digest init and every EVP_MD_CTX_copy_ex, and adds a
- * dispatch per call; the SHA256_CTX functions (deprecated in 3.0, still
- * built by Debian) allocate nothing and their state is a plain struct, so an
- * HMAC key's padded states (struct gw_digest_hmac) are computed once and
- * copied by assignment for each message: two compression blocks fewer per
- * HMAC.  docs/PERFORMANCE.md has the measurements.  Any thread.
+ * SHA-256 and HMAC-SHA256, one-shot (the signing path) or streamed (a
+ * signed body, aws-chunked chunks), run on OpenSSL's SHA256_CTX functions
+ * instead: OpenSSL 3.0's EVP allocates a provider context on every digest
+ * init and every EVP_MD_CTX_copy_ex, and adds a dispatch per call; the
+ * SHA256_CTX functions (deprecated in 3.0, still built by Debian) allocate
+ * nothing and their state is a plain struct, so an HMAC key's padded
+ * states (struct gw_digest_hmac) are computed once and copied by assignment
+ * for each message: two compression blocks fewer per HMAC.
+ * docs/PERFORMANCE.md has the measurements.  Any thread.
  */
 #ifndef GW_S3_DIGEST_H
 #define GW_S3_DIGEST_H
