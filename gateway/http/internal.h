@@ -394,7 +394,10 @@ void gw_http_send_error(struct gw_conn *c, struct gw_req *req, int status, const
 /* gw_http_send_continue - queue "HTTP/1.1 100 Continue". */
 void gw_http_send_continue(struct gw_req *req);
 
-/* gw_http_new_id - write a fresh request id (GW_HTTP_ID_LEN hex digits + NUL) into id. */
+/*
+ * gw_http_new_id - write a fresh request id (GW_HTTP_ID_LEN hex digits + NUL)
+ * into id.  Any thread: ids are distinct across all the process's loops.
+ */
 void gw_http_new_id(char id[GW_HTTP_ID_LEN + 1]);
 
 /* gw_http_output_len - bytes queued on the connection's output (conn_io.c). */

@@ -9,6 +9,7 @@
 #include "gateway/http/http.h"
 #include "gateway/s3/checksum.h"
 #include "gateway/s3/chunk_enc.h"
+#include "gateway/s3/digest.h"
 
 struct gw_body {
     struct gw_req *req;              /* borrowed */
@@ -16,7 +17,7 @@ struct gw_body {
     int64_t client_length;           /* Content-Length, -1 if chunked */
     uint64_t decoded_length;         /* chunked modes: the upstream's Content-Length */
     uint64_t passed;                 /* bytes handed to the upstream so far */
-    struct gw_checksum sha;          /* GW_PAYLOAD_SHA256: running hash */
+    struct gw_digest_sha256 sha;     /* GW_PAYLOAD_SHA256: running hash (no allocation) */
     char want[GW_SIGV4_HEX_LEN + 1]; /* GW_PAYLOAD_SHA256: claimed hex hash */
     struct gw_sigv4_chunked *dec;    /* chunked modes: the decoder */
     bool dec_done;                   /* the decoder verified the whole body */
@@ -51,7 +52,7 @@ gw_body_new(struct gw_req *req, const struct gw_auth *auth, bool trailers_upstre
     switch (auth->payload) {
     case GW_PAYLOAD_SHA256:
         memcpy(b->want, auth->sha256, sizeof(b->want));
-        if (gw_checksum_init(&b->sha, GW_CHECKSUM_SHA256) != 0) {
+        if (gw_digest_sha256_init(&b->sha) != 0) {
             goto fail;
         }
         break;
@@ -93,7 +94,6 @@ gw_body_free(struct gw_body *b)
     if (b == NULL) {
         return;
     }
-    gw_checksum_cleanup(&b->sha);
     gw_sigv4_chunked_free(b->dec);
     free(b->out);
     free(b);
@@ -127,32 +127,6 @@ gw_body_fail(const struct gw_body *b, struct gw_refusal *out)
     return true;
 }
 
-/* Decodes standard base64 (with padding) into out; returns the byte count or -1. */
-static int
-from_b64(const char *s, unsigned char *out, size_t outlen)
-{
-    size_t n = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (; *s != '\0' && *s != '='; s++) {
-        const char *alpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        const char *pos = strchr(alpha, *s);
-        if (pos == NULL) {
-            return -1;
-        }
-        acc = (acc << 6) | (uint32_t)(pos - alpha);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (n == outlen) {
-                return -1;
-            }
-            out[n++] = (unsigned char)(acc >> bits);
-        }
-    }
-    return (int)n;
-}
-
 /* GW_PAYLOAD_SHA256: hand on everything but the last byte until the hash is known. */
 static ssize_t
 read_hashed(struct gw_body *b, char *dst, size_t len)
@@ -174,7 +148,7 @@ read_hashed(struct gw_body *b, char *dst, size_t len)
         }
         return n;
     }
-    if (gw_checksum_update(&b->sha, dst, (size_t)n) != 0) {
+    if (gw_digest_sha256_update(&b->sha, dst, (size_t)n) != 0) {
         return set_fail(b, ERR_NOMEM, 500, "InternalError", "Out of memory.");
     }
     b->passed += (uint64_t)n;
@@ -182,11 +156,9 @@ read_hashed(struct gw_body *b, char *dst, size_t len)
         return n;
     }
     /* The last byte is in dst and has not been returned yet: check first. */
-    char b64[GW_CHECKSUM_B64_MAX];
-    unsigned char raw[32];
+    unsigned char raw[GW_DIGEST_SHA256_LEN];
     char hex[GW_SIGV4_HEX_LEN + 1];
-    if (gw_checksum_final_b64(&b->sha, b64, sizeof(b64)) != 0 ||
-        from_b64(b64, raw, sizeof(raw)) != (int)sizeof(raw)) {
+    if (gw_digest_sha256_final(&b->sha, raw) != 0) {
         return set_fail(b, ERR_NOMEM, 500, "InternalError", "Could not hash the body.");
     }
     hex_encode(raw, sizeof(raw), hex);

@@ -50,6 +50,26 @@ gw_digest_sha256(const void *p, size_t n, unsigned char out[GW_DIGEST_SHA256_LEN
 }
 
 int
+gw_digest_sha256_init(struct gw_digest_sha256 *s)
+{
+    return SHA256_Init(&s->c) == 1 ? 0 : ERR_NOMEM;
+}
+
+int
+gw_digest_sha256_update(struct gw_digest_sha256 *s, const void *p, size_t n)
+{
+    return SHA256_Update(&s->c, p, n) == 1 ? 0 : ERR_NOMEM;
+}
+
+int
+gw_digest_sha256_final(struct gw_digest_sha256 *s, unsigned char out[GW_DIGEST_SHA256_LEN])
+{
+    int ok = SHA256_Final(out, &s->c) == 1;
+    OPENSSL_cleanse(s, sizeof(*s));
+    return ok ? 0 : ERR_NOMEM;
+}
+
+int
 gw_digest_hmac_init(struct gw_digest_hmac *h, const unsigned char *key, size_t keylen)
 {
     unsigned char k0[HMAC_BLOCK];
@@ -86,18 +106,36 @@ out:
     return err;
 }
 
+void
+gw_digest_hmac_begin(const struct gw_digest_hmac *h, struct gw_digest_sha256 *s)
+{
+    s->c = h->inner;
+}
+
+int
+gw_digest_hmac_end(const struct gw_digest_hmac *h, struct gw_digest_sha256 *s,
+                   unsigned char out[GW_DIGEST_SHA256_LEN])
+{
+    unsigned char inner[GW_DIGEST_SHA256_LEN];
+    int ok = SHA256_Final(inner, &s->c) == 1;
+    s->c = h->outer;
+    ok = ok && SHA256_Update(&s->c, inner, sizeof(inner)) == 1 && SHA256_Final(out, &s->c) == 1;
+    OPENSSL_cleanse(inner, sizeof(inner));
+    OPENSSL_cleanse(s, sizeof(*s));
+    return ok ? 0 : ERR_NOMEM;
+}
+
 int
 gw_digest_hmac_final(const struct gw_digest_hmac *h, const void *msg, size_t len,
                      unsigned char out[GW_DIGEST_SHA256_LEN])
 {
-    SHA256_CTX c = h->inner;
-    unsigned char inner[GW_DIGEST_SHA256_LEN];
-    int ok = SHA256_Update(&c, msg, len) == 1 && SHA256_Final(inner, &c) == 1;
-    c = h->outer;
-    ok = ok && SHA256_Update(&c, inner, sizeof(inner)) == 1 && SHA256_Final(out, &c) == 1;
-    OPENSSL_cleanse(inner, sizeof(inner));
-    OPENSSL_cleanse(&c, sizeof(c));
-    return ok ? 0 : ERR_NOMEM;
+    struct gw_digest_sha256 s;
+    gw_digest_hmac_begin(h, &s);
+    if (gw_digest_sha256_update(&s, msg, len) != 0) {
+        OPENSSL_cleanse(&s, sizeof(s));
+        return ERR_NOMEM;
+    }
+    return gw_digest_hmac_end(h, &s, out);
 }
 
 void

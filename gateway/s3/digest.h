@@ -6,16 +6,18 @@
  * under a lock, each time a digest is started from EVP_sha256() or an HMAC()
  * is computed; a SigV4-verified, re-signed request does half a dozen of them.
  * Here each algorithm is fetched once per process (EVP_MD objects are
- * immutable and may be shared by threads), for the streaming users.
+ * immutable and may be shared by threads), for the x-amz-checksum-* values
+ * (gateway/s3/checksum.c) and SigV2's HMAC-SHA1.
  *
- * The one-shot SHA-256 and HMAC-SHA256 of the signing path run on OpenSSL's
- * SHA256_CTX functions instead: OpenSSL 3.0's EVP allocates a provider
- * context on every digest init and every EVP_MD_CTX_copy_ex, and adds a
- * dispatch per call; the SHA256_CTX functions (deprecated in 3.0, still
- * built by Debian) allocate nothing and their state is a plain struct, so an
- * HMAC key's padded states (struct gw_digest_hmac) are computed once and
- * copied by assignment for each message: two compression blocks fewer per
- * HMAC.  docs/PERFORMANCE.md has the measurements.  Any thread.
+ * SHA-256 and HMAC-SHA256, one-shot (the signing path) or streamed (a
+ * signed body, aws-chunked chunks), run on OpenSSL's SHA256_CTX functions
+ * instead: OpenSSL 3.0's EVP allocates a provider context on every digest
+ * init and every EVP_MD_CTX_copy_ex, and adds a dispatch per call; the
+ * SHA256_CTX functions (deprecated in 3.0, still built by Debian) allocate
+ * nothing and their state is a plain struct, so an HMAC key's padded
+ * states (struct gw_digest_hmac) are computed once and copied by assignment
+ * for each message: two compression blocks fewer per HMAC.
+ * docs/PERFORMANCE.md has the measurements.  Any thread.
  */
 #ifndef GW_S3_DIGEST_H
 #define GW_S3_DIGEST_H
@@ -49,6 +51,28 @@ int gw_digest_hmac_sha256(const unsigned char *key, size_t keylen, const void *m
                           unsigned char out[GW_DIGEST_SHA256_LEN]);
 
 /*
+ * struct gw_digest_sha256 - a running SHA-256, for a message that arrives in
+ * pieces (a streamed body, a chunk's data).  Allocates nothing; a plain
+ * struct, embedded by its owner; a copy (assignment) forks the hash.
+ */
+struct gw_digest_sha256 {
+    SHA256_CTX c; /* OpenSSL's state */
+};
+
+/* gw_digest_sha256_init - start s.  Returns 0 or ERR_NOMEM (OpenSSL failed). */
+int gw_digest_sha256_init(struct gw_digest_sha256 *s);
+
+/* gw_digest_sha256_update - add p[n] to s.  Returns 0 or ERR_NOMEM (OpenSSL failed). */
+int gw_digest_sha256_update(struct gw_digest_sha256 *s, const void *p, size_t n);
+
+/*
+ * gw_digest_sha256_final - the digest of everything added, into out; s is
+ * wiped and must be started again before reuse.
+ * Returns 0 or ERR_NOMEM (OpenSSL failed).
+ */
+int gw_digest_sha256_final(struct gw_digest_sha256 *s, unsigned char out[GW_DIGEST_SHA256_LEN]);
+
+/*
  * struct gw_digest_hmac - an HMAC-SHA256 key, prepared: the SHA-256 states
  * after (key ^ ipad) and after (key ^ opad).  As secret as the key itself:
  * wipe it with gw_digest_hmac_cleanse.  Embedded by its owner; copyable.
@@ -72,6 +96,17 @@ int gw_digest_hmac_init(struct gw_digest_hmac *h, const unsigned char *key, size
  */
 int gw_digest_hmac_final(const struct gw_digest_hmac *h, const void *msg, size_t len,
                          unsigned char out[GW_DIGEST_SHA256_LEN]);
+
+/*
+ * gw_digest_hmac_begin / _end - HMAC-SHA256 under h's key of a message added
+ * in pieces: _begin sets s to the inner state after the key's pad; add the
+ * message with gw_digest_sha256_update (a copy of s taken after a common
+ * prefix serves every message with that prefix); _end writes the HMAC to out
+ * and wipes s.  h is unchanged.  _end returns 0 or ERR_NOMEM (OpenSSL failed).
+ */
+void gw_digest_hmac_begin(const struct gw_digest_hmac *h, struct gw_digest_sha256 *s);
+int gw_digest_hmac_end(const struct gw_digest_hmac *h, struct gw_digest_sha256 *s,
+                       unsigned char out[GW_DIGEST_SHA256_LEN]);
 
 /* gw_digest_hmac_cleanse - wipe h (OPENSSL_cleanse). */
 void gw_digest_hmac_cleanse(struct gw_digest_hmac *h);

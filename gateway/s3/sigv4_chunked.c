@@ -18,7 +18,6 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "common/codec.h"
 #include "common/num.h"
@@ -27,29 +26,107 @@
 
 #define CHUNK_SIG_EXT   ";chunk-signature="
 #define TRAILER_SIG_HDR "x-amz-trailer-signature"
+#define CHUNK_ALG       "AWS4-HMAC-SHA256-PAYLOAD"
+#define TRAILER_ALG     "AWS4-HMAC-SHA256-TRAILER"
 
 /* ---- signatures ---- */
 
-static int
-chain_signature(const unsigned char key[GW_SIGV4_KEY_LEN], const char *alg, const char *amz_date,
-                const char *scope, const char *prev_sig, const char *tail,
-                char sig[GW_SIGV4_HEX_LEN + 1])
-{
-    struct buf sts;
-    int64_t t;
+/*
+ * A chunk's or the trailer's string to sign is
+ *     alg "\n" amz_date "\n" scope "\n" prev_sig "\n" tail
+ * under the request's signing key.  The key's HMAC pads are hashed once
+ * (struct gw_digest_hmac) and the first three lines, the same for every
+ * chunk of a body, are hashed once after them (struct chain): each chunk
+ * then costs the SHA-256 blocks of its own lines, with nothing allocated.
+ */
+struct chain {
+    struct gw_digest_hmac key;      /* the signing key, prepared (secret) */
+    struct gw_digest_sha256 prefix; /* the inner hash after key pad, alg, date and scope */
+};
 
-    if (gw_sigv4_amz_date_parse(amz_date, &t) != 0 || scope == NULL || scope[0] == '\0' ||
-        prev_sig == NULL || strlen(prev_sig) != GW_SIGV4_HEX_LEN) {
+/* Check the request's date and scope as a chain needs them.  Returns 0 or ERR_INVAL. */
+static int
+chain_check(const char *amz_date, const char *scope)
+{
+    int64_t t;
+    if (gw_sigv4_amz_date_parse(amz_date, &t) != 0 || scope == NULL || scope[0] == '\0') {
         return ERR_INVAL;
     }
-    buf_init(&sts, 1024);
-    int err = buf_append_strs(&sts, alg, "\n", amz_date, "\n", scope, "\n", prev_sig, "\n", tail,
-                              (const char *)NULL);
-    if (err == 0) {
-        err = gw_sigv4_hmac_hex(key, GW_SIGV4_KEY_LEN, sts.data, sts.len, sig);
+    return 0;
+}
+
+/* Start c's prefix for alg's chain under c->key; date and scope already checked.
+ * Returns 0 or ERR_NOMEM. */
+static int
+chain_prefix(struct chain *c, const char *alg, const char *amz_date, const char *scope)
+{
+    gw_digest_hmac_begin(&c->key, &c->prefix);
+    if (gw_digest_sha256_update(&c->prefix, alg, strlen(alg)) != 0 ||
+        gw_digest_sha256_update(&c->prefix, "\n", 1) != 0 ||
+        gw_digest_sha256_update(&c->prefix, amz_date, strlen(amz_date)) != 0 ||
+        gw_digest_sha256_update(&c->prefix, "\n", 1) != 0 ||
+        gw_digest_sha256_update(&c->prefix, scope, strlen(scope)) != 0 ||
+        gw_digest_sha256_update(&c->prefix, "\n", 1) != 0) {
+        OPENSSL_cleanse(c, sizeof(*c));
+        return ERR_NOMEM;
     }
-    buf_cleanup(&sts);
-    return err == ERR_TOOBIG ? ERR_INVAL : err;
+    return 0;
+}
+
+/* Prepare c for alg's chain under key; date and scope already checked.  Returns 0 or ERR_NOMEM. */
+static int
+chain_init(struct chain *c, const unsigned char key[GW_SIGV4_KEY_LEN], const char *alg,
+           const char *amz_date, const char *scope)
+{
+    int err = gw_digest_hmac_init(&c->key, key, GW_SIGV4_KEY_LEN);
+    return err != 0 ? err : chain_prefix(c, alg, amz_date, scope);
+}
+
+/* The HMAC of c's prefix, prev_sig[64] "\n" and tail[tlen], into mac.  Returns 0 or ERR_NOMEM. */
+static int
+chain_mac(const struct chain *c, const char *prev_sig, const char *tail, size_t tlen,
+          unsigned char mac[GW_DIGEST_SHA256_LEN])
+{
+    struct gw_digest_sha256 s = c->prefix;
+    if (gw_digest_sha256_update(&s, prev_sig, GW_SIGV4_HEX_LEN) != 0 ||
+        gw_digest_sha256_update(&s, "\n", 1) != 0 || gw_digest_sha256_update(&s, tail, tlen) != 0) {
+        OPENSSL_cleanse(&s, sizeof(s));
+        return ERR_NOMEM;
+    }
+    return gw_digest_hmac_end(&c->key, &s, mac);
+}
+
+/* The chunk tail: hex(SHA-256("")) "\n" and the chunk data's hex SHA-256. */
+static void
+chunk_tail(const unsigned char data_md[GW_DIGEST_SHA256_LEN], char tail[2 * GW_SIGV4_HEX_LEN + 2])
+{
+    memcpy(tail, GW_SIGV4_EMPTY_SHA256 "\n", GW_SIGV4_HEX_LEN + 1);
+    hex_encode(data_md, GW_DIGEST_SHA256_LEN, tail + GW_SIGV4_HEX_LEN + 1);
+}
+
+/* One signature of a chain, from the raw key: the public functions below. */
+static int
+chain_signature(const unsigned char key[GW_SIGV4_KEY_LEN], const char *alg, const char *amz_date,
+                const char *scope, const char *prev_sig, const char *tail, size_t tlen,
+                char sig[GW_SIGV4_HEX_LEN + 1])
+{
+    struct chain c;
+    unsigned char mac[GW_DIGEST_SHA256_LEN];
+
+    if (chain_check(amz_date, scope) != 0 || prev_sig == NULL ||
+        strlen(prev_sig) != GW_SIGV4_HEX_LEN) {
+        return ERR_INVAL;
+    }
+    int err = chain_init(&c, key, alg, amz_date, scope);
+    if (err == 0) {
+        err = chain_mac(&c, prev_sig, tail, tlen, mac);
+    }
+    if (err == 0) {
+        hex_encode(mac, sizeof(mac), sig);
+    }
+    OPENSSL_cleanse(&c, sizeof(c));
+    OPENSSL_cleanse(mac, sizeof(mac));
+    return err;
 }
 
 int
@@ -64,7 +141,8 @@ gw_sigv4_chunk_signature(const unsigned char key[GW_SIGV4_KEY_LEN], const char *
     }
     memcpy(tail, GW_SIGV4_EMPTY_SHA256 "\n", GW_SIGV4_HEX_LEN + 1);
     memcpy(tail + GW_SIGV4_HEX_LEN + 1, data_sha256, GW_SIGV4_HEX_LEN + 1);
-    return chain_signature(key, "AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, prev_sig, tail, sig);
+    return chain_signature(key, CHUNK_ALG, amz_date, scope, prev_sig, tail,
+                           2 * GW_SIGV4_HEX_LEN + 1, sig);
 }
 
 int
@@ -78,7 +156,8 @@ gw_sigv4_trailer_signature(const unsigned char key[GW_SIGV4_KEY_LEN], const char
     if (err != 0) {
         return err;
     }
-    return chain_signature(key, "AWS4-HMAC-SHA256-TRAILER", amz_date, scope, prev_sig, hash, sig);
+    return chain_signature(key, TRAILER_ALG, amz_date, scope, prev_sig, hash, GW_SIGV4_HEX_LEN,
+                           sig);
 }
 
 /* ---- decoder ---- */
@@ -97,19 +176,21 @@ struct gw_sigv4_chunked {
     enum gw_sigv4_chunked_mode mode;          /* framing */
     enum state st;                            /* where we are */
     enum gw_sigv4_chunked_fail fail;          /* why we stopped */
-    unsigned char key[GW_SIGV4_KEY_LEN];      /* signing key (secret; wiped on free) */
     char amz_date[GW_SIGV4_AMZ_DATE_LEN + 1]; /* request time */
     char scope[GW_SIGV4_MAX_SCOPE + 1];       /* credential scope */
+    int chain_ok;                             /* date and scope fit a chain (else INTERNAL) */
+    struct chain chunk_chain;                 /* chunk signatures' key and prefix (secret) */
     char prev_sig[GW_SIGV4_HEX_LEN + 1];      /* seed, then the last verified chunk signature */
     unsigned char claimed[32];                /* current chunk's chunk-signature, decoded */
-    EVP_MD_CTX *chunk_md;                     /* SHA-256 of the current chunk's data */
-    EVP_MD_CTX *trl_md;                       /* SHA-256 of the canonical trailers */
+    struct gw_digest_sha256 chunk_sha;        /* SHA-256 of the current chunk's data */
+    struct gw_digest_sha256 trl_sha;          /* SHA-256 of the canonical trailers */
     uint64_t remain;                          /* data bytes left in the current chunk */
     int final;                                /* the 0-size chunk has been read */
     uint64_t decoded;                         /* payload bytes taken so far */
     uint64_t decoded_len;                     /* expected total, UINT64_MAX if unknown */
     int held_valid;                           /* held holds the payload's last byte */
     char held;                                /* the last payload byte, emitted at the end */
+    int bytes_follow;                         /* more bytes follow the one being read */
     char line[GW_SIGV4_CHUNKED_MAX_LINE];     /* the line being read */
     size_t linelen;                           /* bytes in line */
     size_t trailer_bytes;                     /* trailer bytes so far */
@@ -149,18 +230,21 @@ gw_sigv4_chunked_new(enum gw_sigv4_chunked_mode mode, const struct gw_sigv4_veri
         if (v == NULL || (mode == GW_SIGV4_CHUNKED_SIGNED && trailer != NULL)) {
             goto fail;
         }
-        memcpy(d->key, v->key, sizeof(d->key));
         memcpy(d->amz_date, v->amz_date, sizeof(d->amz_date));
         memcpy(d->scope, v->scope, sizeof(d->scope));
         memcpy(d->prev_sig, v->signature, sizeof(d->prev_sig));
+        d->amz_date[GW_SIGV4_AMZ_DATE_LEN] = '\0';
+        d->scope[GW_SIGV4_MAX_SCOPE] = '\0';
+        d->prev_sig[GW_SIGV4_HEX_LEN] = '\0';
         if (strlen(d->prev_sig) != GW_SIGV4_HEX_LEN) {
             goto fail;
         }
-        d->chunk_md = EVP_MD_CTX_new();
-        d->trl_md = EVP_MD_CTX_new();
-        if (d->chunk_md == NULL || d->trl_md == NULL ||
-            EVP_DigestInit_ex(d->chunk_md, gw_digest_md_sha256(), NULL) != 1 ||
-            EVP_DigestInit_ex(d->trl_md, gw_digest_md_sha256(), NULL) != 1) {
+        /* A bad date or scope fails the first signature check (INTERNAL), as
+         * it always has: the decoder itself is still made. */
+        d->chain_ok = chain_check(d->amz_date, d->scope) == 0;
+        if ((d->chain_ok &&
+             chain_init(&d->chunk_chain, v->key, CHUNK_ALG, d->amz_date, d->scope) != 0) ||
+            gw_digest_sha256_init(&d->chunk_sha) != 0 || gw_digest_sha256_init(&d->trl_sha) != 0) {
             goto fail;
         }
         break;
@@ -188,8 +272,6 @@ gw_sigv4_chunked_free(struct gw_sigv4_chunked *d)
     if (d == NULL) {
         return;
     }
-    EVP_MD_CTX_free(d->chunk_md);
-    EVP_MD_CTX_free(d->trl_md);
     gw_checksum_cleanup(&d->ck);
     OPENSSL_cleanse(d, sizeof(*d));
     free(d);
@@ -214,25 +296,22 @@ stop(struct gw_sigv4_chunked *d, enum gw_sigv4_chunked_fail why)
 static int
 check_chunk_sig(struct gw_sigv4_chunked *d)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    char hex[GW_SIGV4_HEX_LEN + 1];
-    char sig[GW_SIGV4_HEX_LEN + 1];
-    unsigned char bin[32];
+    unsigned char md[GW_DIGEST_SHA256_LEN];
+    char tail[2 * GW_SIGV4_HEX_LEN + 2];
+    unsigned char mac[GW_DIGEST_SHA256_LEN];
 
-    if (EVP_DigestFinal_ex(d->chunk_md, md, &mdlen) != 1 || mdlen != 32 ||
-        EVP_DigestInit_ex(d->chunk_md, gw_digest_md_sha256(), NULL) != 1) {
+    if (gw_digest_sha256_final(&d->chunk_sha, md) != 0 ||
+        gw_digest_sha256_init(&d->chunk_sha) != 0) {
         return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
     }
-    hex_encode(md, 32, hex);
-    if (gw_sigv4_chunk_signature(d->key, d->amz_date, d->scope, d->prev_sig, hex, sig) != 0) {
+    chunk_tail(md, tail);
+    if (!d->chain_ok || chain_mac(&d->chunk_chain, d->prev_sig, tail, sizeof(tail) - 1, mac) != 0) {
         return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
     }
-    if (hex_decode(sig, GW_SIGV4_HEX_LEN, bin, sizeof(bin)) != 0 ||
-        CRYPTO_memcmp(bin, d->claimed, sizeof(bin)) != 0) {
+    if (CRYPTO_memcmp(mac, d->claimed, sizeof(mac)) != 0) {
         return stop(d, GW_SIGV4_CHUNKED_SIGNATURE);
     }
-    memcpy(d->prev_sig, sig, sizeof(sig));
+    hex_encode(mac, sizeof(mac), d->prev_sig);
     return 0;
 }
 
@@ -304,6 +383,9 @@ on_end(struct gw_sigv4_chunked *d, gw_sigv4_chunked_data_fn *on_data, void *arg)
             return stop(d, GW_SIGV4_CHUNKED_CHECKSUM);
         }
     }
+    if (d->bytes_follow) {
+        return stop(d, GW_SIGV4_CHUNKED_FRAMING); /* bytes after the end: the held byte stays */
+    }
     d->st = ST_DONE;
     if (d->held_valid) {
         d->held_valid = 0;
@@ -348,26 +430,32 @@ on_trailer_line(struct gw_sigv4_chunked *d, gw_sigv4_chunked_data_fn *on_data, v
     }
     if (d->mode == GW_SIGV4_CHUNKED_SIGNED_TRAILER && strcmp(name, TRAILER_SIG_HDR) == 0) {
         /* Signed trailers: HMAC over the canonical trailers "name:value\n"... */
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int mdlen = 0;
+        unsigned char md[GW_DIGEST_SHA256_LEN];
         unsigned char claimed[32];
-        unsigned char bin[32];
+        unsigned char mac[GW_DIGEST_SHA256_LEN];
         char hex[GW_SIGV4_HEX_LEN + 1];
-        char sig[GW_SIGV4_HEX_LEN + 1];
+        struct chain trl; /* once per body: its prefix is not the chunks' */
         d->trl_sig_seen = 1;
         if (hex_decode(value, vlen, claimed, sizeof(claimed)) != 0) {
             return stop(d, GW_SIGV4_CHUNKED_FRAMING);
         }
-        if (EVP_DigestFinal_ex(d->trl_md, md, &mdlen) != 1 || mdlen != 32) {
+        if (gw_digest_sha256_final(&d->trl_sha, md) != 0) {
             return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
         }
-        hex_encode(md, 32, hex);
-        if (chain_signature(d->key, "AWS4-HMAC-SHA256-TRAILER", d->amz_date, d->scope, d->prev_sig,
-                            hex, sig) != 0 ||
-            hex_decode(sig, GW_SIGV4_HEX_LEN, bin, sizeof(bin)) != 0) {
+        hex_encode(md, sizeof(md), hex);
+        int err = ERR_INVAL;
+        if (d->chain_ok) {
+            trl.key = d->chunk_chain.key;
+            err = chain_prefix(&trl, TRAILER_ALG, d->amz_date, d->scope);
+        }
+        if (err == 0) {
+            err = chain_mac(&trl, d->prev_sig, hex, GW_SIGV4_HEX_LEN, mac);
+            OPENSSL_cleanse(&trl, sizeof(trl));
+        }
+        if (err != 0) {
             return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
         }
-        if (CRYPTO_memcmp(bin, claimed, sizeof(bin)) != 0) {
+        if (CRYPTO_memcmp(mac, claimed, sizeof(mac)) != 0) {
             return stop(d, GW_SIGV4_CHUNKED_SIGNATURE);
         }
         return 0;
@@ -382,10 +470,10 @@ on_trailer_line(struct gw_sigv4_chunked *d, gw_sigv4_chunked_data_fn *on_data, v
     d->ck_seen = 1;
     memcpy(d->ck_name, name, strlen(name) + 1);
     memcpy(d->ck_value, value, vlen + 1);
-    if (d->trl_md != NULL && (EVP_DigestUpdate(d->trl_md, name, strlen(name)) != 1 ||
-                              EVP_DigestUpdate(d->trl_md, ":", 1) != 1 ||
-                              EVP_DigestUpdate(d->trl_md, value, vlen) != 1 ||
-                              EVP_DigestUpdate(d->trl_md, "\n", 1) != 1)) {
+    if (is_signed(d) && (gw_digest_sha256_update(&d->trl_sha, name, strlen(name)) != 0 ||
+                         gw_digest_sha256_update(&d->trl_sha, ":", 1) != 0 ||
+                         gw_digest_sha256_update(&d->trl_sha, value, vlen) != 0 ||
+                         gw_digest_sha256_update(&d->trl_sha, "\n", 1) != 0)) {
         return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
     }
     return 0;
@@ -396,7 +484,7 @@ static int
 take_data(struct gw_sigv4_chunked *d, const char *p, size_t n, gw_sigv4_chunked_data_fn *on_data,
           void *arg)
 {
-    if (d->chunk_md != NULL && EVP_DigestUpdate(d->chunk_md, p, n) != 1) {
+    if (is_signed(d) && gw_digest_sha256_update(&d->chunk_sha, p, n) != 0) {
         return stop(d, GW_SIGV4_CHUNKED_INTERNAL);
     }
     if (d->ck_alg != GW_CHECKSUM_NONE && gw_checksum_update(&d->ck, p, n) != 0) {
@@ -495,10 +583,10 @@ gw_sigv4_chunked_feed(struct gw_sigv4_chunked *d, const void *buf, size_t n,
             break;
         case ST_SIZE:
         case ST_TRAILER:
+            /* on_end must know, before it releases the held byte, whether
+             * bytes follow the end in this buffer (a framing error) */
+            d->bytes_follow = i + 1 < n;
             err = line_byte(d, p[i++], on_data, arg);
-            if (err == 1 && i < n) {
-                return stop(d, GW_SIGV4_CHUNKED_FRAMING); /* bytes after the end */
-            }
             break;
         case ST_DONE:
         case ST_FAILED:

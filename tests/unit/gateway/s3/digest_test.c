@@ -2,7 +2,9 @@
  * tests/unit/gateway/s3/digest_test.c: SHA-256 and HMAC-SHA256 on the
  * algorithms fetched once: RFC 4231's vectors (short, long and over-block
  * keys) and agreement with OpenSSL's own HMAC() for every key length from 0
- * to 200 and messages of several lengths.
+ * to 200 and messages of several lengths; the streaming forms (SHA-256 and
+ * HMAC of a message added in pieces, and a state forked after a common
+ * prefix) against the one-shot ones at every split.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,6 +114,57 @@ test_matches_openssl(void **state)
     assert_memory_equal(k32, want, GW_DIGEST_SHA256_LEN);
 }
 
+/* A message added in two pieces at every split, and a forked state, hash as in one piece. */
+static void
+test_streaming(void **state)
+{
+    (void)state;
+    unsigned char msg[300];
+    unsigned char key[GW_DIGEST_SHA256_LEN];
+    for (size_t i = 0; i < sizeof(msg); i++) {
+        msg[i] = (unsigned char)(i * 29 + 3);
+    }
+    for (size_t i = 0; i < sizeof(key); i++) {
+        key[i] = (unsigned char)(i * 13 + 1);
+    }
+    struct gw_digest_hmac h;
+    assert_int_equal(gw_digest_hmac_init(&h, key, sizeof(key)), 0);
+    for (size_t n = 0; n <= sizeof(msg); n += 37) {
+        unsigned char want_md[GW_DIGEST_SHA256_LEN];
+        unsigned char want_mac[EVP_MAX_MD_SIZE];
+        unsigned int wlen = 0;
+        assert_int_equal(gw_digest_sha256(msg, n, want_md), 0);
+        assert_non_null(HMAC(EVP_sha256(), key, (int)sizeof(key), msg, n, want_mac, &wlen));
+        for (size_t cut = 0; cut <= n; cut++) {
+            struct gw_digest_sha256 s;
+            struct gw_digest_sha256 m;
+            unsigned char got[GW_DIGEST_SHA256_LEN];
+            assert_int_equal(gw_digest_sha256_init(&s), 0);
+            assert_int_equal(gw_digest_sha256_update(&s, msg, cut), 0);
+            struct gw_digest_sha256 fork = s; /* a copy after the prefix goes on alone */
+            assert_int_equal(gw_digest_sha256_update(&fork, "x", 1), 0);
+            assert_int_equal(gw_digest_sha256_update(&s, msg + cut, n - cut), 0);
+            assert_int_equal(gw_digest_sha256_final(&s, got), 0);
+            assert_memory_equal(got, want_md, GW_DIGEST_SHA256_LEN);
+            assert_int_equal(gw_digest_sha256_final(&fork, got), 0);
+
+            gw_digest_hmac_begin(&h, &m);
+            assert_int_equal(gw_digest_sha256_update(&m, msg, cut), 0);
+            struct gw_digest_sha256 mfork = m;
+            for (int k = 0; k < 2; k++) { /* the prefix's state serves two messages */
+                struct gw_digest_sha256 each = mfork;
+                assert_int_equal(gw_digest_sha256_update(&each, msg + cut, n - cut), 0);
+                assert_int_equal(gw_digest_hmac_end(&h, &each, got), 0);
+                assert_memory_equal(got, want_mac, GW_DIGEST_SHA256_LEN);
+            }
+            assert_int_equal(gw_digest_sha256_update(&m, msg + cut, n - cut), 0);
+            assert_int_equal(gw_digest_hmac_end(&h, &m, got), 0);
+            assert_memory_equal(got, want_mac, GW_DIGEST_SHA256_LEN);
+        }
+    }
+    gw_digest_hmac_cleanse(&h);
+}
+
 int
 main(void)
 {
@@ -119,6 +172,7 @@ main(void)
         cmocka_unit_test(test_rfc4231),
         cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_matches_openssl),
+        cmocka_unit_test(test_streaming),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

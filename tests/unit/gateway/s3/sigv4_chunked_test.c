@@ -595,13 +595,58 @@ test_signed_trailer(void **state)
     gw_sigv4_wipe(&v, sizeof(v));
 }
 
+/*
+ * Bytes after the end of a body, in the same buffer as its last line, are a
+ * framing error found before the held-back last byte is released: the whole
+ * payload never reaches the upstream (the fuzz target found it released).
+ */
+static void
+test_bytes_after_end_keep_the_last_byte(void **state)
+{
+    (void)state;
+    const char *wires[] = {
+        "3\r\nabc\r\n0\r\n\r\nX",
+        "3\r\nabc\r\n0\r\n\r\n0\r\n\r\n",
+        "3\r\nabc\r\n0\r\n\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(wires) / sizeof(wires[0]); i++) {
+        struct gw_sigv4_chunked *d =
+            gw_sigv4_chunked_new(GW_SIGV4_CHUNKED_UNSIGNED_TRAILER, NULL, 3, NULL);
+        assert_non_null(d);
+        struct sink s = {0};
+        buf_init(&s.out, 1024);
+        assert_int_equal(gw_sigv4_chunked_feed(d, wires[i], strlen(wires[i]), on_data, &s),
+                         ERR_INVAL);
+        assert_int_equal(gw_sigv4_chunked_fail(d), GW_SIGV4_CHUNKED_FRAMING);
+        assert_int_equal(s.out.len, 2); /* "ab": the last byte held */
+        assert_int_not_equal(gw_sigv4_chunked_finish(d), 0);
+        buf_cleanup(&s.out);
+        gw_sigv4_chunked_free(d);
+    }
+    /* The same body without the extra bytes ends and releases the last byte. */
+    struct gw_sigv4_chunked *d =
+        gw_sigv4_chunked_new(GW_SIGV4_CHUNKED_UNSIGNED_TRAILER, NULL, 3, NULL);
+    assert_non_null(d);
+    struct sink s = {0};
+    buf_init(&s.out, 1024);
+    const char *ok = "3\r\nabc\r\n0\r\n\r\n";
+    assert_int_equal(gw_sigv4_chunked_feed(d, ok, strlen(ok), on_data, &s), 1);
+    assert_int_equal(s.out.len, 3);
+    assert_int_equal(gw_sigv4_chunked_finish(d), 0);
+    buf_cleanup(&s.out);
+    gw_sigv4_chunked_free(d);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_streaming_signatures), cmocka_unit_test(test_streaming_decode_splits),
-        cmocka_unit_test(test_streaming_tampered),   cmocka_unit_test(test_unsigned_trailer),
+        cmocka_unit_test(test_streaming_signatures),
+        cmocka_unit_test(test_streaming_decode_splits),
+        cmocka_unit_test(test_streaming_tampered),
+        cmocka_unit_test(test_unsigned_trailer),
         cmocka_unit_test(test_signed_trailer),
+        cmocka_unit_test(test_bytes_after_end_keep_the_last_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
