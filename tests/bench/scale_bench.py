@@ -21,8 +21,10 @@ With BENCH_MKDIRS=1 and two sizes or more, the `dir` election's acquire rate
 beside the smallest and the largest parent directory, measured in rounds
 that alternate between the two (BENCH_ROUNDS rounds of BENCH_ROUND_ACQUIRES
 new locks each, default 5 x 200), both gateways running: the per-round rates,
-the median of each and their ratio (large / small), so that a trend with the
-directory's size shows through the VM's run-to-run spread.
+the median of each and their ratio (large / small), and each round's own
+ratio (its two halves ran back to back) with their median, and the median
+acquire's time on each side, so that a trend with the directory's size shows
+through the VM's run-to-run spread.
 Then, on a fresh gateway (2 locks): the same refusal rows, and the audit under
 a flood (BENCH_FLOOD_S seconds, default 300:
 the issue's 5 minutes) from one client address (127.0.0.2, 8 connections:
@@ -234,12 +236,15 @@ def fleet(n, root, keep=False):
     return row
 
 
-def acquire_round(gw, tag, k):
-    """k acquires of new locks on one connection; acquires/s."""
+def acquire_round(gw, tag, k, lat=None):
+    """k acquires of new locks on one connection; acquires/s.  lat: gets each one's ms."""
     c = gw.conn()
     t0 = time.perf_counter()
     for i in range(k):
+        t1 = time.perf_counter()
         acquire(gw, c, f"R{tag}{i:05d}")
+        if lat is not None:
+            lat.append((time.perf_counter() - t1) * 1000)
     took = time.perf_counter() - t0
     c.close()
     return k / took
@@ -254,12 +259,13 @@ def acquire_ratio(small, large):
         for n, work in (small, large):
             gws.append(Gw(work, {"audit": AUDIT}))
             gws[-1].start()
-        rates = ([], [])
+        rates, lats = ([], []), ([], [])
         for r in range(ROUNDS):
             # alternate which goes first: a slow stretch of the disk falls on both
             for side in ((0, 1) if r % 2 == 0 else (1, 0)):
-                rates[side].append(acquire_round(gws[side], f"{r:02d}", ROUND_ACQUIRES))
-        return rates
+                rates[side].append(acquire_round(gws[side], f"{r:02d}", ROUND_ACQUIRES,
+                                                 lats[side]))
+        return rates, lats
     finally:
         for gw in gws:
             gw.stop()
@@ -349,7 +355,8 @@ def main():
         if ratio:
             small = next(r for r in rows if r["locks"] == min(SIZES))
             large = next(r for r in rows if r["locks"] == max(SIZES))
-            rates = acquire_ratio((small["locks"], small["work"]), (large["locks"], large["work"]))
+            rates, lats = acquire_ratio((small["locks"], small["work"]),
+                                        (large["locks"], large["work"]))
             print(f"\ndir election: acquires/s of new locks, {ROUNDS} alternating rounds of "
                   f"{ROUND_ACQUIRES}, beside {small['locks']} and {large['locks']} lock directories")
             med = []
@@ -357,7 +364,15 @@ def main():
                 med.append(statistics.median(side))
                 print(f"{r['locks']:>7}: " + " ".join(f"{x:6.1f}" for x in side) +
                       f"   median {med[-1]:6.1f}")
-            print(f"ratio {large['locks']} / {small['locks']}: {med[1] / med[0]:.2f}", flush=True)
+            # each round's pair ran back to back: its ratio cancels the drift between rounds
+            pairs = [b / a for a, b in zip(*rates)]
+            print(f"ratio {large['locks']} / {small['locks']}: of the medians {med[1] / med[0]:.2f}; "
+                  f"per round " + " ".join(f"{x:.2f}" for x in pairs) +
+                  f", their median {statistics.median(pairs):.2f}")
+            # the rate is a mean, swayed by a few long fsync stalls; the median acquire is not
+            p50 = [statistics.median(x) for x in lats]
+            print(f"median acquire: {p50[0]:.2f} ms beside {small['locks']}, {p50[1]:.2f} ms "
+                  f"beside {large['locks']} (as a rate ratio {p50[0] / p50[1]:.2f})", flush=True)
             for r in (small, large):
                 shutil.rmtree(r["work"], ignore_errors=True)
         work = tempfile.mkdtemp(prefix="fg-refuse-", dir=root)
