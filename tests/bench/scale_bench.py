@@ -22,9 +22,11 @@ beside the smallest and the largest parent directory, measured in rounds
 that alternate between the two (BENCH_ROUNDS rounds of BENCH_ROUND_ACQUIRES
 new locks each, default 5 x 200), both gateways running: the per-round rates,
 the median of each and their ratio (large / small), and each round's own
-ratio (its two halves ran back to back) with their median, and the median
-acquire's time on each side, so that a trend with the directory's size shows
-through the VM's run-to-run spread.
+ratio (its two halves ran back to back) with their median, the median
+acquire's time on each side, and the mean acquire split into the dir
+backend's own time (fencegate_election_backend_seconds) and the rest, so
+that a trend with the directory's size shows through the VM's run-to-run
+spread, and where it is.
 Then, on a fresh gateway (2 locks): the same refusal rows, and the audit under
 a flood (BENCH_FLOOD_S seconds, default 300:
 the issue's 5 minutes) from one client address (127.0.0.2, 8 connections:
@@ -64,6 +66,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3" if SMOKE else "5"))
 ROUND_ACQUIRES = int(os.environ.get("BENCH_ROUND_ACQUIRES", "50" if SMOKE else "200"))
 CONNS = (1, 8, 64)
 API = "/_fencegate/v1"
+GATEWAYS = []  # every Gw made: main() stops them all, however it ends
 
 
 def free_port():
@@ -93,6 +96,7 @@ class Gw:
         with open(f"{work}/config.json", "w") as f:
             json.dump(cfg, f)
         self.proc = None
+        GATEWAYS.append(self)  # a failed check anywhere must not leave one running
 
     def start(self):
         env = dict(os.environ, FG_UP_AK="bench", FG_UP_SK="benchbenchbench")
@@ -112,9 +116,14 @@ class Gw:
             time.sleep(0.005)
 
     def stop(self):
+        """Stop this gateway (by its PID) if it runs; main() calls it on every Gw at the end."""
         if self.proc is not None:
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(30)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
             self.proc = None
             self.log.close()
 
@@ -226,6 +235,12 @@ def fleet(n, root, keep=False):
     lock = f"L{n // 2:06d}"
     token = stale_token(gw, lock)
     row["refusals"] = [refusals(gw, token, conns, REFUSE_S, lock=lock) for conns in CONNS]
+    # each was a refusal on that lock: its audit counted every one (kept or dropped)
+    a = audit_of(gw, f"lock={lock}")
+    done = sum(x[3] for x in row["refusals"])
+    if a["lock_kept"] + a["lock_dropped"] != done:
+        raise SystemExit(f"{lock}: {done} refusals, audit counted "
+                         f"{a['lock_kept']} kept + {a['lock_dropped']} dropped")
     gw.stop()
     row["restart_ready_s"] = gw.start()
     gw.stop()
@@ -250,6 +265,15 @@ def acquire_round(gw, tag, k, lat=None):
     return k / took
 
 
+def backend_s(gw):
+    """Seconds the election backend (the dir backend's files and directories) has taken, all
+    operations: the sum of fencegate_election_backend_seconds."""
+    st, data = gw.req("GET", "/metrics")
+    assert st == 200, data
+    return sum(float(line.split()[-1]) for line in data.decode().splitlines()
+               if line.startswith("fencegate_election_backend_seconds_sum"))
+
+
 def acquire_ratio(small, large):
     """The dir election's acquire rate beside two parent directories (small and
     large: (locks, work) pairs), in rounds that alternate between them with
@@ -259,13 +283,15 @@ def acquire_ratio(small, large):
         for n, work in (small, large):
             gws.append(Gw(work, {"audit": AUDIT}))
             gws[-1].start()
-        rates, lats = ([], []), ([], [])
+        rates, lats, be = ([], []), ([], []), [0.0, 0.0]
         for r in range(ROUNDS):
             # alternate which goes first: a slow stretch of the disk falls on both
             for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+                b0 = backend_s(gws[side])
                 rates[side].append(acquire_round(gws[side], f"{r:02d}", ROUND_ACQUIRES,
                                                  lats[side]))
-        return rates, lats
+                be[side] += backend_s(gws[side]) - b0
+        return rates, lats, be
     finally:
         for gw in gws:
             gw.stop()
@@ -301,7 +327,7 @@ def refuse_loop(gw, lock, token, stop, lat, counts, idx, source, spread):
 
 def refusals(gw, token, conns, secs, source="127.0.0.3", spread=0, lock="orders"):
     """conns connections from source, the last `spread` of them spread over many locks;
-    (refusals/s, p50 ms, p99 ms)."""
+    (refusals/s, p50 ms, p99 ms, refusals)."""
     stop, lat, counts = threading.Event(), [], [0] * conns
     th = [threading.Thread(target=refuse_loop, args=(gw, lock, token, stop, lat, counts, i,
                                                      source, i >= conns - spread))
@@ -315,7 +341,8 @@ def refusals(gw, token, conns, secs, source="127.0.0.3", spread=0, lock="orders"
         t.join()
     took = time.perf_counter() - t0
     lat.sort()
-    return (sum(counts) / took, statistics.median(lat), lat[int(len(lat) * 0.99) - 1])
+    return (sum(counts) / took, statistics.median(lat), lat[int(len(lat) * 0.99) - 1],
+            sum(counts))
 
 
 def audit_of(gw, query):
@@ -355,10 +382,11 @@ def main():
         if ratio:
             small = next(r for r in rows if r["locks"] == min(SIZES))
             large = next(r for r in rows if r["locks"] == max(SIZES))
-            rates, lats = acquire_ratio((small["locks"], small["work"]),
-                                        (large["locks"], large["work"]))
+            rates, lats, be = acquire_ratio((small["locks"], small["work"]),
+                                            (large["locks"], large["work"]))
             print(f"\ndir election: acquires/s of new locks, {ROUNDS} alternating rounds of "
-                  f"{ROUND_ACQUIRES}, beside {small['locks']} and {large['locks']} lock directories")
+                  f"{ROUND_ACQUIRES}, beside {small['locks']} and {large['locks']} lock "
+                  f"directories")
             med = []
             for r, side in zip((small, large), rates):
                 med.append(statistics.median(side))
@@ -366,13 +394,21 @@ def main():
                       f"   median {med[-1]:6.1f}")
             # each round's pair ran back to back: its ratio cancels the drift between rounds
             pairs = [b / a for a, b in zip(*rates)]
-            print(f"ratio {large['locks']} / {small['locks']}: of the medians {med[1] / med[0]:.2f}; "
+            print(f"ratio {large['locks']} / {small['locks']}: of the medians "
+                  f"{med[1] / med[0]:.2f}; "
                   f"per round " + " ".join(f"{x:.2f}" for x in pairs) +
                   f", their median {statistics.median(pairs):.2f}")
             # the rate is a mean, swayed by a few long fsync stalls; the median acquire is not
             p50 = [statistics.median(x) for x in lats]
             print(f"median acquire: {p50[0]:.2f} ms beside {small['locks']}, {p50[1]:.2f} ms "
-                  f"beside {large['locks']} (as a rate ratio {p50[0] / p50[1]:.2f})", flush=True)
+                  f"beside {large['locks']} (as a rate ratio {p50[0] / p50[1]:.2f})")
+            # where the time goes: the dir backend's own calls (its directories and epoch
+            # files, fsyncs included) against the rest (the store's commit, HTTP, waiting)
+            for r, x, b in zip((small, large), lats, be):
+                mean, back = statistics.mean(x), b * 1000 / len(x)
+                print(f"mean acquire beside {r['locks']}: {mean:.2f} ms, of it the dir backend "
+                      f"{back:.2f} ms, the rest {mean - back:.2f} ms")
+            sys.stdout.flush()
             for r in (small, large):
                 shutil.rmtree(r["work"], ignore_errors=True)
         work = tempfile.mkdtemp(prefix="fg-refuse-", dir=root)
@@ -387,7 +423,7 @@ def main():
               "gateway's own), audit committed before each 409")
         print("  locks  conns  refusals/s  p50 ms  p99 ms")
         for r in sorted(rows, key=lambda r: r["locks"]):
-            for conns, (rate, p50, p99) in zip(CONNS, r["refusals"]):
+            for conns, (rate, p50, p99, _) in zip(CONNS, r["refusals"]):
                 print(f"{r['locks']:>7}  {conns:5}  {rate:10.0f}  {p50:6.1f}  {p99:6.1f}")
         sys.stdout.flush()
         print(f"\naudit flood: {FLOOD_S:.0f} s from one client (127.0.0.2), 8 connections: 4 on "
@@ -400,7 +436,7 @@ def main():
         time.sleep(min(1.0, FLOOD_S / 2))
         during = quiet_refusal(gw, quiet)
         th.join()
-        rate, p50, p99 = box["r"]
+        rate, p50, p99, _ = box["r"]
         a = audit_of(gw, "lock=orders")
         f = audit_of(gw, "principal=@127.0.0.2")
         q = audit_of(gw, "lock=quiet")
@@ -415,6 +451,8 @@ def main():
               f"{'still there' if during in ids else 'GONE'}")
         gw.stop()
     finally:
+        for gw in GATEWAYS:
+            gw.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
