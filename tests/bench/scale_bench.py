@@ -1,5 +1,5 @@
 """make bench-scale: the gateway at fleet sizes (issue 28).  Loopback only,
-bounded (about 3 minutes), no RGW: the upstream is a closed port, which
+bounded (about 9 minutes, 5 of them the flood), no RGW: the upstream is a closed port, which
 nothing here reaches (listings, acquires and refused stale writes never
 forward).
 
@@ -13,9 +13,22 @@ reads each of its locks as GET would (the worst case, "cold" every time):
   - a /locks page (1000) cold after the restart (its locks read like GET),
     warm, and one from the middle of the list; a /fences page first and middle;
   - RSS per lock once every lock was listed (all loaded), store disk per lock;
-  - acquire rate of new locks beside the fleet (sequential, 1 connection).
-Then, on a fresh gateway: refusal throughput and p50/p99 at 1, 8 and 64
-connections, and the audit under a flood (BENCH_FLOOD_S seconds, default 300:
+  - acquire rate of new locks beside the fleet (sequential, 1 connection);
+  - refusal throughput and p50/p99 at 1, 8 and 64 connections: stale writes
+    on one of the fleet's locks (the middle one), every lock loaded in the
+    gateway and in the store, each 409 after its audit record's commit.
+With BENCH_MKDIRS=1 and two sizes or more, the `dir` election's acquire rate
+beside the smallest and the largest parent directory, measured in rounds
+that alternate between the two (BENCH_ROUNDS rounds of BENCH_ROUND_ACQUIRES
+new locks each, default 5 x 200), both gateways running: the per-round rates,
+the median of each and their ratio (large / small), and each round's own
+ratio (its two halves ran back to back) with their median, the median
+acquire's time on each side, and the mean acquire split into the dir
+backend's own time (fencegate_election_backend_seconds) and the rest, so
+that a trend with the directory's size shows through the VM's run-to-run
+spread, and where it is.
+Then, on a fresh gateway (2 locks): the same refusal rows, and the audit under
+a flood (BENCH_FLOOD_S seconds, default 300:
 the issue's 5 minutes) from one client address (127.0.0.2, 8 connections:
 4 repeating one stale write on one lock, 4 spread over 10,000 locks) beside
 a quiet client (127.0.0.1) refused once before and once during the flood:
@@ -23,7 +36,8 @@ records kept and dropped per lock and for the flooding client, and whether
 the quiet client's oldest record survived.
 
 BENCH_SMOKE=1: a smoke run (1k and 10k locks, 10 s flood, 2 s per refusal
-row) unless BENCH_SIZES / BENCH_FLOOD_S say otherwise.
+row, 3 acquire rounds of 50) unless BENCH_SIZES / BENCH_FLOOD_S /
+BENCH_ROUNDS / BENCH_ROUND_ACQUIRES say otherwise.
 """
 import http.client
 import json
@@ -48,7 +62,11 @@ REFUSE_S = 2 if SMOKE else 5
 SPREAD_LOCKS = 10000
 AUDIT = {"max_records": 20000, "max_records_per_lock": 1000, "max_records_per_principal": 5000}
 MKDIRS = os.environ.get("BENCH_MKDIRS", "0") == "1"
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3" if SMOKE else "5"))
+ROUND_ACQUIRES = int(os.environ.get("BENCH_ROUND_ACQUIRES", "50" if SMOKE else "200"))
+CONNS = (1, 8, 64)
 API = "/_fencegate/v1"
+GATEWAYS = []  # every Gw made: main() stops them all, however it ends
 
 
 def free_port():
@@ -78,6 +96,7 @@ class Gw:
         with open(f"{work}/config.json", "w") as f:
             json.dump(cfg, f)
         self.proc = None
+        GATEWAYS.append(self)  # a failed check anywhere must not leave one running
 
     def start(self):
         env = dict(os.environ, FG_UP_AK="bench", FG_UP_SK="benchbenchbench")
@@ -97,9 +116,14 @@ class Gw:
             time.sleep(0.005)
 
     def stop(self):
+        """Stop this gateway (by its PID) if it runs; main() calls it on every Gw at the end."""
         if self.proc is not None:
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(30)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
             self.proc = None
             self.log.close()
 
@@ -163,9 +187,10 @@ def du_disk(path):
     return int(out.stdout.split()[0]) * 1024
 
 
-def fleet(n, root):
+def fleet(n, root, keep=False):
+    """One size's row; keep: leave its directory for acquire_ratio (returned as row["work"])."""
     work = tempfile.mkdtemp(prefix=f"fg-scale-{n}-", dir=root)
-    gw = Gw(work)
+    gw = Gw(work, {"audit": AUDIT})
     out = subprocess.run([SEED, f"{work}/data", "L", "1", str(n)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     os.makedirs(f"{work}/locks/fencegate", exist_ok=True)  # the dir backend's prefix
@@ -206,12 +231,70 @@ def fleet(n, root):
     row["acquire_per_s"] = k / (time.perf_counter() - t0)
     row["dir_disk_per_lock_b"] = du_disk(f"{work}/locks/fencegate/A00000")
     c.close()
+    # refusals on one of the fleet's own locks, the whole fleet loaded
+    lock = f"L{n // 2:06d}"
+    token = stale_token(gw, lock)
+    row["refusals"] = [refusals(gw, token, conns, REFUSE_S, lock=lock) for conns in CONNS]
+    # each was a refusal on that lock: its audit counted every one (kept or dropped)
+    a = audit_of(gw, f"lock={lock}")
+    done = sum(x[3] for x in row["refusals"])
+    if a["lock_kept"] + a["lock_dropped"] != done:
+        raise SystemExit(f"{lock}: {done} refusals, audit counted "
+                         f"{a['lock_kept']} kept + {a['lock_dropped']} dropped")
     gw.stop()
-    t0 = time.monotonic()
     row["restart_ready_s"] = gw.start()
     gw.stop()
-    shutil.rmtree(work, ignore_errors=True)
+    if keep:
+        row["work"] = work
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return row
+
+
+def acquire_round(gw, tag, k, lat=None):
+    """k acquires of new locks on one connection; acquires/s.  lat: gets each one's ms."""
+    c = gw.conn()
+    t0 = time.perf_counter()
+    for i in range(k):
+        t1 = time.perf_counter()
+        acquire(gw, c, f"R{tag}{i:05d}")
+        if lat is not None:
+            lat.append((time.perf_counter() - t1) * 1000)
+    took = time.perf_counter() - t0
+    c.close()
+    return k / took
+
+
+def backend_s(gw):
+    """Seconds the election backend (the dir backend's files and directories) has taken, all
+    operations: the sum of fencegate_election_backend_seconds."""
+    st, data = gw.req("GET", "/metrics")
+    assert st == 200, data
+    return sum(float(line.split()[-1]) for line in data.decode().splitlines()
+               if line.startswith("fencegate_election_backend_seconds_sum"))
+
+
+def acquire_ratio(small, large):
+    """The dir election's acquire rate beside two parent directories (small and
+    large: (locks, work) pairs), in rounds that alternate between them with
+    both gateways running, so that the VM's drift and bursts fall on both."""
+    gws = []
+    try:
+        for n, work in (small, large):
+            gws.append(Gw(work, {"audit": AUDIT}))
+            gws[-1].start()
+        rates, lats, be = ([], []), ([], []), [0.0, 0.0]
+        for r in range(ROUNDS):
+            # alternate which goes first: a slow stretch of the disk falls on both
+            for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+                b0 = backend_s(gws[side])
+                rates[side].append(acquire_round(gws[side], f"{r:02d}", ROUND_ACQUIRES,
+                                                 lats[side]))
+                be[side] += backend_s(gws[side]) - b0
+        return rates, lats, be
+    finally:
+        for gw in gws:
+            gw.stop()
 
 
 def stale_token(gw, lock):
@@ -242,10 +325,11 @@ def refuse_loop(gw, lock, token, stop, lat, counts, idx, source, spread):
     c.close()
 
 
-def refusals(gw, token, conns, secs, source="127.0.0.3", spread=0):
-    """conns connections from source, the last `spread` of them spread over many locks."""
+def refusals(gw, token, conns, secs, source="127.0.0.3", spread=0, lock="orders"):
+    """conns connections from source, the last `spread` of them spread over many locks;
+    (refusals/s, p50 ms, p99 ms, refusals)."""
     stop, lat, counts = threading.Event(), [], [0] * conns
-    th = [threading.Thread(target=refuse_loop, args=(gw, "orders", token, stop, lat, counts, i,
+    th = [threading.Thread(target=refuse_loop, args=(gw, lock, token, stop, lat, counts, i,
                                                      source, i >= conns - spread))
           for i in range(conns)]
     t0 = time.perf_counter()
@@ -257,7 +341,8 @@ def refusals(gw, token, conns, secs, source="127.0.0.3", spread=0):
         t.join()
     took = time.perf_counter() - t0
     lat.sort()
-    return (sum(counts) / took, statistics.median(lat), lat[int(len(lat) * 0.99) - 1])
+    return (sum(counts) / took, statistics.median(lat), lat[int(len(lat) * 0.99) - 1],
+            sum(counts))
 
 
 def audit_of(gw, query):
@@ -283,25 +368,64 @@ def main():
     try:
         print("locks    ready_s  /locks cold/warm/mid ms  /fences first/mid ms  list_all_s  "
               "RSS/lock B  store disk/lock B  acquire/s  dir disk/lock B  restart_ready_s")
+        ratio = MKDIRS and len(SIZES) >= 2
+        rows = []
         for n in SIZES:
-            r = fleet(n, root)
+            r = fleet(n, root, keep=ratio and n in (min(SIZES), max(SIZES)))
+            rows.append(r)
             print(f"{r['locks']:>7}  {r['ready_s']:7.2f}  {r['locks_cold_ms']:7.1f} /"
                   f"{r['locks_warm_ms']:6.1f} /{r['locks_mid_ms']:6.1f}   "
                   f"{r['fences_ms']:8.1f} /{r['fences_mid_ms']:6.1f}     {r['list_all_s']:8.2f}  "
                   f"{r['rss_per_lock_b']:10.0f}  {r['store_disk_per_lock_b']:17.0f}  "
                   f"{r['acquire_per_s']:9.0f}  {r['dir_disk_per_lock_b']:15.0f}  "
                   f"{r['restart_ready_s']:15.2f}", flush=True)
+        if ratio:
+            small = next(r for r in rows if r["locks"] == min(SIZES))
+            large = next(r for r in rows if r["locks"] == max(SIZES))
+            rates, lats, be = acquire_ratio((small["locks"], small["work"]),
+                                            (large["locks"], large["work"]))
+            print(f"\ndir election: acquires/s of new locks, {ROUNDS} alternating rounds of "
+                  f"{ROUND_ACQUIRES}, beside {small['locks']} and {large['locks']} lock "
+                  f"directories")
+            med = []
+            for r, side in zip((small, large), rates):
+                med.append(statistics.median(side))
+                print(f"{r['locks']:>7}: " + " ".join(f"{x:6.1f}" for x in side) +
+                      f"   median {med[-1]:6.1f}")
+            # each round's pair ran back to back: its ratio cancels the drift between rounds
+            pairs = [b / a for a, b in zip(*rates)]
+            print(f"ratio {large['locks']} / {small['locks']}: of the medians "
+                  f"{med[1] / med[0]:.2f}; "
+                  f"per round " + " ".join(f"{x:.2f}" for x in pairs) +
+                  f", their median {statistics.median(pairs):.2f}")
+            # the rate is a mean, swayed by a few long fsync stalls; the median acquire is not
+            p50 = [statistics.median(x) for x in lats]
+            print(f"median acquire: {p50[0]:.2f} ms beside {small['locks']}, {p50[1]:.2f} ms "
+                  f"beside {large['locks']} (as a rate ratio {p50[0] / p50[1]:.2f})")
+            # where the time goes: the dir backend's own calls (its directories and epoch
+            # files, fsyncs included) against the rest (the store's commit, HTTP, waiting)
+            for r, x, b in zip((small, large), lats, be):
+                mean, back = statistics.mean(x), b * 1000 / len(x)
+                print(f"mean acquire beside {r['locks']}: {mean:.2f} ms, of it the dir backend "
+                      f"{back:.2f} ms, the rest {mean - back:.2f} ms")
+            sys.stdout.flush()
+            for r in (small, large):
+                shutil.rmtree(r["work"], ignore_errors=True)
         work = tempfile.mkdtemp(prefix="fg-refuse-", dir=root)
         gw = Gw(work, {"audit": AUDIT})
         gw.start()
         token = stale_token(gw, "orders")
         quiet = stale_token(gw, "quiet")
         before = quiet_refusal(gw, quiet)
-        print("\nrefusals (stale writes, one lock, audit committed before each 409)")
-        print("conns  refusals/s  p50 ms  p99 ms")
-        for conns in (1, 8, 64):
-            rate, p50, p99 = refusals(gw, token, conns, REFUSE_S)
-            print(f"{conns:5}  {rate:10.0f}  {p50:6.1f}  {p99:6.1f}", flush=True)
+        rows.append({"locks": 2, "refusals": [refusals(gw, token, conns, REFUSE_S)
+                                              for conns in CONNS]})
+        print("\nrefusals: stale writes on one lock (the fleet's middle one; 2 = a fresh "
+              "gateway's own), audit committed before each 409")
+        print("  locks  conns  refusals/s  p50 ms  p99 ms")
+        for r in sorted(rows, key=lambda r: r["locks"]):
+            for conns, (rate, p50, p99, _) in zip(CONNS, r["refusals"]):
+                print(f"{r['locks']:>7}  {conns:5}  {rate:10.0f}  {p50:6.1f}  {p99:6.1f}")
+        sys.stdout.flush()
         print(f"\naudit flood: {FLOOD_S:.0f} s from one client (127.0.0.2), 8 connections: 4 on "
               f"one lock, 4 spread over {SPREAD_LOCKS} locks; " +
               ", ".join(f"{k} {v}" for k, v in AUDIT.items()))
@@ -312,7 +436,7 @@ def main():
         time.sleep(min(1.0, FLOOD_S / 2))
         during = quiet_refusal(gw, quiet)
         th.join()
-        rate, p50, p99 = box["r"]
+        rate, p50, p99, _ = box["r"]
         a = audit_of(gw, "lock=orders")
         f = audit_of(gw, "principal=@127.0.0.2")
         q = audit_of(gw, "lock=quiet")
@@ -327,6 +451,8 @@ def main():
               f"{'still there' if during in ids else 'GONE'}")
         gw.stop()
     finally:
+        for gw in GATEWAYS:
+            gw.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
