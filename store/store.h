@@ -113,6 +113,11 @@ struct store_opts {
     uint64_t audit_max_per_principal; /* the same per principal, or per origin for
                                          unauthenticated clients (store_audit_who)
                                          (0 = no quota, else >= 2; default 100,000) */
+    uint64_t audit_coalesce_ms;       /* an append identical to an open run (same who, lock,
+                                         token, bucket, key, operation, kind, its last
+                                         occurrence at most this old) counts into that run's
+                                         record instead of adding one (0 = never; the
+                                         gateway's default is 60,000) */
 };
 
 /* Per-lock fence entry, copied out of the store. */
@@ -178,6 +183,9 @@ struct store_audit_rec {
     const char *request_id;     /* gateway request id */
     const char *user_agent;     /* User-Agent header */
     const char *trace_id;       /* W3C trace id of the request (traceparent), NULL or "": none */
+    uint64_t count;             /* occurrences this record stands for (>= 1; ignored on append):
+                                   identical refusals within opts.audit_coalesce_ms coalesce */
+    int64_t last_ms;            /* time of the last occurrence (= time_ms when count is 1) */
 };
 
 /* A position in the audit log: the last record seen.  Zeroed = the start. */
@@ -235,9 +243,19 @@ typedef void store_fence_done_fn(void *arg, int err, uint64_t highest);
  * recorded (>= the one given), or ERR_IO / ERR_TOOBIG. */
 typedef void store_elect_done_fn(void *arg, int err, uint64_t epoch);
 
-/* store_audit_done_fn - an audit record was committed (err 0, seq its number), or
- * failed (ERR_IO / ERR_TOOBIG). */
-typedef void store_audit_done_fn(void *arg, int err, uint64_t seq);
+/* What an append became once committed. */
+struct store_audit_done {
+    uint64_t seq;               /* the record that holds it (a new one, or its run's) */
+    uint64_t occurrence;        /* 1: a record of its own; n >= 2: the n-th occurrence of a run,
+                                   counted into the run's record (opts.audit_coalesce_ms) */
+    const char *run_request_id; /* occurrence >= 2: the run record's request id (its first
+                                   occurrence's); the repeat is findable as
+                                   "<run_request_id>.<occurrence>"; else "" */
+};
+
+/* store_audit_done_fn - an audit record was committed (err 0; d says where, valid
+ * during the call), or failed (ERR_IO / ERR_TOOBIG; d is NULL). */
+typedef void store_audit_done_fn(void *arg, int err, const struct store_audit_done *d);
 
 /* store_fence_each_fn / store_elect_each_fn - one entry of a list; views valid during
  * the call, which runs inside a read transaction: do not call back into the store.
@@ -493,6 +511,26 @@ MUST_USE int store_audit_append_sync(struct store *s, const struct store_audit_r
  */
 MUST_USE int store_audit_query(struct store *s, const struct store_audit_query *q,
                                store_audit_each_fn *fn, void *arg, struct store_audit_cursor *next);
+
+/*
+ * store_audit_find - the record of one refusal by its request id, in one
+ * read-only transaction: a plain id through the request-id index, or
+ * "BASE.n" (store_audit_reqid_split), the n-th occurrence of the run whose
+ * record has the id BASE, when 2 <= n <= that record's count.  fn is called
+ * once with the record when found.
+ * [out] occurrence  may be NULL: 1 for a plain id, else n
+ * Returns 0, ERR_NOTFOUND, fn's negative return, ERR_INVAL (id empty or over
+ * STORE_REQID_MAX + 21 bytes), ERR_IO.
+ */
+MUST_USE int store_audit_find(struct store *s, const char *request_id, store_audit_each_fn *fn,
+                              void *arg, uint64_t *occurrence);
+
+/*
+ * store_audit_reqid_split - whether id has the form BASE.n of a repeat's
+ * request id: BASE non-empty, n decimal without a leading zero, 2..UINT64_MAX.
+ * Then *base_len is BASE's length and *n is n.  Pure.
+ */
+bool store_audit_reqid_split(const char *id, size_t len, size_t *base_len, uint64_t *n);
 
 /*
  * store_audit_count - the number of audit records stored.

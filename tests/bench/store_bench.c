@@ -48,10 +48,10 @@ drain(struct store *s, const volatile uint64_t *done, uint64_t n)
 }
 
 static void
-on_done(void *arg, int err, uint64_t v)
+on_done(void *arg, int err, const struct store_audit_done *d)
 {
     uint64_t *done = arg;
-    (void)v;
+    (void)d;
     check(err, "async");
     (*done)++;
 }
