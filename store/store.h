@@ -7,8 +7,10 @@
  *   - the fence table: per lock, the highest accepted token, when it advanced
  *     (wall ms) and by whose request (request id, principal);
  *   - the election cache: per lock, the latest epoch known to be granted;
- *   - the audit log: one record per rejected or cut write, indexed by time
- *     and by (lock, time), with retention by age and by count (G7);
+ *   - the audit log: one record per rejected or cut write (identical ones
+ *     within opts.audit_coalesce_ms counted into one), indexed by time, by
+ *     (lock, time), by (principal, time) and by request id, with retention
+ *     by age, by count and by quota (G7);
  *   - the upload table: per (lock, multipart upload id), the epoch that
  *     created the upload, its bucket and key (so older epochs' uploads can be
  *     refused and aborted once the lock's highest advances).
@@ -35,7 +37,9 @@
  *   store_audit_cursor_format, store_audit_cursor_parse,
  *   store_audit_kind_name, store_audit_kind_parse,
  *   store_upload_put, store_upload_del, store_upload_get,
- *   store_upload_list_older (bounded by its limit), store_audit_lock_stats.
+ *   store_upload_list_older (bounded by its limit), store_audit_lock_stats,
+ *   store_audit_find (one index lookup; a scan of the log only in a
+ *   read-only store from before the request-id index, as the CLI may open).
  * Block (start-up, CLI, tests, other threads; not on the loop):
  *   store_open, store_close, every *_sync function, store_audit_prune_sync.
  * Reads are LMDB read-only transactions, which never wait for a writer.  The
