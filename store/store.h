@@ -215,7 +215,7 @@ struct store_stats {
     uint64_t commits;        /* write transactions committed (= fsync groups) */
     uint64_t fence_advances; /* fence advances applied (raised or confirmed) */
     uint64_t elect_advances; /* election cache updates applied */
-    uint64_t audit_appended; /* audit records committed */
+    uint64_t audit_appended; /* audit appends committed (a repeat counted into its run too) */
     uint64_t audit_pruned;   /* audit records deleted by retention */
     uint64_t queue_rejected; /* async calls refused with ERR_AGAIN (queue full) */
     uint64_t queue_depth;    /* async operations queued or in the current group */
@@ -499,7 +499,8 @@ MUST_USE int store_audit_append(struct store *s, const struct store_audit_rec *r
 /*
  * store_audit_append_sync - append one record in its own committed
  * transaction on the calling thread (count retention applied).  Blocking.
- * [out] seq  its sequence number; may be NULL
+ * [out] seq  the sequence number of the record that holds it (its own, or its
+ *            run's when it repeats one: opts.audit_coalesce_ms); may be NULL
  * Returns 0, ERR_INVAL, ERR_CLOSED, ERR_TOOBIG, ERR_IO.
  */
 MUST_USE int store_audit_append_sync(struct store *s, const struct store_audit_rec *rec,
