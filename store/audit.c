@@ -123,6 +123,9 @@ store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t ma
         if (!over && key_ok && t >= cutoff) {
             break; /* the oldest record may stay, so all younger ones may too */
         }
+        if (key_ok && store_audit_txn_wrote(s, seq)) {
+            break; /* a repeat was just counted into it: a later transaction may */
+        }
         if (key_ok) {
             rc = store_audit_unindex(s, txn, &v, t, seq, false);
             if (rc != 0) {
@@ -288,7 +291,7 @@ static int
 append_write(struct store *s, MDB_txn *txn, void *arg)
 {
     struct append_ctx *c = arg;
-    s->audit_txn_seq0 = UINT64_MAX;
+    store_audit_txn_begin(s);
     int rc = store_audit_apply(s, txn, c->op);
     if (rc != 0 || s->opts.audit_max_records == 0) {
         return rc;
@@ -337,6 +340,7 @@ static int
 prune_write(struct store *s, MDB_txn *txn, void *arg)
 {
     struct prune_ctx *c = arg;
+    store_audit_txn_begin(s); /* it appends nothing: every record is retention's */
     return store_audit_prune_txn(s, txn, c->now_ms, c->max, &c->deleted, &c->more);
 }
 

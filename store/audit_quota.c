@@ -191,7 +191,8 @@ evict_one(struct store *s, MDB_txn *txn, enum store_quota_scope scope, const cha
     uint64_t seq;
     const uint8_t *p = k.mv_data;
     if (rc != 0 || k.mv_size < 1 + nl || p[0] != nl || (nl > 0 && memcmp(p + 1, name, nl) != 0) ||
-        store_rec_index_key_decode(p, k.mv_size, &kl, &t, &seq) != 0 || seq >= s->audit_txn_seq0) {
+        store_rec_index_key_decode(p, k.mv_size, &kl, &t, &seq) != 0 ||
+        store_audit_txn_wrote(s, seq)) {
         mdb_cursor_close(cur);
         return rc == MDB_NOTFOUND ? 0 : rc; /* fewer than two, or only this txn's records */
     }

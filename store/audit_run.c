@@ -6,8 +6,10 @@
  * cleaned in the one that deletes it (store_audit_run_forget, called for
  * every deleted record by store_audit_unindex):
  *   "audit_run"    a 64-bit hash of a record's identity (who, lock, token,
- *                  bucket, key, operation, kind) -> the audit key (time, seq)
- *                  of the newest record with that identity.  A hash, not the
+ *                  bucket, key, method, operation, kind) -> the audit key (time, seq)
+ *                  of the newest record with that identity (the method too:
+ *                  a request no S3 operation names, refused as such, is told
+ *                  apart by it).  A hash, not the
  *                  identity (which can pass LMDB's 511-byte key limit): every
  *                  use decodes the record and compares the identity itself,
  *                  so a collision costs a missed coalescing, never a wrong one.
@@ -54,6 +56,7 @@ run_key(const struct store_audit_rec *r, const char *who, uint8_t out[RUN_KEY_LE
     h = fnv_str(h, r->lock);
     h = fnv_str(h, r->bucket);
     h = fnv_str(h, r->key);
+    h = fnv_str(h, r->method);
     h = fnv_str(h, r->operation);
     for (int i = 0; i < 8; i++) {
         h = (h ^ (uint8_t)(r->token >> (8 * i))) * UINT64_C(0x100000001b3);
@@ -71,7 +74,8 @@ same_identity(const struct store_audit_rec *a, const char *awho, const struct st
 {
     return a->kind == b->kind && a->token == b->token && strcmp(awho, bwho) == 0 &&
            strcmp(a->lock, b->lock) == 0 && strcmp(a->bucket, b->bucket) == 0 &&
-           strcmp(a->key, b->key) == 0 && strcmp(a->operation, b->operation) == 0;
+           strcmp(a->key, b->key) == 0 && strcmp(a->method, b->method) == 0 &&
+           strcmp(a->operation, b->operation) == 0;
 }
 
 /* Put key -> the audit key of (t, seq) into dbi. */
@@ -163,6 +167,9 @@ store_audit_run_join(struct store *s, MDB_txn *txn, const struct store_audit_rec
     rc = mdb_put(txn, s->dbi_audit, &pk, &nv, 0);
     if (rc != 0) {
         return rc;
+    }
+    if (!store_audit_txn_wrote(s, seq) && s->audit_txn_njoined < STORE_BATCH_MAX) {
+        s->audit_txn_joined[s->audit_txn_njoined++] = seq;
     }
     op->result = seq;
     op->value = run.count;

@@ -118,7 +118,7 @@ struct store_opts {
                                          unauthenticated clients (store_audit_who)
                                          (0 = no quota, else >= 2; default 100,000) */
     uint64_t audit_coalesce_ms;       /* an append identical to an open run (same who, lock,
-                                         token, bucket, key, operation, kind, its last
+                                         token, bucket, key, method, operation, kind, its last
                                          occurrence at most this old) counts into that run's
                                          record instead of adding one (0 = never; the
                                          gateway's default is 60,000) */

@@ -87,11 +87,14 @@ struct store {
     bool has_reqid;          /* the "audit_reqid" database exists (idem; else lookups scan) */
     uint64_t audit_txn_seq0; /* the lowest audit seq appended by the write transaction
                                 running now (UINT64_MAX: none); guarded by wlock */
-    bool has_upload;         /* the "upload" database exists (an older read-only store may
-                                lack it) */
-    bool read_only;          /* opened MDB_RDONLY */
-    struct store_opts opts;  /* copy; opts.data_dir is NULL after open */
-    char path[4096];         /* the data file's path, for messages */
+    uint64_t audit_txn_joined[STORE_BATCH_MAX]; /* seqs of older records a repeat was
+                                                   counted into by that transaction */
+    size_t audit_txn_njoined;                   /* how many; guarded by wlock */
+    bool has_upload;        /* the "upload" database exists (an older read-only store may
+                               lack it) */
+    bool read_only;         /* opened MDB_RDONLY */
+    struct store_opts opts; /* copy; opts.data_dir is NULL after open */
+    char path[4096];        /* the data file's path, for messages */
 
     pthread_mutex_t wlock; /* see the top of this file */
     pthread_rwlock_t maplock;
@@ -127,6 +130,34 @@ struct store {
     _Atomic uint64_t st_commits, st_fence, st_elect, st_audit, st_pruned, st_rejected;
     _Atomic uint64_t st_grows, st_damaged;
 };
+
+/* A write transaction of audit appends begins: none of its own yet. */
+static inline void
+store_audit_txn_begin(struct store *s)
+{
+    s->audit_txn_seq0 = UINT64_MAX;
+    s->audit_txn_njoined = 0;
+}
+
+/*
+ * Whether the running write transaction wrote the record seq: appended it,
+ * or counted a repeat into it.  Retention never deletes such a record in
+ * that transaction, so every refusal's record (or count) exists when its
+ * commit returns and its answer goes out (G7).
+ */
+static inline bool
+store_audit_txn_wrote(const struct store *s, uint64_t seq)
+{
+    if (seq >= s->audit_txn_seq0) {
+        return true;
+    }
+    for (size_t i = 0; i < s->audit_txn_njoined; i++) {
+        if (s->audit_txn_joined[i] == seq) {
+            return true;
+        }
+    }
+    return false;
+}
 
 /* Our own codes are small negatives; LMDB's are below -30000, errno positive. */
 static inline bool

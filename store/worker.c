@@ -59,7 +59,7 @@ batch_write(struct store *s, MDB_txn *txn, void *arg)
     int64_t now = clock_wall_ms();
     uint64_t naudit = 0;
     b->pruned = 0;
-    s->audit_txn_seq0 = UINT64_MAX; /* this group's records are not the quota's to drop */
+    store_audit_txn_begin(s); /* this group's records are not retention's to drop */
     for (struct store_op *op = b->head; op != NULL; op = op->next) {
         op->err = 0;
         op->result = 0;

@@ -160,7 +160,7 @@ test_identical_coalesce(void **state)
     store_close(s);
 }
 
-/* A different token, key, principal, kind, lock, bucket, operation or origin
+/* A different token, key, principal, kind, lock, bucket, method, operation or origin
  * is another refusal: a record of its own.  The same origin from another
  * port is the same client (store_audit_who). */
 static void
@@ -169,8 +169,8 @@ test_identity_fields(void **state)
     struct store *s = open_c(*state, WINDOW, 0, 0, 0);
     struct store_audit_rec r = base_rec(1000, "b");
     uint64_t first = append(s, &r);
-    struct store_audit_rec v[9];
-    for (int i = 0; i < 9; i++) {
+    struct store_audit_rec v[10];
+    for (int i = 0; i < 10; i++) {
         v[i] = base_rec(1001 + i, "x");
     }
     v[0].token = 6;
@@ -183,11 +183,12 @@ test_identity_fields(void **state)
     v[7].principal = ""; /* its origin, @192.0.2.7, is not the principal "zombie" */
     v[8].principal = NULL;
     v[8].client = "192.0.2.8:4000";
-    for (int i = 0; i < 9; i++) {
+    v[9].method = "MOVE"; /* the same operation name, another request */
+    for (int i = 0; i < 10; i++) {
         assert_int_not_equal(append(s, &v[i]), first);
     }
     /* now repeats of each coalesce into its own run */
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         append(s, &v[i]);
     }
     struct store_audit_rec port = v[7];
@@ -196,9 +197,9 @@ test_identity_fields(void **state)
     assert_int_equal(append(s, &r), first);
     struct seen a;
     all(s, &a);
-    assert_int_equal(a.n, 10);
+    assert_int_equal(a.n, 11);
     assert_int_equal(a.count[0], 2);
-    for (int i = 1; i < 10; i++) {
+    for (int i = 1; i < 11; i++) {
         assert_int_equal(a.count[i], i == 8 ? 3 : 2);
     }
     store_close(s);
@@ -341,6 +342,54 @@ test_delete_removes_index(void **state)
     store_close(s);
 }
 
+/* A run's record that a repeat was counted into is not deleted by the same
+ * transaction (a distinct refusal's quota eviction or count retention): the
+ * repeat's id is findable when its commit returns (G7).  A later transaction
+ * may drop it by the rule. */
+static void
+test_joined_run_not_dropped_by_its_txn(void **state)
+{
+    struct store_opts o;
+    store_opts_init(&o);
+    o.data_dir = *state;
+    o.audit_coalesce_ms = WINDOW;
+    o.audit_max_per_lock = 2;
+    o.audit_flush_ms = 10; /* both appends below commit in one group */
+    o.retention_interval_ms = 3600 * 1000;
+    struct store *s = tu_open_opts(&o);
+    struct store_audit_rec a = base_rec(1000, "first");
+    a.token = 1;
+    append(s, &a);
+    struct store_audit_rec r = base_rec(1001, "run");
+    append(s, &r); /* lock "jobs": first, run (at its quota) */
+    struct store_stats st0;
+    struct store_stats st1;
+    store_stats_get(s, &st0);
+    struct done c = {0};
+    r.time_ms = 1002;
+    r.request_id = "again";
+    assert_int_equal(store_audit_append(s, &r, on_done, &c), 0); /* run.2 */
+    struct store_audit_rec d = base_rec(1003, "distinct");
+    d.token = 3;
+    assert_int_equal(store_audit_append(s, &d, on_done, &c), 0); /* evicts the 2nd-oldest */
+    tu_wait(s, &c.n, 2);
+    store_stats_get(s, &st1);
+    assert_int_equal(st1.commits - st0.commits, 1); /* one transaction */
+    assert_int_equal(c.occ[0], 2);
+    struct seen f;
+    uint64_t occ = 0;
+    assert_int_equal(find(s, "run.2", &f, &occ), 0);
+    assert_int_equal(f.count[0], 2);
+    /* the next distinct refusal, in a transaction of its own, may drop it */
+    struct store_audit_rec e = base_rec(1004, "later");
+    e.token = 4;
+    append(s, &e);
+    assert_int_equal(find(s, "run.2", &f, &occ), ERR_NOTFOUND);
+    all(s, &f);
+    assert_string_equal(f.ids, "first,later,");
+    store_close(s);
+}
+
 /* A store from before coalescing: no "audit_run", no "audit_reqid". */
 static void
 test_old_store(void **state)
@@ -398,6 +447,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_find_by_id, tu_dir_setup, tu_dir_teardown),
         cmocka_unit_test_setup_teardown(test_delete_removes_index, tu_dir_setup, tu_dir_teardown),
         cmocka_unit_test_setup_teardown(test_old_store, tu_dir_setup, tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_joined_run_not_dropped_by_its_txn, tu_dir_setup,
+                                        tu_dir_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
