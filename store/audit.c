@@ -6,6 +6,8 @@
  * plus one lookup per record.  seq comes from the meta key "audit_seq",
  * advanced in the same transaction, so it is unique even if the wall clock
  * steps back.  Retention deletes from the front of "audit" (oldest first).
+ * An append that repeats an open run is counted into the run's record
+ * instead (audit_run.c).
  */
 #define LOG_MODULE "store"
 #include "store/store.h"
@@ -121,6 +123,9 @@ store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t ma
         if (!over && key_ok && t >= cutoff) {
             break; /* the oldest record may stay, so all younger ones may too */
         }
+        if (key_ok && store_audit_txn_wrote(s, seq)) {
+            break; /* a repeat was just counted into it: a later transaction may */
+        }
         if (key_ok) {
             rc = store_audit_unindex(s, txn, &v, t, seq, false);
             if (rc != 0) {
@@ -142,13 +147,28 @@ store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t ma
 }
 
 int
-store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len,
-                  int64_t time_ms, const char *lock, const char *who, uint64_t *seq)
+store_audit_apply(struct store *s, MDB_txn *txn, struct store_op *op)
 {
+    const char *lock = op->lock;
+    const char *who = op->principal;
+    int64_t time_ms = op->time_ms;
+    op->result = 0;
+    op->value = 1;
+    op->request_id[0] = '\0';
+    struct store_audit_rec r;
+    struct store_rec_scratch sc;
+    if (store_rec_audit_decode(op->rec, op->rec_len, &r, &sc) != 0) {
+        return ERR_INVAL; /* encoded by audit_op_new: cannot happen */
+    }
+    bool joined = false;
+    int rc = store_audit_run_join(s, txn, &r, who, time_ms, op, &joined);
+    if (rc != 0 || joined) {
+        return rc; /* a repeat: counted into its run's record, no record of its own */
+    }
     MDB_val mk = {.mv_size = sizeof(META_SEQ_KEY) - 1, .mv_data = (void *)META_SEQ_KEY};
     MDB_val mv;
     uint64_t last = 0;
-    int rc = mdb_get(txn, s->dbi_meta, &mk, &mv);
+    rc = mdb_get(txn, s->dbi_meta, &mk, &mv);
     if (rc == 0 && mv.mv_size == 8) {
         const uint8_t *p = mv.mv_data;
         for (int i = 7; i >= 0; i--) {
@@ -170,8 +190,11 @@ store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_
     uint8_t ak[STORE_KEY_AUDIT_LEN];
     store_rec_audit_key(time_ms, n, ak);
     MDB_val k = {.mv_size = sizeof(ak), .mv_data = ak};
-    MDB_val v = {.mv_size = rec_len, .mv_data = (void *)rec};
+    MDB_val v = {.mv_size = op->rec_len, .mv_data = op->rec};
     rc = mdb_put(txn, s->dbi_audit, &k, &v, MDB_NOOVERWRITE);
+    if (rc == 0) {
+        rc = store_audit_run_note(s, txn, &r, who, time_ms, n);
+    }
     if (rc != 0) {
         return rc;
     }
@@ -202,7 +225,7 @@ store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_
     if (rc != 0) {
         return rc;
     }
-    *seq = n;
+    op->result = n;
     return 0;
 }
 
@@ -261,17 +284,15 @@ store_audit_append(struct store *s, const struct store_audit_rec *rec, store_aud
 
 /* store_write_fn of store_audit_append_sync. */
 struct append_ctx {
-    const struct store_op *op; /* the encoded record */
-    uint64_t seq;              /* result */
+    struct store_op *op; /* the encoded record; its results */
 };
 
 static int
 append_write(struct store *s, MDB_txn *txn, void *arg)
 {
     struct append_ctx *c = arg;
-    s->audit_txn_seq0 = UINT64_MAX;
-    int rc = store_audit_apply(s, txn, c->op->rec, c->op->rec_len, c->op->time_ms, c->op->lock,
-                               c->op->principal, &c->seq);
+    store_audit_txn_begin(s);
+    int rc = store_audit_apply(s, txn, c->op);
     if (rc != 0 || s->opts.audit_max_records == 0) {
         return rc;
     }
@@ -295,13 +316,14 @@ store_audit_append_sync(struct store *s, const struct store_audit_rec *rec, uint
     }
     struct append_ctx c = {.op = op};
     err = store_write_run(s, append_write, &c);
+    uint64_t result = op->result;
     free(op);
     if (err != 0) {
         return err;
     }
     atomic_fetch_add(&s->st_audit, 1);
     if (seq != NULL) {
-        *seq = c.seq;
+        *seq = result;
     }
     return 0;
 }
@@ -318,6 +340,7 @@ static int
 prune_write(struct store *s, MDB_txn *txn, void *arg)
 {
     struct prune_ctx *c = arg;
+    store_audit_txn_begin(s); /* it appends nothing: every record is retention's */
     return store_audit_prune_txn(s, txn, c->now_ms, c->max, &c->deleted, &c->more);
 }
 

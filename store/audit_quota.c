@@ -25,33 +25,6 @@
 #include "common/log.h"
 #include "store/store_int.h"
 
-void
-store_audit_who(const char *principal, const char *client, char out[STORE_WHO_MAX + 1])
-{
-    if (principal != NULL && principal[0] != '\0') {
-        size_t n = store_rec_trunc_len(principal, STORE_WHO_MAX);
-        memcpy(out, principal, n);
-        out[n] = '\0';
-        return;
-    }
-    size_t n = client == NULL ? 0 : strnlen(client, STORE_CLIENT_MAX);
-    /* "host:port" or "[v6]:port": drop ":port" (digits after the last colon,
-     * when the host before it has no colon or ends in ']') */
-    size_t d = n;
-    while (d > 0 && client[d - 1] >= '0' && client[d - 1] <= '9') {
-        d--;
-    }
-    if (d > 0 && d < n && client[d - 1] == ':') {
-        size_t h = d - 1;
-        if (memchr(client, ':', h) == NULL || (h > 0 && client[h - 1] == ']')) {
-            n = h;
-        }
-    }
-    out[0] = '@';
-    memcpy(out + 1, client == NULL ? "" : client, n);
-    out[1 + n] = '\0';
-}
-
 #define QUOTA_VAL_LEN  16
 #define QUOTA_KEY_MAX  (1 + STORE_LOCK_MAX)
 #define QUOTA_EVICT_AT 8 /* deletions per append at most (a lowered quota converges) */
@@ -179,11 +152,15 @@ store_audit_unindex(struct store *s, MDB_txn *txn, const MDB_val *v, int64_t t, 
         return 0; /* its index entries, if any, are orphans that queries skip */
     }
     int rc = unindex_one(s, txn, STORE_QUOTA_LOCK, r.lock, t, seq, dropped_by_quota);
-    if (rc != 0 || !s->has_who) {
+    if (rc != 0) {
         return rc;
     }
     char who[STORE_WHO_MAX + 1];
     store_audit_who(r.principal, r.client, who);
+    rc = store_audit_run_forget(s, txn, &r, who, t, seq);
+    if (rc != 0 || !s->has_who) {
+        return rc;
+    }
     return unindex_one(s, txn, STORE_QUOTA_WHO, who, t, seq, dropped_by_quota);
 }
 
@@ -214,7 +191,8 @@ evict_one(struct store *s, MDB_txn *txn, enum store_quota_scope scope, const cha
     uint64_t seq;
     const uint8_t *p = k.mv_data;
     if (rc != 0 || k.mv_size < 1 + nl || p[0] != nl || (nl > 0 && memcmp(p + 1, name, nl) != 0) ||
-        store_rec_index_key_decode(p, k.mv_size, &kl, &t, &seq) != 0 || seq >= s->audit_txn_seq0) {
+        store_rec_index_key_decode(p, k.mv_size, &kl, &t, &seq) != 0 ||
+        store_audit_txn_wrote(s, seq)) {
         mdb_cursor_close(cur);
         return rc == MDB_NOTFOUND ? 0 : rc; /* fewer than two, or only this txn's records */
     }

@@ -167,6 +167,34 @@ store_rec_trunc_len(const char *s, size_t cap)
     return k;
 }
 
+/* Pure, so here with the formats: audit_quota.c and audit_run.c both use it. */
+void
+store_audit_who(const char *principal, const char *client, char out[STORE_WHO_MAX + 1])
+{
+    if (principal != NULL && principal[0] != '\0') {
+        size_t n = store_rec_trunc_len(principal, STORE_WHO_MAX);
+        memcpy(out, principal, n);
+        out[n] = '\0';
+        return;
+    }
+    size_t n = client == NULL ? 0 : strnlen(client, STORE_CLIENT_MAX);
+    /* "host:port" or "[v6]:port": drop ":port" (digits after the last colon,
+     * when the host before it has no colon or ends in ']') */
+    size_t d = n;
+    while (d > 0 && client[d - 1] >= '0' && client[d - 1] <= '9') {
+        d--;
+    }
+    if (d > 0 && d < n && client[d - 1] == ':') {
+        size_t h = d - 1;
+        if (memchr(client, ':', h) == NULL || (h > 0 && client[h - 1] == ']')) {
+            n = h;
+        }
+    }
+    out[0] = '@';
+    memcpy(out + 1, client == NULL ? "" : client, n);
+    out[1 + n] = '\0';
+}
+
 int
 store_rec_fence_encode(const struct store_fence *f, uint8_t *out, size_t cap, size_t *len)
 {
@@ -237,8 +265,11 @@ store_rec_audit_encode(const struct store_audit_rec *r, uint8_t *out, size_t cap
     }
     struct wr w = {.p = out, .cap = cap};
     bool traced = r->trace_id != NULL && r->trace_id[0] != '\0';
+    bool repeated = r->count > 1;
     put_u8(&w, STORE_REC_AUDIT);
-    put_u8(&w, traced ? STORE_REC_AUDIT_VERSION : STORE_REC_VERSION);
+    put_u8(&w, repeated ? STORE_REC_AUDIT_RUN
+               : traced ? STORE_REC_AUDIT_VERSION
+                        : STORE_REC_VERSION);
     put_u64(&w, (uint64_t)r->time_ms);
     put_u8(&w, (uint8_t)r->kind);
     put_u64(&w, r->token);
@@ -252,8 +283,12 @@ store_rec_audit_encode(const struct store_audit_rec *r, uint8_t *out, size_t cap
     put_str(&w, r->operation, STORE_OPERATION_MAX);
     put_str(&w, r->request_id, STORE_REQID_MAX);
     put_str(&w, r->user_agent, STORE_UA_MAX);
-    if (traced) {
+    if (traced || repeated) {
         put_str(&w, r->trace_id, STORE_TRACE_MAX);
+    }
+    if (repeated) {
+        put_u64(&w, r->count);
+        put_u64(&w, (uint64_t)r->last_ms);
     }
     return wr_result(&w, len);
 }
@@ -278,7 +313,7 @@ store_rec_audit_decode(const uint8_t *p, size_t len, struct store_audit_rec *out
 {
     struct rd r = {.p = p, .len = len};
     uint8_t ver = 0;
-    int err = get_header_v(&r, STORE_REC_AUDIT, STORE_REC_AUDIT_VERSION, &ver);
+    int err = get_header_v(&r, STORE_REC_AUDIT, STORE_REC_AUDIT_RUN, &ver);
     if (err != 0) {
         return err;
     }
@@ -299,10 +334,19 @@ store_rec_audit_decode(const uint8_t *p, size_t len, struct store_audit_rec *out
     out->request_id = get_scratch_str(&r, scratch, &pos, STORE_REQID_MAX);
     out->user_agent = get_scratch_str(&r, scratch, &pos, STORE_UA_MAX);
     out->trace_id = "";
+    out->count = 1;
+    out->last_ms = out->time_ms;
     if (ver >= 2) {
         out->trace_id = get_scratch_str(&r, scratch, &pos, STORE_TRACE_MAX);
-        if (out->trace_id[0] == '\0') {
+        if (ver == 2 && out->trace_id[0] == '\0') {
             r.bad = true; /* written as version 1 when there is none: canonical */
+        }
+    }
+    if (ver >= 3) {
+        out->count = get_u64(&r);
+        out->last_ms = (int64_t)get_u64(&r);
+        if (out->count < 2) {
+            r.bad = true; /* a record that never repeated is version 1 or 2: canonical */
         }
     }
     if (r.bad || r.off != r.len || kind < 1 || kind > STORE_AUDIT_KIND_MAX) {

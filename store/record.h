@@ -7,7 +7,10 @@
  * same fields with the trace id (a string) appended.  A record without a
  * trace id is still written as version 1, byte for byte as before, so older
  * fencegates read it; a version 2 record with an empty trace id is malformed
- * (the encoding stays canonical).
+ * (the encoding stays canonical).  A record that coalesced repeats
+ * (count >= 2) is version 3: the trace id (possibly empty), then count (u64)
+ * and last_ms (i64); count < 2 in version 3 is malformed.  Older fencegates
+ * skip version 3 records as newer (ERR_VERSION).
  * Integers are little-endian u64 (times as two's-complement i64); strings are
  * a u16 length and that many bytes (no NUL inside, at most the field's cap).
  * A value must be consumed exactly.  Keys are big-endian so that LMDB's byte
@@ -30,6 +33,7 @@
 
 #define STORE_REC_VERSION       1 /* every record without a trace id */
 #define STORE_REC_AUDIT_VERSION 2 /* an audit record with a trace id */
+#define STORE_REC_AUDIT_RUN     3 /* an audit record that coalesced repeats */
 #define STORE_REC_FENCE         'F'
 #define STORE_REC_ELECT         'E'
 #define STORE_REC_AUDIT         'A'
@@ -41,7 +45,7 @@
 #define STORE_REC_AUDIT_MAX                                                                        \
     (2 + 8 + 1 + 8 + 8 + 9 * 2 + STORE_LOCK_MAX + STORE_PRINCIPAL_MAX + STORE_CLIENT_MAX +         \
      STORE_METHOD_MAX + STORE_BUCKET_MAX + STORE_KEY_MAX + STORE_OPERATION_MAX + STORE_REQID_MAX + \
-     STORE_UA_MAX + 2 + STORE_TRACE_MAX)
+     STORE_UA_MAX + 2 + STORE_TRACE_MAX + 16)
 #define STORE_REC_UPLOAD_MAX (2 + 8 + 8 + 2 + STORE_BUCKET_MAX + 2 + STORE_KEY_MAX)
 #define STORE_KEY_AUDIT_LEN  16
 #define STORE_KEY_UPLOAD_MAX (1 + STORE_LOCK_MAX + STORE_UPLOAD_ID_MAX)

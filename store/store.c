@@ -100,9 +100,9 @@ struct init_ctx {
     size_t errlen; /* its size */
 };
 
-/* Open every database and check the format (store_write_fn, or in a read txn). */
+/* Open every database but the run tables and check the format. */
 static int
-open_dbis(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errlen)
+open_dbis_base(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errlen)
 {
     unsigned int fl = create ? MDB_CREATE : 0;
     int rc = mdb_dbi_open(txn, "meta", fl, &s->dbi_meta);
@@ -169,6 +169,39 @@ open_dbis(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errle
     if (rc == 0 && recount) {
         rc = store_audit_who_rebuild(s, txn, false); /* its counters went with the table */
     }
+    return rc;
+}
+
+/* Open every database and check the format (store_write_fn, or in a read txn). */
+static int
+open_dbis(struct store *s, MDB_txn *txn, bool create, char *errbuf, size_t errlen)
+{
+    s->has_run = false;
+    s->has_reqid = false;
+    int rc = open_dbis_base(s, txn, create, errbuf, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    /* added with coalescing: a read-only open of an older store finds ids by a scan */
+    rc = mdb_dbi_open(txn, "audit_run", create ? MDB_CREATE : 0, &s->dbi_run);
+    if (rc == MDB_NOTFOUND && !create) {
+        return 0;
+    }
+    s->has_run = rc == 0;
+    if (rc != 0) {
+        return rc;
+    }
+    rc = mdb_dbi_open(txn, "audit_reqid", 0, &s->dbi_reqid);
+    if (rc == MDB_NOTFOUND && create) {
+        /* a store from before the index: index what it holds, once */
+        rc = mdb_dbi_open(txn, "audit_reqid", MDB_CREATE, &s->dbi_reqid);
+        s->has_reqid = rc == 0;
+        return rc == 0 ? store_audit_reqid_rebuild(s, txn) : rc;
+    }
+    if (rc == MDB_NOTFOUND) {
+        return 0;
+    }
+    s->has_reqid = rc == 0;
     return rc;
 }
 
@@ -254,7 +287,7 @@ open_env(struct store *s, char *errbuf, size_t errlen)
         errmsg(errbuf, errlen, "mdb_env_create: %s", mdb_strerror(rc));
         return ERR_IO;
     }
-    (void)mdb_env_set_maxdbs(s->env, 9);
+    (void)mdb_env_set_maxdbs(s->env, 11);
     (void)mdb_env_set_maxreaders(s->env, 256);
     (void)mdb_env_set_mapsize(s->env, s->opts.map_initial);
     /* MDB_NOTLS: read transactions are pooled across threads (store_int.h). */

@@ -7,8 +7,10 @@
  *   - the fence table: per lock, the highest accepted token, when it advanced
  *     (wall ms) and by whose request (request id, principal);
  *   - the election cache: per lock, the latest epoch known to be granted;
- *   - the audit log: one record per rejected or cut write, indexed by time
- *     and by (lock, time), with retention by age and by count (G7);
+ *   - the audit log: one record per rejected or cut write (identical ones
+ *     within opts.audit_coalesce_ms counted into one), indexed by time, by
+ *     (lock, time), by (principal, time) and by request id, with retention
+ *     by age, by count and by quota (G7);
  *   - the upload table: per (lock, multipart upload id), the epoch that
  *     created the upload, its bucket and key (so older epochs' uploads can be
  *     refused and aborted once the lock's highest advances).
@@ -35,7 +37,9 @@
  *   store_audit_cursor_format, store_audit_cursor_parse,
  *   store_audit_kind_name, store_audit_kind_parse,
  *   store_upload_put, store_upload_del, store_upload_get,
- *   store_upload_list_older (bounded by its limit), store_audit_lock_stats.
+ *   store_upload_list_older (bounded by its limit), store_audit_lock_stats,
+ *   store_audit_find (one index lookup; a scan of the log only in a
+ *   read-only store from before the request-id index, as the CLI may open).
  * Block (start-up, CLI, tests, other threads; not on the loop):
  *   store_open, store_close, every *_sync function, store_audit_prune_sync.
  * Reads are LMDB read-only transactions, which never wait for a writer.  The
@@ -113,6 +117,11 @@ struct store_opts {
     uint64_t audit_max_per_principal; /* the same per principal, or per origin for
                                          unauthenticated clients (store_audit_who)
                                          (0 = no quota, else >= 2; default 100,000) */
+    uint64_t audit_coalesce_ms;       /* an append identical to an open run (same who, lock,
+                                         token, bucket, key, method, operation, kind, its last
+                                         occurrence at most this old) counts into that run's
+                                         record instead of adding one (0 = never; the
+                                         gateway's default is 60,000) */
 };
 
 /* Per-lock fence entry, copied out of the store. */
@@ -178,6 +187,9 @@ struct store_audit_rec {
     const char *request_id;     /* gateway request id */
     const char *user_agent;     /* User-Agent header */
     const char *trace_id;       /* W3C trace id of the request (traceparent), NULL or "": none */
+    uint64_t count;             /* occurrences this record stands for (>= 1; ignored on append):
+                                   identical refusals within opts.audit_coalesce_ms coalesce */
+    int64_t last_ms;            /* time of the last occurrence (= time_ms when count is 1) */
 };
 
 /* A position in the audit log: the last record seen.  Zeroed = the start. */
@@ -203,7 +215,7 @@ struct store_stats {
     uint64_t commits;        /* write transactions committed (= fsync groups) */
     uint64_t fence_advances; /* fence advances applied (raised or confirmed) */
     uint64_t elect_advances; /* election cache updates applied */
-    uint64_t audit_appended; /* audit records committed */
+    uint64_t audit_appended; /* audit appends committed (a repeat counted into its run too) */
     uint64_t audit_pruned;   /* audit records deleted by retention */
     uint64_t queue_rejected; /* async calls refused with ERR_AGAIN (queue full) */
     uint64_t queue_depth;    /* async operations queued or in the current group */
@@ -235,9 +247,19 @@ typedef void store_fence_done_fn(void *arg, int err, uint64_t highest);
  * recorded (>= the one given), or ERR_IO / ERR_TOOBIG. */
 typedef void store_elect_done_fn(void *arg, int err, uint64_t epoch);
 
-/* store_audit_done_fn - an audit record was committed (err 0, seq its number), or
- * failed (ERR_IO / ERR_TOOBIG). */
-typedef void store_audit_done_fn(void *arg, int err, uint64_t seq);
+/* What an append became once committed. */
+struct store_audit_done {
+    uint64_t seq;               /* the record that holds it (a new one, or its run's) */
+    uint64_t occurrence;        /* 1: a record of its own; n >= 2: the n-th occurrence of a run,
+                                   counted into the run's record (opts.audit_coalesce_ms) */
+    const char *run_request_id; /* occurrence >= 2: the run record's request id (its first
+                                   occurrence's); the repeat is findable as
+                                   "<run_request_id>.<occurrence>"; else "" */
+};
+
+/* store_audit_done_fn - an audit record was committed (err 0; d says where, valid
+ * during the call), or failed (ERR_IO / ERR_TOOBIG; d is NULL). */
+typedef void store_audit_done_fn(void *arg, int err, const struct store_audit_done *d);
 
 /* store_fence_each_fn / store_elect_each_fn - one entry of a list; views valid during
  * the call, which runs inside a read transaction: do not call back into the store.
@@ -477,7 +499,8 @@ MUST_USE int store_audit_append(struct store *s, const struct store_audit_rec *r
 /*
  * store_audit_append_sync - append one record in its own committed
  * transaction on the calling thread (count retention applied).  Blocking.
- * [out] seq  its sequence number; may be NULL
+ * [out] seq  the sequence number of the record that holds it (its own, or its
+ *            run's when it repeats one: opts.audit_coalesce_ms); may be NULL
  * Returns 0, ERR_INVAL, ERR_CLOSED, ERR_TOOBIG, ERR_IO.
  */
 MUST_USE int store_audit_append_sync(struct store *s, const struct store_audit_rec *rec,
@@ -493,6 +516,26 @@ MUST_USE int store_audit_append_sync(struct store *s, const struct store_audit_r
  */
 MUST_USE int store_audit_query(struct store *s, const struct store_audit_query *q,
                                store_audit_each_fn *fn, void *arg, struct store_audit_cursor *next);
+
+/*
+ * store_audit_find - the record of one refusal by its request id, in one
+ * read-only transaction: a plain id through the request-id index, or
+ * "BASE.n" (store_audit_reqid_split), the n-th occurrence of the run whose
+ * record has the id BASE, when 2 <= n <= that record's count.  fn is called
+ * once with the record when found.
+ * [out] occurrence  may be NULL: 1 for a plain id, else n
+ * Returns 0, ERR_NOTFOUND, fn's negative return, ERR_INVAL (id empty or over
+ * STORE_REQID_MAX + 21 bytes), ERR_IO.
+ */
+MUST_USE int store_audit_find(struct store *s, const char *request_id, store_audit_each_fn *fn,
+                              void *arg, uint64_t *occurrence);
+
+/*
+ * store_audit_reqid_split - whether id has the form BASE.n of a repeat's
+ * request id: BASE non-empty, n decimal without a leading zero, 2..UINT64_MAX.
+ * Then *base_len is BASE's length and *n is n.  Pure.
+ */
+bool store_audit_reqid_split(const char *id, size_t len, size_t *base_len, uint64_t *n);
 
 /*
  * store_audit_count - the number of audit records stored.

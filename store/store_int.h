@@ -5,7 +5,8 @@
  *   store.c          open/close, format version, counters; hands the worker
  *                    the tables' write functions (struct store_apply_ops)
  *   fence.c, audit.c, upload.c   the tables: reads, and writes queued to the worker
- *   audit_quota.c    the per-lock audit quota
+ *   audit_quota.c    the per-lock and per-principal audit quotas
+ *   audit_run.c      coalescing of identical refusals, the request-id index
  *   worker.c         the write thread: groups, retention steps, completions
  *   txn.c            read transactions, the write runner, map growth
  *   record.c         the records' byte formats
@@ -51,8 +52,9 @@ struct store_op {
     enum store_op_type type;              /* what to do */
     uint64_t enq_ns;                      /* CLOCK_MONOTONIC ns when queued (audit flush timing) */
     char lock[STORE_LOCK_MAX + 1];        /* fence and election: the lock */
-    uint64_t value;                       /* fence: token; election: epoch */
-    char request_id[STORE_REQID_MAX + 1]; /* fence: who advanced it */
+    uint64_t value;                       /* fence: token; election: epoch; audit result:
+                                             the occurrence (1: a record of its own) */
+    char request_id[STORE_REQID_MAX + 1]; /* fence: who advanced it; audit result: the run's id */
     char principal[STORE_PRINCIPAL_MAX + 1]; /* fence: its principal; audit: store_audit_who */
     int64_t time_ms;                         /* audit: record time (keys) */
     store_fence_done_fn *fence_cb;           /* callbacks; at most one is set */
@@ -79,13 +81,20 @@ struct store {
                                 may lack it) */
     MDB_dbi dbi_who;         /* "audit_who": (who, time, seq) -> empty (audit_quota.c) */
     bool has_who;            /* the "audit_who" database exists (idem) */
+    MDB_dbi dbi_run;         /* "audit_run": identity hash -> (time, seq) (audit_run.c) */
+    bool has_run;            /* the "audit_run" database exists (idem) */
+    MDB_dbi dbi_reqid;       /* "audit_reqid": request id -> (time, seq) (audit_run.c) */
+    bool has_reqid;          /* the "audit_reqid" database exists (idem; else lookups scan) */
     uint64_t audit_txn_seq0; /* the lowest audit seq appended by the write transaction
                                 running now (UINT64_MAX: none); guarded by wlock */
-    bool has_upload;         /* the "upload" database exists (an older read-only store may
-                                lack it) */
-    bool read_only;          /* opened MDB_RDONLY */
-    struct store_opts opts;  /* copy; opts.data_dir is NULL after open */
-    char path[4096];         /* the data file's path, for messages */
+    uint64_t audit_txn_joined[STORE_BATCH_MAX]; /* seqs of older records a repeat was
+                                                   counted into by that transaction */
+    size_t audit_txn_njoined;                   /* how many; guarded by wlock */
+    bool has_upload;        /* the "upload" database exists (an older read-only store may
+                               lack it) */
+    bool read_only;         /* opened MDB_RDONLY */
+    struct store_opts opts; /* copy; opts.data_dir is NULL after open */
+    char path[4096];        /* the data file's path, for messages */
 
     pthread_mutex_t wlock; /* see the top of this file */
     pthread_rwlock_t maplock;
@@ -121,6 +130,34 @@ struct store {
     _Atomic uint64_t st_commits, st_fence, st_elect, st_audit, st_pruned, st_rejected;
     _Atomic uint64_t st_grows, st_damaged;
 };
+
+/* A write transaction of audit appends begins: none of its own yet. */
+static inline void
+store_audit_txn_begin(struct store *s)
+{
+    s->audit_txn_seq0 = UINT64_MAX;
+    s->audit_txn_njoined = 0;
+}
+
+/*
+ * Whether the running write transaction wrote the record seq: appended it,
+ * or counted a repeat into it.  Retention never deletes such a record in
+ * that transaction, so every refusal's record (or count) exists when its
+ * commit returns and its answer goes out (G7).
+ */
+static inline bool
+store_audit_txn_wrote(const struct store *s, uint64_t seq)
+{
+    if (seq >= s->audit_txn_seq0) {
+        return true;
+    }
+    for (size_t i = 0; i < s->audit_txn_njoined; i++) {
+        if (s->audit_txn_joined[i] == seq) {
+            return true;
+        }
+    }
+    return false;
+}
 
 /* Our own codes are small negatives; LMDB's are below -30000, errno positive. */
 static inline bool
@@ -174,8 +211,9 @@ int store_fence_apply(struct store *s, MDB_txn *txn, const char *lock, uint64_t 
                       uint64_t *highest);
 int store_elect_apply(struct store *s, MDB_txn *txn, const char *lock, uint64_t epoch,
                       int64_t now_ms, uint64_t *epoch_now);
-int store_audit_apply(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len,
-                      int64_t time_ms, const char *lock, const char *who, uint64_t *seq);
+/* Append op's audit record, or count it into its open run (op->result: the seq;
+ * op->value: the occurrence; op->request_id: the run's id when it is >= 2). */
+int store_audit_apply(struct store *s, MDB_txn *txn, struct store_op *op);
 /* Apply an upload-table op (STORE_OP_UPLOAD_PUT / _DEL) inside a write transaction. */
 int store_upload_apply(struct store *s, MDB_txn *txn, const struct store_op *op);
 /* Delete, oldest first, records beyond the caps (age: if now_ms >= 0); at most max. */
@@ -210,6 +248,25 @@ int store_audit_quota_rebuild(struct store *s, MDB_txn *txn);
 int store_audit_who_rebuild(struct store *s, MDB_txn *txn, bool index);
 
 /*
+ * Coalescing and the request-id index (audit_run.c), inside a write
+ * transaction.  r is a decoded record, who its store_audit_who.
+ * _join: if r repeats an open run (opts.audit_coalesce_ms), count it into
+ * the run's record and set op's results (*joined true); else nothing.
+ * _note: index the new record r at (t, seq) as its identity's run and by
+ * its request id.  _forget: drop those entries of a record being deleted
+ * (those that still refer to it).  _reqid_rebuild: index every record by
+ * request id (a store that had no "audit_reqid" yet).  Return 0, an ERR_*
+ * or an MDB_* code.
+ */
+int store_audit_run_join(struct store *s, MDB_txn *txn, const struct store_audit_rec *r,
+                         const char *who, int64_t now_ms, struct store_op *op, bool *joined);
+int store_audit_run_note(struct store *s, MDB_txn *txn, const struct store_audit_rec *r,
+                         const char *who, int64_t t, uint64_t seq);
+int store_audit_run_forget(struct store *s, MDB_txn *txn, const struct store_audit_rec *r,
+                           const char *who, int64_t t, uint64_t seq);
+int store_audit_reqid_rebuild(struct store *s, MDB_txn *txn);
+
+/*
  * What the worker applies in its write transactions: the tables' functions
  * above, handed to it by store_open (store.c), so the worker never names the
  * files that submit to it and they make no circle with it.
@@ -219,8 +276,7 @@ struct store_apply_ops {
                  const char *request_id, const char *principal, int64_t now_ms, uint64_t *highest);
     int (*elect)(struct store *s, MDB_txn *txn, const char *lock, uint64_t epoch, int64_t now_ms,
                  uint64_t *epoch_now);
-    int (*audit)(struct store *s, MDB_txn *txn, const uint8_t *rec, size_t rec_len, int64_t time_ms,
-                 const char *lock, const char *who, uint64_t *seq);
+    int (*audit)(struct store *s, MDB_txn *txn, struct store_op *op);
     int (*upload)(struct store *s, MDB_txn *txn, const struct store_op *op);
     int (*prune_txn)(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t max, uint64_t *deleted,
                      bool *more);

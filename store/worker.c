@@ -59,7 +59,7 @@ batch_write(struct store *s, MDB_txn *txn, void *arg)
     int64_t now = clock_wall_ms();
     uint64_t naudit = 0;
     b->pruned = 0;
-    s->audit_txn_seq0 = UINT64_MAX; /* this group's records are not the quota's to drop */
+    store_audit_txn_begin(s); /* this group's records are not retention's to drop */
     for (struct store_op *op = b->head; op != NULL; op = op->next) {
         op->err = 0;
         op->result = 0;
@@ -73,8 +73,7 @@ batch_write(struct store *s, MDB_txn *txn, void *arg)
             rc = s->apply->elect(s, txn, op->lock, op->value, now, &op->result);
             break;
         case STORE_OP_AUDIT:
-            rc = s->apply->audit(s, txn, op->rec, op->rec_len, op->time_ms, op->lock, op->principal,
-                                 &op->result);
+            rc = s->apply->audit(s, txn, op);
             naudit++;
             break;
         case STORE_OP_UPLOAD_PUT:
@@ -358,7 +357,16 @@ store_dispatch_completions(struct store *s)
             op->elect_cb(op->arg, op->err, op->result);
             break;
         case STORE_OP_AUDIT:
-            op->audit_cb(op->arg, op->err, op->result);
+            if (op->err != 0) {
+                op->audit_cb(op->arg, op->err, NULL);
+            } else {
+                const struct store_audit_done d = {
+                    .seq = op->result,
+                    .occurrence = op->value,
+                    .run_request_id = op->value > 1 ? op->request_id : "",
+                };
+                op->audit_cb(op->arg, 0, &d);
+            }
             break;
         case STORE_OP_UPLOAD_PUT:
         case STORE_OP_UPLOAD_DEL:

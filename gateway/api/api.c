@@ -251,12 +251,49 @@ on_audit(void *arg, const struct store_audit_rec *rec)
     return rc;
 }
 
+/*
+ * GET /audit?request_id=ID: the record of the refusal answered with ID (a
+ * plain id, or "BASE.n", the n-th occurrence of BASE's run), as a page of
+ * at most one record: none when no record has it (never was, or retention
+ * deleted it) or when the asker may not see it, like any filter.
+ */
+static void
+get_audit_by_id(struct gw_req *req, struct store *st, const struct gw_principal *principal,
+                const char *id)
+{
+    if (id[0] == '\0' || strlen(id) > STORE_REQID_MAX + 21) {
+        send_json_error(req, 400, "bad_request", "request_id must be 1..85 bytes.");
+        return;
+    }
+    struct buf b;
+    buf_init(&b, API_MAX_BODY);
+    struct audit_list al = {.b = &b, .principal = principal, .first = true};
+    int rc = buf_append_str(&b, "{\"records\":[");
+    if (rc == 0) {
+        rc = store_audit_find(st, id, on_audit, &al, NULL);
+        if (rc == ERR_NOTFOUND) {
+            rc = 0;
+        }
+    }
+    if (rc == 0) {
+        rc = buf_append_str(&b, al.first ? "],\"next\":null}\n" : "\n],\"next\":null}\n");
+    }
+    if (rc != 0) {
+        buf_cleanup(&b);
+        send_json_error(req, 500, "internal", "The audit log could not be read.");
+        return;
+    }
+    send_json(req, 200, &b);
+    buf_cleanup(&b);
+}
+
 static void
 get_audit(struct gw_req *req, struct store *st, const struct gw_principal *principal)
 {
     const char *query = gw_req_query(req);
     char lock[160], since[64], until[64], limit[24], after[128], who[STORE_WHO_MAX + 2];
-    bool has_lock, has_since, has_until, has_limit, has_after, has_who;
+    char reqid[STORE_REQID_MAX + 24];
+    bool has_lock, has_since, has_until, has_limit, has_after, has_who, has_reqid;
     struct store_audit_query q = {.limit = API_AUDIT_DEF};
     uint64_t n;
 
@@ -265,8 +302,13 @@ get_audit(struct gw_req *req, struct store *st, const struct gw_principal *princ
         param(query, "until", until, sizeof(until), &has_until) ||
         param(query, "limit", limit, sizeof(limit), &has_limit) ||
         param(query, "after", after, sizeof(after), &has_after) ||
-        param(query, "principal", who, sizeof(who), &has_who)) {
+        param(query, "principal", who, sizeof(who), &has_who) ||
+        param(query, "request_id", reqid, sizeof(reqid), &has_reqid)) {
         send_json_error(req, 400, "bad_request", "A query parameter is malformed.");
+        return;
+    }
+    if (has_reqid) {
+        get_audit_by_id(req, st, principal, reqid);
         return;
     }
     if (has_who) {

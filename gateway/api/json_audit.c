@@ -117,6 +117,15 @@ gw_json_audit_rec_append(struct buf *b, const struct store_audit_rec *r)
         {"operation", r->operation}, {"request_id", r->request_id}, {"user_agent", r->user_agent},
     };
     if (err == 0) {
+        /* a run of identical refusals: time is its first occurrence, last_time its last */
+        char lt[GW_AUDIT_TIME_LEN];
+        uint64_t count = r->count > 0 ? r->count : 1;
+        int64_t last = count > 1 ? r->last_ms : r->time_ms;
+        gw_json_audit_time_format(last, lt);
+        err = buf_printf(b, ",\"count\":%" PRIu64 ",\"last_time\":\"%s\",\"last_ms\":%" PRId64,
+                         count, lt, last);
+    }
+    if (err == 0) {
         err = num_or_null(b, "token", r->token);
     }
     if (err == 0) {

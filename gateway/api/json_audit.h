@@ -4,15 +4,17 @@
  * Shared by `fencegate audit --json` and GET /_fencegate/v1/audit so both
  * print the same shape:
  *   {"time":"2026-11-21T10:15:30.123Z","time_ms":1795256130123,"seq":7,
- *    "kind":"stale","lock":"orders","token":41,"current_token":42,
+ *    "kind":"stale","count":1,"last_time":"2026-11-21T10:15:30.123Z",
+ *    "last_ms":1795256130123,"lock":"orders","token":41,"current_token":42,
  *    "principal":"worker","client":"192.0.2.7:51234","method":"PUT",
  *    "bucket":"data","key":"orders/1","operation":"PutObject",
  *    "request_id":"...","user_agent":"...","trace_id":"4bf9..."}
- * ("token"/"current_token" are null when 0, "trace_id" null when the request
- * brought no valid traceparent).  Strings are escaped per RFC 8259
- * section 7; bytes that are not valid UTF-8 become U+FFFD, so the output is
- * always valid JSON whatever a client put in its key or User-Agent.
- * Written by hand (no jansson needed).  Pure functions, any thread.
+ * ("count" is how many identical refusals the record stands for: the
+ * first at "time", the last at "last_time"; a record that never repeated
+ * has count 1 and last_time = time.  "token"/"current_token" are null when 0, "trace_id" null when
+ * the request brought no valid traceparent).  Strings are escaped per RFC 8259 section 7; bytes
+ * that are not valid UTF-8 become U+FFFD, so the output is always valid JSON whatever a client put
+ * in its key or User-Agent. Written by hand (no jansson needed).  Pure functions, any thread.
  */
 #ifndef GW_JSON_AUDIT_H
 #define GW_JSON_AUDIT_H

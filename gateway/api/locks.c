@@ -148,10 +148,10 @@ lcall_free(struct lcall *lc)
 
 /* store_audit_done_fn, registered by revoked(): the record is durable, answer now */
 static void
-on_revoke_audited(void *arg, int err, uint64_t seq)
+on_revoke_audited(void *arg, int err, const struct store_audit_done *d)
 {
     struct lcall *lc = arg;
-    (void)seq;
+    (void)d; /* an epoch is revoked once: its record never repeats a run */
     if (err != 0) {
         log_error("req %s: lock %s: the revoke's audit record was not written: %s", lc->request_id,
                   lc->lock, err_str(err));
@@ -188,7 +188,7 @@ revoked(struct lcall *lc, const struct elect_info *info)
     };
     int rc = lc->st != NULL ? store_audit_append(lc->st, &rec, on_revoke_audited, lc) : ERR_INVAL;
     if (rc != 0) {
-        on_revoke_audited(lc, rc, 0);
+        on_revoke_audited(lc, rc, NULL);
         return;
     }
     lc->auditing = true;

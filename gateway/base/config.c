@@ -183,6 +183,7 @@ static const struct gw_json_table_field audit_fields[] = {
     FU64("max_records_per_lock", AU(max_records_per_lock), 2, 1000000000000ull, 10000),
     FU64("max_records_per_principal", AU(max_records_per_principal), 2, 1000000000000ull, 100000),
     FU32("queue_max", AU(queue_max), 1, 16777216, 65536),
+    FU64("coalesce_window_ms", AU(coalesce_window_ms), 0, 86400000ull, 60000),
 };
 #undef AU
 

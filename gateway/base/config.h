@@ -191,6 +191,10 @@ struct gw_config {
                                           default 10000 */
         uint64_t max_records_per_principal; /* the same per principal, or per client address
                                                when unauthenticated; default 100000 */
+        uint64_t coalesce_window_ms;        /* an identical refusal (principal, lock, token, bucket,
+                                               key, method, operation, kind) within this of its run's last
+                                               occurrence counts into the run's record;
+                                               0 = off; default 60000 */
         uint32_t queue_max; /* store operations queued at most; a refusal whose record
                                cannot be queued is answered 503 SlowDown; default 65536 */
     } audit;

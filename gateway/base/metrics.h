@@ -290,7 +290,8 @@ struct gw_metrics_live {
     uint64_t upstream_open;         /* upstream connections open */
     uint64_t upstream_idle;         /* ... of which idle in the pool */
     uint64_t audit_queue_depth;     /* store operations queued or committing */
-    uint64_t audit_appended;        /* audit records committed by the store (all kinds) */
+    uint64_t audit_appended;        /* audit appends committed by the store (all kinds;
+                                       repeats counted into a run too) */
     bool ready;                     /* /readyz would answer 200 */
 };
 

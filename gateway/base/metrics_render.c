@@ -409,7 +409,8 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
            "Store operations (audit records among them) queued or committing.",
            live->audit_queue_depth);
     scalar(&o, "fencegate_audit_records_stored_total", "counter",
-           "Audit records committed to the store.", live->audit_appended);
+           "Audit appends committed to the store (a repeat counted into its run's record too).",
+           live->audit_appended);
     scalar(&o, "fencegate_audit_failures_total", "counter",
            "Refusals answered 503 SlowDown: their audit record could not be queued or committed.",
            m->audit_failures);

@@ -24,6 +24,8 @@ struct audit_args {
     const char *data_dirs[GW_AUDIT_MERGE_MAX]; /* --data-dir, at least one; borrowed from argv */
     size_t ndirs;                              /* how many */
     const char *lock;                          /* --lock or NULL */
+    const char *who;                           /* --principal (NAME or @ADDRESS) or NULL */
+    const char *request_id;                    /* --request-id or NULL */
     int64_t since_ms;                          /* --since (0 = start) */
     int64_t until_ms;                          /* --until (0 = none) */
     uint32_t limit;                            /* --limit */
@@ -42,6 +44,7 @@ struct audit_out {
                                    index (borrowed); NULL: one, no source column */
     int source_width;           /* width of the SOURCE column */
     struct buf rec;             /* one record's JSON, before its source is put in front */
+    const char *cur_source;     /* --request-id: the data dir being asked (several), or NULL */
 };
 
 static void
@@ -49,10 +52,13 @@ usage(FILE *f)
 {
     (void)fprintf(f,
                   "usage: fencegate audit --data-dir DIR [--data-dir DIR ...] [--lock LOCK]\n"
-                  "                       [--since T] [--until T] [--limit N] [--after CURSOR]\n"
-                  "                       [--json]\n"
+                  "                       [--principal NAME|@ADDRESS] [--since T] [--until T]\n"
+                  "                       [--limit N] [--after CURSOR] [--json]\n"
+                  "       fencegate audit --data-dir DIR [...] --request-id ID [--json]\n"
                   "  Lists rejected writes from the audit log, oldest first (read-only; safe\n"
                   "  while a gateway runs).  T: RFC 3339 UTC (2026-11-21T10:00:00Z) or Unix ms.\n"
+                  "  --request-id: the record of the refusal answered with ID (\"BASE.n\": the\n"
+                  "  n-th of a run of identical refusals, counted in BASE's record: COUNT).\n"
                   "  --limit: 1..%d (default %d).  --after: the cursor a previous page printed.\n"
                   "  Several --data-dir (up to %d): one listing merged in time order, each\n"
                   "  record naming the data dir it came from (SOURCE; \"source\" in JSON).\n",
@@ -110,8 +116,8 @@ parse_args(int argc, char **argv, struct audit_args *a)
 {
     memset(a, 0, sizeof(*a));
     a->limit = DEFAULT_LIMIT;
-    static const char *const valued[] = {"--data-dir", "--lock",  "--since",
-                                         "--until",    "--limit", "--after"};
+    static const char *const valued[] = {"--data-dir", "--lock",  "--since",     "--until",
+                                         "--limit",    "--after", "--principal", "--request-id"};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             a->json = true;
@@ -163,8 +169,16 @@ parse_args(int argc, char **argv, struct audit_args *a)
             err = parse_u64(v, 1, STORE_AUDIT_LIMIT_MAX, &u);
             a->limit = (uint32_t)u;
             break;
-        default:
+        case 5:
             a->after_arg = v; /* its form depends on how many data dirs */
+            break;
+        case 6:
+            a->who = v;
+            err = v[0] != '\0' && strlen(v) <= STORE_WHO_MAX ? 0 : ERR_INVAL;
+            break;
+        default:
+            a->request_id = v;
+            err = v[0] != '\0' && strlen(v) <= STORE_REQID_MAX + 21 ? 0 : ERR_INVAL;
             break;
         }
         if (err != 0) {
@@ -174,6 +188,10 @@ parse_args(int argc, char **argv, struct audit_args *a)
     }
     if (a->ndirs == 0) {
         (void)fprintf(stderr, "fencegate audit: --data-dir is required\n");
+        return -1;
+    }
+    if (a->who != NULL && a->lock != NULL) {
+        (void)fprintf(stderr, "fencegate audit: --principal and --lock exclude each other\n");
         return -1;
     }
     if (a->after_arg != NULL) {
@@ -252,6 +270,7 @@ print_rec(struct audit_out *o, const char *source, const struct store_audit_rec 
         cell(source, o->source_width);
     }
     cell(store_audit_kind_name(r->kind), 13);
+    num_cell(r->count > 0 ? r->count : 1, 6);
     cell(r->lock, 12);
     num_cell(r->token, 7);
     num_cell(r->current, 7);
@@ -277,6 +296,14 @@ static int
 on_record(void *arg, const struct store_audit_rec *r)
 {
     return print_rec(arg, NULL, r);
+}
+
+/* store_audit_each_fn: store_audit_find's record (o->cur_source: its data dir) */
+static int
+on_found(void *arg, const struct store_audit_rec *r)
+{
+    struct audit_out *o = arg;
+    return print_rec(o, o->cur_source, r);
 }
 
 /* gw_audit_merge_each_fn: several data dirs */
@@ -317,14 +344,15 @@ static void
 print_header(const struct audit_out *o)
 {
     if (o->sources == NULL) {
-        (void)printf("%-24s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %-32s %s\n", "TIME",
-                     "KIND", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL", "CLIENT", "METHOD",
-                     "OPERATION", "REQUEST-ID", "TRACE-ID", "BUCKET/KEY");
+        (void)printf("%-24s %-13s %-6s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %-32s %s\n",
+                     "TIME", "KIND", "COUNT", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL", "CLIENT",
+                     "METHOD", "OPERATION", "REQUEST-ID", "TRACE-ID", "BUCKET/KEY");
         return;
     }
-    (void)printf("%-24s %-*s %-13s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %-32s %s\n", "TIME",
-                 o->source_width, "SOURCE", "KIND", "LOCK", "TOKEN", "CURRENT", "PRINCIPAL",
-                 "CLIENT", "METHOD", "OPERATION", "REQUEST-ID", "TRACE-ID", "BUCKET/KEY");
+    (void)printf("%-24s %-*s %-13s %-6s %-12s %-7s %-7s %-10s %-21s %-6s %-16s %-16s %-32s %s\n",
+                 "TIME", o->source_width, "SOURCE", "KIND", "COUNT", "LOCK", "TOKEN", "CURRENT",
+                 "PRINCIPAL", "CLIENT", "METHOD", "OPERATION", "REQUEST-ID", "TRACE-ID",
+                 "BUCKET/KEY");
 }
 
 /* List the records of the n stores: one directly, several merged.  On success
@@ -333,7 +361,20 @@ static int
 list(struct store *const *stores, const struct audit_args *a, struct audit_out *o, char *cur,
      size_t curlen)
 {
+    cur[0] = '\0';
+    if (a->request_id != NULL) {
+        /* one record at most per data dir: each is asked */
+        for (size_t i = 0; i < a->ndirs; i++) {
+            o->cur_source = a->ndirs > 1 ? a->data_dirs[i] : NULL;
+            int err = store_audit_find(stores[i], a->request_id, on_found, o, NULL);
+            if (err != 0 && err != ERR_NOTFOUND) {
+                return err;
+            }
+        }
+        return 0;
+    }
     struct store_audit_query q = {.lock = a->lock,
+                                  .who = a->who,
                                   .since_ms = a->since_ms,
                                   .until_ms = a->until_ms,
                                   .limit = a->limit,

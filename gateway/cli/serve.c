@@ -276,6 +276,7 @@ open_store(struct serve *s, char *errbuf, size_t errlen)
     o.audit_max_records = s->cfg->audit.max_records;
     o.audit_max_per_lock = s->cfg->audit.max_records_per_lock;
     o.audit_max_per_principal = s->cfg->audit.max_records_per_principal;
+    o.audit_coalesce_ms = s->cfg->audit.coalesce_window_ms;
     if (s->cfg->audit.queue_max != 0) {
         o.queue_max = s->cfg->audit.queue_max;
     }

@@ -165,6 +165,13 @@ const char *gw_req_path(const struct gw_req *req);   /* raw target before '?' (n
 const char *gw_req_query(const struct gw_req *req);  /* raw target after '?', "" if none */
 int gw_req_version_minor(const struct gw_req *req);  /* 0 or 1 (HTTP/1.x) */
 const char *gw_req_id(const struct gw_req *req); /* unique request id (hex), for logs and errors */
+/* The longest request id gw_req_set_id takes: an audit record's id (64 bytes)
+ * and ".<occurrence>" (up to 21). */
+#define GW_REQ_ID_MAX 85
+/* gw_req_set_id - replace req's id (before its answer): a refusal counted into
+ * an audit run answers with "<run's id>.<n>".  Returns 0, or ERR_TOOBIG
+ * (longer than GW_REQ_ID_MAX; the id is unchanged). */
+int gw_req_set_id(struct gw_req *req, const char *id);
 const char *gw_req_peer(const struct gw_req *req); /* client address "ip:port" */
 /* gw_req_metrics - req's accounting (gateway/base/metrics.h); valid while req is. */
 struct gw_metrics_req *gw_req_metrics(struct gw_req *req);

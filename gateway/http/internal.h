@@ -33,13 +33,14 @@ struct evbuffer;
 struct evconnlistener;
 struct gw_tls;
 
-#define GW_HTTP_READ_MAX     16384     /* unparsed input kept per connection (read watermark) */
-#define GW_HTTP_RESP_HEAD    65536     /* cap on one response head built by a handler */
-#define GW_HTTP_LINGER_MS    2000      /* lingering close: keep reading this long after FIN */
-#define GW_HTTP_LINGER_BYTES (1 << 20) /* lingering close: or this many bytes */
-#define GW_HTTP_ID_LEN       16        /* request id: hex digits */
-#define GW_HTTP_ROUNDS       16        /* state-machine steps per callback (bounded work) */
-#define GW_HTTP_BODY_READ    65536     /* direct socket read for a request body (plain only) */
+#define GW_HTTP_READ_MAX     16384         /* unparsed input kept per connection (read watermark) */
+#define GW_HTTP_RESP_HEAD    65536         /* cap on one response head built by a handler */
+#define GW_HTTP_LINGER_MS    2000          /* lingering close: keep reading this long after FIN */
+#define GW_HTTP_LINGER_BYTES (1 << 20)     /* lingering close: or this many bytes */
+#define GW_HTTP_ID_LEN       16            /* request id: hex digits */
+#define GW_HTTP_ID_MAX       GW_REQ_ID_MAX /* a request id set by gw_req_set_id, at most */
+#define GW_HTTP_ROUNDS       16            /* state-machine steps per callback (bounded work) */
+#define GW_HTTP_BODY_READ    65536         /* direct socket read for a request body (plain only) */
 
 /* Limits with their defaults applied (a zero in gw_config.limits means "default"). */
 struct gw_http_limits {
@@ -208,7 +209,7 @@ struct gw_req {
     const struct gw_config *cfg;  /* config in force for this request (borrowed) */
     const struct gw_req_ops *ops; /* handler callbacks, NULL until set */
     void *ops_arg;                /* their argument */
-    char id[GW_HTTP_ID_LEN + 1];  /* request id */
+    char id[GW_HTTP_ID_MAX + 1];  /* request id (gw_http_new_id's, or gw_req_set_id's) */
     const char *method;           /* into conn->head.text */
     const char *target;           /* into conn->head.text */
     const char *path;             /* into conn->head.text */

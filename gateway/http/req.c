@@ -63,6 +63,17 @@ gw_req_id(const struct gw_req *req)
     return req->id;
 }
 
+int
+gw_req_set_id(struct gw_req *req, const char *id)
+{
+    size_t n = strnlen(id, GW_REQ_ID_MAX + 1);
+    if (n > GW_REQ_ID_MAX) {
+        return ERR_TOOBIG;
+    }
+    memcpy(req->id, id, n + 1);
+    return 0;
+}
+
 const char *
 gw_req_peer(const struct gw_req *req)
 {

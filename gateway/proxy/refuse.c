@@ -48,18 +48,25 @@ reply(struct gw_req *req, const struct gw_refusal *r)
 struct refusal_wait {
     struct gw_req *req; /* NULL once the request died */
     struct gw_refusal r;
-    bool cut;           /* end by cutting the connection (the head was already sent) */
-    uint64_t queued_ns; /* monotonic ns the record was queued (audit_commit_seconds) */
-    char strs[];        /* lock, code, message: r's strings, copied */
+    bool cut;                   /* end by cutting the connection (the head was already sent) */
+    uint64_t queued_ns;         /* monotonic ns the record was queued (audit_commit_seconds) */
+    const char *method;         /* for the log line, written once the final id is known */
+    const char *op;             /* the S3 operation's name, idem */
+    const char *trace;          /* the trace id, or NULL, idem */
+    char id[GW_REQ_ID_MAX + 1]; /* the request's id when queued */
+    char strs[];                /* lock, code, message, method, op, trace: copied */
 };
+
+static void log_refusal(const char *id, const char *method, const char *op, const char *trace,
+                        const struct gw_refusal *r);
 
 static void
 wait_abort(struct gw_req *req, int err, void *arg)
 {
     struct refusal_wait *w = arg;
     (void)req;
-    log_info("req %s: client gone (%s) before its refusal's audit record committed",
-             gw_req_id(w->req), err_str(err));
+    log_info("req %s: client gone (%s) before its refusal's audit record committed", w->id,
+             err_str(err));
     w->req = NULL;
 }
 
@@ -71,20 +78,41 @@ static const char slowdown_msg[] =
     "This write was refused, but its audit record could not be stored; nothing was forwarded. "
     "Please reduce your request rate.";
 
+/*
+ * The id the refusal answers with: its own, or, when the store counted it
+ * into a run (occurrence n >= 2), "<run's id>.<n>", which GET /audit?request_id=
+ * finds (the run's record).  Written into out (GW_REQ_ID_MAX + 1 bytes).
+ */
+static void
+final_id(const struct refusal_wait *w, const struct store_audit_done *d, char *out)
+{
+    int n = -1;
+    if (d != NULL && d->occurrence > 1 && d->run_request_id[0] != '\0') {
+        n = snprintf(out, GW_REQ_ID_MAX + 1, "%s.%llu", d->run_request_id,
+                     (unsigned long long)d->occurrence);
+    }
+    if (n < 0 || n > GW_REQ_ID_MAX) {
+        (void)snprintf(out, GW_REQ_ID_MAX + 1, "%s", w->id);
+    }
+}
+
 /* store_audit_done_fn: the record is durable (err 0), or it failed. */
 static void
-wait_done(void *arg, int err, uint64_t seq)
+wait_done(void *arg, int err, const struct store_audit_done *d)
 {
     struct refusal_wait *w = arg;
-    (void)seq;
     if (err == 0) { /* measured on the loop: the store's thread touches no counter */
         uint64_t now = gw_metrics_now_ns();
         gw_histo_observe(&gw_metrics.audit_commit_seconds,
                          now > w->queued_ns ? now - w->queued_ns : 0);
     }
+    char id[GW_REQ_ID_MAX + 1];
+    final_id(w, err == 0 ? d : NULL, id);
+    log_refusal(id, w->method, w->op, w->trace, &w->r);
     struct gw_req *req = w->req;
     if (req != NULL) {
         gw_req_set_ops(req, NULL, NULL);
+        (void)gw_req_set_id(req, id); /* fits: final_id bounds it */
         if (w->cut) {
             gw_resp_abort(req);
         } else if (err != 0) {
@@ -102,12 +130,23 @@ wait_done(void *arg, int err, uint64_t seq)
 
 /* A copy of r whose strings live in the returned block; NULL when out of memory. */
 static struct refusal_wait *
-wait_new(struct gw_req *req, const struct gw_refusal *r, bool cut)
+wait_new(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *r, bool cut)
 {
-    const char *lock = r->lock != NULL ? r->lock : "";
-    const char *msg = r->message != NULL ? r->message : "";
-    size_t ll = strlen(lock) + 1, cl = strlen(r->code) + 1, ml = strlen(msg) + 1;
-    struct refusal_wait *w = malloc(sizeof(*w) + ll + cl + ml);
+    const char *strs[6] = {
+        r->lock != NULL ? r->lock : "",
+        r->code,
+        r->message != NULL ? r->message : "",
+        gw_req_method(req),
+        s3->name != NULL ? s3->name : "",
+        gw_access_trace_id(req) != NULL ? gw_access_trace_id(req) : "",
+    };
+    size_t lens[6];
+    size_t total = 0;
+    for (size_t i = 0; i < 6; i++) {
+        lens[i] = strlen(strs[i]) + 1;
+        total += lens[i];
+    }
+    struct refusal_wait *w = malloc(sizeof(*w) + total);
     if (w == NULL) {
         return NULL;
     }
@@ -115,9 +154,19 @@ wait_new(struct gw_req *req, const struct gw_refusal *r, bool cut)
     w->r = *r;
     w->cut = cut;
     w->queued_ns = gw_metrics_now_ns();
-    w->r.lock = memcpy(w->strs, lock, ll);
-    w->r.code = memcpy(w->strs + ll, r->code, cl);
-    w->r.message = memcpy(w->strs + ll + cl, msg, ml);
+    (void)snprintf(w->id, sizeof(w->id), "%s", gw_req_id(req));
+    const char *copies[6];
+    char *p = w->strs;
+    for (size_t i = 0; i < 6; i++) {
+        copies[i] = memcpy(p, strs[i], lens[i]);
+        p += lens[i];
+    }
+    w->r.lock = copies[0];
+    w->r.code = copies[1];
+    w->r.message = copies[2];
+    w->method = copies[3];
+    w->op = copies[4];
+    w->trace = copies[5][0] != '\0' ? copies[5] : NULL;
     return w;
 }
 
@@ -152,9 +201,9 @@ audit(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const cha
     return rc;
 }
 
-/* The counter and the log line of r. */
+/* The counters of r. */
 static void
-account(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *r)
+account(struct gw_req *req, const struct gw_refusal *r)
 {
     if (r->count == GW_REFUSAL_FENCE) {
         gw_metrics_fence_refusal(r->lock, r->code);
@@ -162,21 +211,35 @@ account(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *
         GW_COUNT(classify_refusals);
     }
     gw_access_note_fence(req, r->lock, r->token);
+}
+
+/* The log line of r, with the id it answers with. */
+static void
+log_refusal(const char *id, const char *method, const char *op, const char *trace,
+            const struct gw_refusal *r)
+{
     if (r->count == GW_REFUSAL_UNCOUNTED && r->audit == 0) {
         return;
     }
-    const char *trace = gw_access_trace_id(req);
     if (r->tokens) {
-        log_info("req %s: %s %s refused (%d %s), lock %s token %llu current %llu%s%s: %s",
-                 gw_req_id(req), gw_req_method(req), s3->name, r->status, r->code,
-                 r->lock != NULL ? r->lock : "", (unsigned long long)r->token,
-                 (unsigned long long)r->current, trace != NULL ? ", trace " : "",
-                 trace != NULL ? trace : "", r->message);
+        log_info("req %s: %s %s refused (%d %s), lock %s token %llu current %llu%s%s: %s", id,
+                 method, op, r->status, r->code, r->lock != NULL ? r->lock : "",
+                 (unsigned long long)r->token, (unsigned long long)r->current,
+                 trace != NULL ? ", trace " : "", trace != NULL ? trace : "", r->message);
     } else {
-        log_info("req %s: %s %s refused (%d %s)%s%s: %s", gw_req_id(req), gw_req_method(req),
-                 s3->name, r->status, r->code, trace != NULL ? ", trace " : "",
-                 trace != NULL ? trace : "", r->message);
+        log_info("req %s: %s %s refused (%d %s)%s%s: %s", id, method, op, r->status, r->code,
+                 trace != NULL ? ", trace " : "", trace != NULL ? trace : "", r->message);
     }
+}
+
+/* The log line of r, now (its id is final). */
+static void
+log_now(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal *r)
+{
+    if (r->count == GW_REFUSAL_UNCOUNTED && r->audit == 0) {
+        return; /* no line (s3 may be NULL then) */
+    }
+    log_refusal(gw_req_id(req), gw_req_method(req), s3->name, gw_access_trace_id(req), r);
 }
 
 /* gw_refuse and gw_refuse_cut: answer (or cut) once r's record is durable. */
@@ -184,8 +247,9 @@ static void
 carry_out(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const char *principal,
           const struct gw_refusal *r, bool cut)
 {
-    account(req, s3, r);
+    account(req, r);
     if (r->audit == 0 || st == NULL) {
+        log_now(req, s3, r);
         if (cut) {
             gw_resp_abort(req);
         } else {
@@ -193,12 +257,13 @@ carry_out(struct store *st, struct gw_req *req, const struct gw_s3req *s3, const
         }
         return;
     }
-    struct refusal_wait *w = wait_new(req, r, cut);
+    struct refusal_wait *w = wait_new(req, s3, r, cut);
     int rc = w != NULL ? audit(st, req, s3, principal, r, w) : ERR_NOMEM;
     if (rc == 0) {
-        gw_req_set_ops(req, &wait_ops, w); /* wait_done answers */
+        gw_req_set_ops(req, &wait_ops, w); /* wait_done logs and answers */
         return;
     }
+    log_now(req, s3, r);
     if (w == NULL) {
         log_error("req %s: audit record (lock %s) not queued: %s", gw_req_id(req),
                   r->lock != NULL ? r->lock : "", err_str(rc));

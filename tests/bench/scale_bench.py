@@ -351,10 +351,11 @@ def audit_of(gw, query):
     return json.loads(data)
 
 
-def quiet_refusal(gw, token):
-    """One stale write on the quiet lock from 127.0.0.1; its request id."""
+def quiet_refusal(gw, token, key="k"):
+    """One stale write on the quiet lock from 127.0.0.1; its request id (a
+    key of its own each time: identical refusals would coalesce)."""
     c = gw.conn()
-    c.request("PUT", "/b/quiet/k", body=b"zombie",
+    c.request("PUT", f"/b/quiet/{key}", body=b"zombie",
               headers={"X-Fencing-Token": str(token), "X-Fencing-Lock": "quiet"})
     r = c.getresponse()
     r.read()
@@ -434,7 +435,7 @@ def main():
             r=refusals(gw, token, 8, FLOOD_S, source="127.0.0.2", spread=4)))
         th.start()
         time.sleep(min(1.0, FLOOD_S / 2))
-        during = quiet_refusal(gw, quiet)
+        during = quiet_refusal(gw, quiet, "k2")
         th.join()
         rate, p50, p99, _ = box["r"]
         a = audit_of(gw, "lock=orders")
@@ -443,7 +444,9 @@ def main():
         ids = [r["request_id"] for r in q["records"]]
         print(f"flood: {rate:.0f} refusals/s (p50 {p50:.1f} ms, p99 {p99:.1f} ms)")
         print(f"  the flood's lock kept {a['lock_kept']}, dropped {a['lock_dropped']} "
-              f"(of this run's {a['lock_kept'] + a['lock_dropped']} refusals on it)")
+              f"(of this run's {a['lock_kept'] + a['lock_dropped']} records on it); its first "
+              f"{len(a['records'])} records count {sum(r['count'] for r in a['records'])} "
+              "refusals (identical ones coalesce)")
         print(f"  the flooding client kept {f['principal_kept']}, dropped "
               f"{f['principal_dropped']}")
         print(f"  the quiet client's lock kept {q['lock_kept']}; its oldest record (before the "

@@ -45,9 +45,10 @@ Properties (each passes or fails; the last line is "N passed, N failed"):
   fences-monotonic    each gateway's highest token per lock never goes down, across
                       kill -9 and restarts too (G2)
   refusals-audited    every fencing refusal a worker saw (409 with a fencing code, 428)
-                      is in the audit log of some gateway (matched by request id),
-                      and the audit has no refusal that no worker could have been
-                      given (G7)
+                      is in the audit log of some gateway (matched by request id; a
+                      repeat's "<id>.<n>" by its run's record, n up to its count),
+                      and the audit has no refusal, nor occurrence of a record's
+                      count, that no worker could have been given (G7)
   workload-exercised  the run did what it is meant to: writes acknowledged, epochs
                       changed on every lock, zombies (writes with a token older than
                       one already granted) were attempted, and in the cond modes a
@@ -254,6 +255,23 @@ def cross_key_unversioned(p, attempts, relay, lock_of_key):
                       f"{b['epoch']} ({b['vid']}) was acknowledged")
 
 
+def _run_of(rid, by_rid):
+    """The audit record of a refusal answered with rid: its own, or, for a
+    repeat coalesced into a run ("BASE.n", DESIGN.md "Audit retention under a
+    flood"), BASE's when 2 <= n <= its count; None when there is none."""
+    if not rid:
+        return None
+    if rid in by_rid:
+        return by_rid[rid]
+    base, dot, n = rid.rpartition(".")
+    if not dot or not n.isdigit() or n.startswith("0"):
+        return None
+    run = by_rid.get(base)
+    if run is not None and 2 <= int(n) <= run.get("count", 1):
+        return run
+    return None
+
+
 def check(out):
     run, attempts, acquires, versions, fences, audit, relay, nemesis, watch = load(out)
     props = collections.OrderedDict()
@@ -412,11 +430,14 @@ def check(out):
     seen_refusals = [a for a in attempts.values()
                      if a["outcome"] == "refused" and a.get("code") in FENCING_CODES]
     matched = set()
+    uses = collections.Counter()  # occurrences of each record the workers were answered
     loose = collections.Counter()  # (g, key, token) of refusals without a request id
     for a in seen_refusals:
         rid = a.get("request_id")
-        if rid and rid in by_rid:
-            matched.add(rid)
+        holder = _run_of(rid, by_rid)  # not "run": that is run.json
+        if holder is not None:
+            matched.add(holder["request_id"])
+            uses[holder["request_id"]] += 1
         elif rid:
             p.bad(f"{a['vid']} refused {a['code']} by g{a['g']} (request {rid}) not audited")
         else:
@@ -425,22 +446,27 @@ def check(out):
                                        for a in attempts.values() if a["outcome"] == "unknown")
     extra = 0
     for r in recs:
-        if r.get("request_id") in matched:
-            continue
+        # a record stands for count identical refusals (coalesced); those not
+        # matched by a worker's request id must be accounted for otherwise
+        left = r.get("count", 1) - uses[r.get("request_id")]
         k = (r["gw"], r.get("key"), r.get("token"))
-        if loose[k] > 0:
-            loose[k] -= 1
-        elif unknown_keys[k] > 0:
-            unknown_keys[k] -= 1  # a refusal whose answer the worker never got
-            extra += 1
-        else:
-            p.bad(f"{r['gw']} audited {r.get('kind')} {r.get('key')} token {r.get('token')} "
-                  f"(request {r.get('request_id')}) that no worker was refused")
+        for _ in range(max(left, 0)):
+            if loose[k] > 0:
+                loose[k] -= 1
+            elif unknown_keys[k] > 0:
+                unknown_keys[k] -= 1  # a refusal whose answer the worker never got
+                extra += 1
+            else:
+                p.bad(f"{r['gw']} audited {r.get('kind')} {r.get('key')} token "
+                      f"{r.get('token')} (request {r.get('request_id')}, {left} of its count "
+                      f"{r.get('count', 1)}) that no worker was refused")
+                break
     for k, n in loose.items():
         if n > 0:
             p.bad(f"{n} refusal(s) of {k} not audited", n)
     p.notes.append(f"{len(seen_refusals)} fencing refusals seen by workers, {len(recs)} audit "
-                   f"records, {extra} for writes whose answer was lost")
+                   f"records counting {sum(r.get('count', 1) for r in recs)}, {extra} for "
+                   "writes whose answer was lost")
 
     # ---- workload-exercised
     p = prop("workload-exercised", "the run exercised what it claims to")

@@ -3,9 +3,11 @@
  * bytes (a damaged LMDB value or key).  Every input is either refused
  * (ERR_INVAL / ERR_VERSION) or decoded; a decoded value must re-encode to
  * exactly the same bytes (the encoding is canonical), and nothing may crash
- * or read out of bounds.  Seeds: tests/fuzz/corpus/store_record/.
+ * or read out of bounds.  A request id split as "BASE.n" must print back as
+ * itself.  Seeds: tests/fuzz/corpus/store_record/.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +100,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (store_audit_cursor_parse(text, &c) == 0) {
         char back[64];
         if (store_audit_cursor_format(&c, back, sizeof(back)) != 0) {
+            abort();
+        }
+    }
+
+    /* request ids arrive as text too: a repeat's "BASE.n" has one spelling */
+    size_t base_len = 0;
+    uint64_t occ = 0;
+    if (store_audit_reqid_split((const char *)data, size, &base_len, &occ)) {
+        char back[STORE_REQID_MAX * 4];
+        int w = snprintf(back, sizeof(back), ".%llu", (unsigned long long)occ);
+        if (base_len == 0 || base_len >= size || occ < 2 || w < 0 || base_len + (size_t)w != size ||
+            memcmp(data + base_len, back, (size_t)w) != 0) {
             abort();
         }
     }

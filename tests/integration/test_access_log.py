@@ -146,6 +146,19 @@ def test_access_log_scenario(gateway, rgw, bucket, tmp_path):
         assert f'"trace_id":"{t2}"' in cli.stdout
         assert any(rid(s) in ln and f"trace {t2}" in ln and "refused" in ln
                    for ln in gw.log().splitlines())
+        # the zombie retries: counted into that record, and its id is "<first's>.2"
+        # in the answer, the access log, the refusal's log line and the audit API
+        s2 = requests.put(f"{gw.url}/{bucket}/orders/a", data=b"zombie",
+                          headers={"X-Fencing-Token": "5"}, timeout=10)
+        assert s2.status_code == 409 and rid(s2) == rid(s) + ".2", (rid(s), rid(s2))
+        assert f"<RequestId>{rid(s2)}</RequestId>" in s2.text
+        o = line_where(log, request_id=rid(s2))
+        assert (o["status"], o["error_code"], o["token"]) == (409, "StaleFencingToken", 5)
+        assert any(f"req {rid(s2)}: PUT PutObject refused" in ln
+                   for ln in gw.log().splitlines())
+        found = requests.get(f"{gw.url}/_fencegate/v1/audit", params={"request_id": rid(s2)},
+                             timeout=10).json()["records"]
+        assert [(x["request_id"], x["count"]) for x in found] == [(rid(s), 2)], found
 
         # a classification refusal (G9), audited, never forwarded
         c = requests.put(f"{gw.url}/{bucket}/free/x?nosuchsubresource", data=b"x", timeout=10)

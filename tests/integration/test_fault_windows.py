@@ -219,7 +219,8 @@ def test_checker_passes_a_clean_history(tmp_path):
 
 @pytest.mark.parametrize("case", ["lost-ack", "refused-stored", "late-zombie-same-key",
                                   "late-zombie-other-key", "fence-lowered", "unaudited",
-                                  "phantom", "wrong-stamp", "tie-is-not-a-violation"])
+                                  "phantom", "wrong-stamp", "tie-is-not-a-violation",
+                                  "coalesced", "coalesced-past-count", "count-unrefused"])
 def test_checker_catches(tmp_path, case):
     writes, versions = list(GOOD_WRITES), list(GOOD_VERSIONS)
     fences, audit = list(GOOD_FENCES), list(GOOD_AUDIT)
@@ -250,6 +251,15 @@ def test_checker_catches(tmp_path, case):
     elif case == "wrong-stamp":
         versions[2] = ("b1", "L0/k0", 1, 2000, 1)
         expect = {"versions-accounted": 1}
+    elif case.startswith("coalesced") or case == "count-unrefused":
+        # a retry of z1, coalesced into its record: answered "rid-z1.2"
+        rid = "rid-z1.3" if case == "coalesced-past-count" else "rid-z1.2"
+        writes.append(("z2", "w0", "L0/k1", 1, "refused", 409, "StaleFencingToken", rid))
+        audit = [dict(GOOD_AUDIT[0], count=3 if case == "count-unrefused" else 2)]
+        if case == "coalesced-past-count":  # z2 unaudited, and the count's 2nd unrefused
+            expect = {"refusals-audited": 2}
+        elif case == "count-unrefused":
+            expect = {"refusals-audited": 1}
     elif case == "tie-is-not-a-violation":
         writes.append(("z2", "w0", "L0/k1", 1, "acked", 200, None, None))
         versions.append(("z2", "L0/k1", 1, 2000, 1))  # same ms as b1: a tie

@@ -8,6 +8,7 @@ The 25,000 locks are seeded straight into the store by
 tests/helpers/store_seed (election cache and fence table, grouped commits):
 acquiring them one by one would take a minute."""
 import concurrent.futures
+import itertools
 import json
 import os
 import subprocess
@@ -226,12 +227,18 @@ MAX_RECORDS = 200
 FLOOD = 600
 
 
-def _flood(gw, bucket, token, n, threads=8):
-    """n identical stale writes on "orders" from one client, 8 at a time."""
+_KEYS = itertools.count()
+
+
+def _flood(gw, bucket, token, n, threads=8, same_key=False):
+    """n stale writes on "orders" from one client, 8 at a time: each on a key of
+    its own (distinct refusals, which the quota bounds), or all on one key
+    (identical refusals, which coalesce)."""
     sessions = [requests.Session() for _ in range(threads)]
 
     def one(i):
-        return _refused(_put(gw, bucket, "orders", "orders/k", token, session=sessions[i % threads]))
+        key = "orders/k" if same_key else f"orders/k{next(_KEYS)}"
+        return _refused(_put(gw, bucket, "orders", key, token, session=sessions[i % threads]))
 
     with concurrent.futures.ThreadPoolExecutor(threads) as ex:
         return list(ex.map(one, range(n)))
@@ -243,7 +250,7 @@ def flood_gateway(gateway, tmp_path, bucket):
 
 
 def test_flood_leaves_other_locks_records(gateway, rgw, bucket, tmp_path):
-    """600 identical stale writes on one lock, in a log of at most 200 records:
+    """600 distinct stale writes on one lock, in a log of at most 200 records:
     the quiet lock's records from before and during the flood stay findable
     by their request ids; the flood keeps its first and newest records and
     counts the rest."""
@@ -254,7 +261,7 @@ def test_flood_leaves_other_locks_records(gateway, rgw, bucket, tmp_path):
     with concurrent.futures.ThreadPoolExecutor(1) as ex:
         flood = ex.submit(_flood, gw, bucket, zombie, FLOOD)
         time.sleep(0.2)
-        during = _refused(_put(gw, bucket, "quiet", "quiet/k", other))
+        during = _refused(_put(gw, bucket, "quiet", "quiet/k2", other))
         rids = flood.result()
     recs, kept, dropped = _audit(gw, "quiet")
     assert {before, during} <= {r["request_id"] for r in recs}, recs
@@ -274,13 +281,78 @@ def test_quota_refusal_answers_409_with_findable_id(gateway, rgw, bucket, tmp_pa
     first = _flood(gw, bucket, zombie, 1, threads=1)[0]
     _flood(gw, bucket, zombie, 3 * QUOTA)
     s = requests.Session()
-    for _ in range(5):
-        rid = _refused(_put(gw, bucket, "orders", "orders/k", zombie, session=s))
+    for i in range(5):
+        rid = _refused(_put(gw, bucket, "orders", f"orders/past{i}", zombie, session=s))
         recs, kept, dropped = _audit(gw, "orders")  # no wait: committed before the 409
         ids = [r["request_id"] for r in recs]
         assert rid == ids[-1], (rid, ids[-3:])
         assert ids[0] == first
         assert kept == QUOTA and dropped > 0
+
+
+def _by_id(gw, rid):
+    """GET /audit?request_id=: the records (zero or one) answered for rid."""
+    r = requests.get(f"{gw.url}{API}/audit", params={"request_id": rid}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()["records"]
+
+
+IDENTICAL = 400
+
+
+def test_identical_flood_coalesces_every_id_findable(gateway, rgw, bucket, tmp_path):
+    """400 identical stale writes from one client (a retry loop), 8 at a
+    time: each is answered 409 (only once its count committed) with a
+    request id, the first's plain, the n-th "<first's>.<n>", in the header
+    and the document; the lock holds one record with count 400, which each
+    of those ids finds; another lock's records from before and during the
+    flood stay findable; the quota counts one record."""
+    gw = flood_gateway(gateway, tmp_path, bucket)
+    zombie = _stale(gw, "orders")
+    other = _stale(gw, "quiet")
+    before = _refused(_put(gw, bucket, "quiet", "quiet/k", other))
+    sessions = [requests.Session() for _ in range(8)]
+
+    def one(i):
+        r = _put(gw, bucket, "orders", "orders/same", zombie, session=sessions[i % 8])
+        rid = _refused(r)
+        assert f"<RequestId>{rid}</RequestId>" in r.text, r.text
+        return rid
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        flood = ex.map(one, range(IDENTICAL))
+        time.sleep(0.2)
+        during = _refused(_put(gw, bucket, "quiet", "quiet/k2", other))
+        rids = list(flood)
+    plain = [r for r in rids if "." not in r]
+    assert len(plain) == 1, plain
+    base = plain[0]
+    assert sorted(rids) == sorted([base] + [f"{base}.{n}" for n in range(2, IDENTICAL + 1)])
+    recs, kept, dropped = _audit(gw, "orders")
+    assert len(recs) == 1 and (kept, dropped) == (1, 0), recs
+    rec = recs[0]
+    assert rec["request_id"] == base and rec["count"] == IDENTICAL, rec
+    assert rec["last_ms"] >= rec["time_ms"]
+    for rid in rids:
+        found = _by_id(gw, rid)
+        assert [(r["request_id"], r["count"], r["seq"]) for r in found] == \
+            [(base, IDENTICAL, rec["seq"])], (rid, found)
+    assert _by_id(gw, f"{base}.{IDENTICAL + 1}") == []
+    assert _by_id(gw, f"{base}.1") == []
+    for rid in (before, during):
+        found = _by_id(gw, rid)
+        assert [r["request_id"] for r in found] == [rid] and found[0]["count"] == 1
+    recs, kept, dropped = _audit(gw, "quiet")
+    assert [r["request_id"] for r in recs] == [before, during] and (kept, dropped) == (2, 0)
+    # then distinct refusals past the quota: the newest's id is found at once,
+    # and the run, the lock's first record, is kept with its ids
+    _flood(gw, bucket, zombie, 2 * QUOTA)
+    rid = _refused(_put(gw, bucket, "orders", "orders/last", zombie))
+    assert [r["request_id"] for r in _by_id(gw, rid)] == [rid]
+    recs, kept, dropped = _audit(gw, "orders")
+    assert kept == QUOTA and dropped == 2 * QUOTA + 1 - (QUOTA - 1)
+    assert recs[0]["request_id"] == base and recs[-1]["request_id"] == rid
+    assert [r["count"] for r in _by_id(gw, f"{base}.{IDENTICAL}")] == [IDENTICAL]
 
 
 def test_client_hanging_up_mid_page(gateway, rgw, tmp_path):
@@ -335,7 +407,7 @@ def _signed(method, url, who, headers=None, data=b""):
 def _not_granted(gw, bucket, who, lock):
     """A write with a token no epoch of lock was ever granted: 409, audited.
     who None: unsigned (an unauthenticated client, counted by its address)."""
-    url = f"{gw.url}/{bucket}/spread/{lock}"
+    url = f"{gw.url}/{bucket}/spread/{lock}/{next(_KEYS)}"  # distinct: never coalesced
     h = {"X-Fencing-Token": "999", "X-Fencing-Lock": lock}
     if who is None:
         r = requests.put(url, data=b"zombie", headers=h, timeout=30)

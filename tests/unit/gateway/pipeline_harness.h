@@ -75,7 +75,7 @@ struct pl_last {
     char what[256]; /* "METHOD target" */
     int status;
     char code[64];       /* <Code> of an S3 error, "" if none */
-    char request_id[64]; /* x-amz-request-id */
+    char request_id[96]; /* x-amz-request-id */
     char current[32];    /* X-Fencing-Current-Token, "" if none */
     struct buf body;     /* the response body, NUL-terminated */
     bool reached;        /* the fake upstream received a request meanwhile */
@@ -457,7 +457,7 @@ static const char *pl_audit_find(const char *id, char *lock, size_t locklen, uin
 static const char *
 pl_audit_kind(const char *request_id, char *lock, size_t locklen, uint64_t *token)
 {
-    char id[64]; /* request_id may point into pl_last, which each look overwrites */
+    char id[96]; /* request_id may point into pl_last, which each look overwrites */
     (void)snprintf(id, sizeof(id), "%s", request_id);
     /* records are committed in batches (store_audit_append): a few ms */
     uint64_t end = now_ms() + 3000;
@@ -477,7 +477,11 @@ pl_audit_find(const char *id, char *lock, size_t locklen, uint64_t *token)
     static char kind[32];
     struct pl_last saved = pl_last;
     buf_init(&pl_last.body, 1 << 20);
-    assert_int_equal(pl_ask(PL_WORKER, "GET", "/_fencegate/v1/audit?limit=1000", NULL, ""), 200);
+    /* by request id: a plain id, or a repeat's "<run's id>.<n>" (identical
+     * refusals coalesce into their run's record) */
+    char target[192];
+    (void)snprintf(target, sizeof(target), "/_fencegate/v1/audit?request_id=%s", id);
+    assert_int_equal(pl_ask(PL_WORKER, "GET", target, NULL, ""), 200);
     if (getenv("PL_DEBUG") != NULL) {
         (void)fprintf(stderr, "audit: %s\n", buf_cstr(&pl_last.body));
     }
@@ -495,7 +499,8 @@ pl_audit_find(const char *id, char *lock, size_t locklen, uint64_t *token)
     json_array_foreach(json_object_get(doc, "records"), i, rec)
     {
         const char *rid = json_string_value(json_object_get(rec, "request_id"));
-        if (rid != NULL && strcmp(rid, id) == 0) {
+        size_t rl = rid != NULL ? strlen(rid) : 0;
+        if (rid != NULL && strncmp(rid, id, rl) == 0 && (id[rl] == '\0' || id[rl] == '.')) {
             (void)snprintf(kind, sizeof(kind), "%s",
                            json_string_value(json_object_get(rec, "kind")));
             if (lock != NULL) {

@@ -193,12 +193,12 @@ struct probe {
 };
 
 static void
-on_committed(void *arg, int err, uint64_t seq)
+on_committed(void *arg, int err, const struct store_audit_done *d)
 {
     struct probe *p = arg;
     struct ids a;
     char want[20];
-    (void)seq;
+    (void)d;
     assert_int_equal(err, 0);
     if (p->who != NULL) {
         ids_of_who(p->s, p->who, &a);

@@ -278,11 +278,12 @@ test_retention_background(void **state)
 }
 
 static void
-done_cb(void *arg, int err, uint64_t seq)
+done_cb(void *arg, int err, const struct store_audit_done *d0)
 {
     int *d = arg;
     assert_int_equal(err, 0);
-    assert_true(seq > 0);
+    assert_true(d0->seq > 0);
+    assert_int_equal(d0->occurrence, 1); /* coalescing is off by default */
     (*d)++;
 }
 

@@ -182,8 +182,88 @@ test_audit_trace_id_versions(void **state)
     memcpy(odd, v1_record, sizeof(v1_record));
     assert_int_equal(store_rec_audit_decode(odd, sizeof(odd), &g, &sc), ERR_INVAL);
     /* a later version is a newer fencegate's */
-    odd[1] = STORE_REC_AUDIT_VERSION + 1;
+    odd[1] = STORE_REC_AUDIT_RUN + 1;
     assert_int_equal(store_rec_audit_decode(odd, sizeof(v1_record), &g, &sc), ERR_VERSION);
+}
+
+/* A record that coalesced repeats is version 3 (count, last_ms after the trace
+ * id, which may be empty); one that never repeated reads as count 1. */
+static void
+test_audit_run_version(void **state)
+{
+    (void)state;
+    struct store_audit_rec g;
+    struct store_rec_scratch sc;
+    assert_int_equal(store_rec_audit_decode(v1_record, sizeof(v1_record), &g, &sc), 0);
+    assert_int_equal(g.count, 1); /* a record from before coalescing */
+    assert_int_equal(g.last_ms, g.time_ms);
+    struct store_audit_rec r = g;
+    r.count = 1000000;
+    r.last_ms = g.time_ms + 59000;
+    uint8_t buf[STORE_REC_AUDIT_MAX];
+    size_t len = 0;
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    assert_int_equal(buf[1], STORE_REC_AUDIT_RUN);
+    assert_int_equal(len, sizeof(v1_record) + 2 + 16); /* an empty trace id, count, last */
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), 0);
+    assert_int_equal(g.count, 1000000);
+    assert_int_equal(g.last_ms, r.time_ms + 59000);
+    assert_string_equal(g.trace_id, "");
+    assert_string_equal(g.user_agent, "aws-cli/2.13.0");
+    for (size_t i = 0; i < len; i++) {
+        assert_int_equal(store_rec_audit_decode(buf, i, &g, &sc), ERR_INVAL);
+    }
+    /* with a trace id too */
+    r.trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), 0);
+    assert_string_equal(g.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_int_equal(g.count, 1000000);
+    /* version 3 with count 1 is not canonical: refused */
+    r.count = 2;
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    buf[len - 16] = 1; /* count's low byte: 2 -> 1 */
+    assert_int_equal(store_rec_audit_decode(buf, len, &g, &sc), ERR_INVAL);
+    /* count 1 (or 0, unset) encodes as before */
+    r.count = 0;
+    r.trace_id = NULL;
+    assert_int_equal(store_rec_audit_encode(&r, buf, sizeof(buf), &len), 0);
+    assert_int_equal(len, sizeof(v1_record));
+    assert_memory_equal(buf, v1_record, len);
+}
+
+/* BASE.n: the form of a repeat's request id. */
+static void
+test_reqid_split(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *id;
+        bool ok;
+        size_t base;
+        uint64_t n;
+    } cases[] = {
+        {"0123456789abcdef.2", true, 16, 2},
+        {"a.18446744073709551615", true, 1, UINT64_MAX},
+        {"a.b.3", true, 3, 3},
+        {"a.1", false, 0, 0}, /* the first occurrence has the plain id */
+        {"a.0", false, 0, 0},
+        {"a.02", false, 0, 0}, /* leading zero: one spelling per occurrence */
+        {"a.", false, 0, 0},
+        {".5", false, 0, 0},
+        {"abc", false, 0, 0},
+        {"a.2x", false, 0, 0},
+        {"a.18446744073709551616", false, 0, 0},
+        {"", false, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t base = 0;
+        uint64_t n = 0;
+        bool ok = store_audit_reqid_split(cases[i].id, strlen(cases[i].id), &base, &n);
+        if (ok != cases[i].ok || (ok && (base != cases[i].base || n != cases[i].n))) {
+            fail_msg("%s: %d %zu %llu", cases[i].id, ok, base, (unsigned long long)n);
+        }
+    }
 }
 
 static void
@@ -290,6 +370,8 @@ main(void)
         cmocka_unit_test(test_audit_roundtrip),
         cmocka_unit_test(test_audit_caps),
         cmocka_unit_test(test_audit_trace_id_versions),
+        cmocka_unit_test(test_audit_run_version),
+        cmocka_unit_test(test_reqid_split),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_garbage),
     };

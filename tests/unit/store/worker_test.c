@@ -40,6 +40,16 @@ on_done(void *arg, int err, uint64_t v)
     }
 }
 
+/* store_audit_done_fn: counts into a struct ctx like on_done */
+static void
+on_audit_done(void *arg, int err, const struct store_audit_done *d)
+{
+    struct ctx *c = arg;
+    (void)d;
+    c->done++;
+    c->err = err;
+}
+
 static void
 test_completion_fd(void **state)
 {
@@ -79,7 +89,7 @@ test_fence_not_delayed_by_audit_flush(void **state)
     struct ctx a = {.s = s};
     struct store_audit_rec r = {.kind = STORE_AUDIT_STALE, .lock = "x"};
     uint64_t t0 = now_ms();
-    assert_int_equal(store_audit_append(s, &r, (store_audit_done_fn *)on_done, &a), 0);
+    assert_int_equal(store_audit_append(s, &r, on_audit_done, &a), 0);
     tu_wait(s, &a.done, 1);
     assert_int_equal(a.done, 1);
     uint64_t waited = now_ms() - t0;
@@ -89,7 +99,7 @@ test_fence_not_delayed_by_audit_flush(void **state)
     struct ctx f = {.s = s};
     a.done = 0;
     for (int i = 0; i < 20; i++) {
-        assert_int_equal(store_audit_append(s, &r, (store_audit_done_fn *)on_done, &a), 0);
+        assert_int_equal(store_audit_append(s, &r, on_audit_done, &a), 0);
     }
     assert_int_equal(store_fence_advance(s, "x", 3, NULL, NULL, on_done, &f), 0);
     tu_wait(s, &f.done, 1);

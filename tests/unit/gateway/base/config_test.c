@@ -226,6 +226,7 @@ test_defaults(void **state)
     assert_int_equal(cfg->audit.retention_days, 30);
     assert_int_equal(cfg->audit.max_records, 1000000);
     assert_int_equal(cfg->audit.queue_max, 65536);
+    assert_int_equal(cfg->audit.coalesce_window_ms, 60000);
     assert_int_equal(cfg->metrics.max_locks, GW_METRICS_MAX_LOCKS_DEFAULT);
     gw_config_free(cfg);
 }
@@ -254,7 +255,8 @@ test_all_keys(void **state)
         "\"header_timeout_ms\":100,\"body_timeout_ms\":200,\"idle_timeout_ms\":300,"
         "\"write_timeout_ms\":400,\"max_connections\":1,\"buffer_bytes\":4096,"
         "\"max_object_bytes\":1000,\"discard_body_bytes\":1},"
-        "\"audit\":{\"retention_days\":1,\"max_records\":1000000000000,\"queue_max\":1}}");
+        "\"audit\":{\"retention_days\":1,\"max_records\":1000000000000,\"queue_max\":1,"
+        "\"coalesce_window_ms\":0}}");
     assert_int_equal(cfg->nlisten, 2);
     assert_string_equal(cfg->listen[0].host, "::1");
     assert_int_equal(cfg->listen[0].port, 0);
@@ -302,6 +304,7 @@ test_all_keys(void **state)
     assert_true(cfg->limits.max_object_bytes == 1000);
     assert_true(cfg->limits.discard_body_bytes == 1);
     assert_int_equal(cfg->audit.queue_max, 1);
+    assert_int_equal(cfg->audit.coalesce_window_ms, 0); /* 0: off */
     gw_config_free(cfg);
 }
 
@@ -375,6 +378,8 @@ test_ranges(void **state)
                "audit.max_records: must be between 1 and 1000000000000");
     expect_err(MIN_PREFIX ",\"audit\":{\"queue_max\":0}}",
                "audit.queue_max: must be between 1 and 16777216");
+    expect_err(MIN_PREFIX ",\"audit\":{\"coalesce_window_ms\":86400001}}",
+               "audit.coalesce_window_ms: must be between 0 and 86400000");
     expect_err(MIN_PREFIX ",\"metrics\":{\"max_locks\":100001}}",
                "metrics.max_locks: must be between 0 and 100000");
     expect_err(MIN_PREFIX ",\"metrics\":{\"max_lock\":1}}", "metrics.max_lock: unknown key");

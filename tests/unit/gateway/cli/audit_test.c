@@ -161,6 +161,58 @@ test_json(void **state)
     free(r);
 }
 
+/* --request-id finds a refusal's record (a repeat's "<id>.<n>" its run's,
+ * with COUNT), --principal lists one principal's or origin's records. */
+static void
+test_request_id_and_principal(void **state)
+{
+    struct store_opts o;
+    store_opts_init(&o);
+    o.data_dir = *state;
+    o.audit_coalesce_ms = 60000;
+    struct store *s = tu_open_opts(&o);
+    static const char *const who[] = {"alice", "alice", "alice", "bob", ""};
+    static const char *const ids[] = {"run0", "x", "y", "bob1", "anon1"};
+    for (int i = 0; i < 5; i++) {
+        struct store_audit_rec rec = {.time_ms = 1795256200000 + i,
+                                      .kind = STORE_AUDIT_STALE,
+                                      .token = 3,
+                                      .lock = "jobs",
+                                      .principal = who[i],
+                                      .client = "192.0.2.9:1234",
+                                      .key = "k",
+                                      .request_id = ids[i]};
+        assert_int_equal(store_audit_append_sync(s, &rec, NULL), 0);
+    }
+    store_close(s);
+    struct run *r = calloc(1, sizeof(*r));
+    const char *a[] = {"--data-dir", *state, "--request-id", "run0.3", "--json", NULL};
+    run_cmd(r, a);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "\"request_id\":\"run0\""));
+    assert_non_null(strstr(r->out, "\"count\":3,"));
+    assert_null(strstr(r->out, "bob1"));
+    const char *b[] = {"--data-dir", *state, "--request-id", "run0.4", NULL};
+    run_cmd(r, b);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "# no matching records"));
+    const char *c[] = {"--data-dir", *state, "--request-id", "bob1", NULL};
+    run_cmd(r, c);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, " COUNT "));
+    assert_non_null(strstr(r->out, "bob1"));
+    const char *d[] = {"--data-dir", *state, "--principal", "@192.0.2.9", "--json", NULL};
+    run_cmd(r, d);
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "anon1"));
+    assert_null(strstr(r->out, "bob1"));
+    assert_null(strstr(r->out, "run0"));
+    const char *e[] = {"--data-dir", *state, "--principal", "alice", "--lock", "jobs", NULL};
+    run_cmd(r, e);
+    assert_int_equal(r->status, 2);
+    free(r);
+}
+
 static void
 test_errors(void **state)
 {
@@ -527,6 +579,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_id_and_principal, tu_dir_setup,
+                                        tu_dir_teardown),
         cmocka_unit_test(test_time_parse_format),
         cmocka_unit_test(test_json_escape),
         cmocka_unit_test_setup_teardown(test_merged_table, setup_two, teardown_two),

@@ -27,6 +27,7 @@
 struct gw_req {
     const char *path;
     const char *id;
+    char idbuf[GW_REQ_ID_MAX + 1]; /* gw_req_set_id */
     int status;
     char ctype[64];
     char body[GW_S3ERR_MAX_BODY + 1];
@@ -102,6 +103,15 @@ gw_req_id(const struct gw_req *req)
     return req->id;
 }
 
+int
+gw_req_set_id(struct gw_req *req, const char *id)
+{
+    assert_true(strlen(id) <= GW_REQ_ID_MAX);
+    (void)snprintf(req->idbuf, sizeof(req->idbuf), "%s", id);
+    req->id = req->idbuf;
+    return 0;
+}
+
 const char *
 gw_req_method(const struct gw_req *req)
 {
@@ -147,6 +157,8 @@ struct env {
     struct gw_s3req s3;
 };
 
+static uint64_t g_coalesce_ms; /* the store's audit_coalesce_ms (0: the default, off) */
+
 static struct store *
 open_store(const char *dir, bool read_only)
 {
@@ -154,6 +166,7 @@ open_store(const char *dir, bool read_only)
     char errbuf[256];
     struct store *st = NULL;
     store_opts_init(&o);
+    o.audit_coalesce_ms = g_coalesce_ms;
     o.data_dir = dir;
     o.read_only = read_only;
     assert_int_equal(store_open(&o, &st, errbuf, sizeof(errbuf)), 0);
@@ -176,9 +189,18 @@ setup(void **state)
     return 0;
 }
 
+/* As setup, with coalescing on (a minute's window). */
+static int
+setup_coalesce(void **state)
+{
+    g_coalesce_ms = 60000;
+    return setup(state);
+}
+
 static int
 teardown(void **state)
 {
+    g_coalesce_ms = 0;
     struct env *e = *state;
     store_close(e->st);
     g_store = NULL;
@@ -445,6 +467,61 @@ test_client_gone_while_waiting(void **state)
 }
 
 /* Neither counted nor audited (an authentication failure): the document only. */
+/* store_audit_each_fn: copies the found record's id and count */
+static int
+on_found(void *arg, const struct store_audit_rec *r)
+{
+    struct seen *s = arg;
+    s->n++;
+    s->rec.count = r->count;
+    (void)snprintf(s->id, sizeof(s->id), "%s", r->request_id);
+    return 0;
+}
+
+/*
+ * A flood of identical refusals coalesces into one record, and each repeat
+ * answers (header id, <RequestId>, log) with "<first's id>.<n>", only once
+ * the count that includes it committed (G7), and that id finds the record.
+ */
+static void
+test_repeat_answers_run_id(void **state)
+{
+    struct env *e = *state;
+    static const char *const ids[] = {"req-a", "req-b", "req-c"};
+    static const char *const want[] = {"req-a", "req-a.2", "req-a.3"};
+    for (size_t i = 0; i < 3; i++) {
+        struct gw_req req = {.path = "/data/a&b", .id = ids[i]};
+        const struct gw_refusal r = stale_refusal("jobs", 5, 7);
+        gw_refuse(e->st, &req, &e->s3, "alice", &r);
+        assert_int_equal(req.calls, 0);
+        settle(e, &req);
+        assert_int_equal(req.calls, 1);
+        assert_int_equal(req.status, 409);
+        assert_int_equal(req.committed_at_end, i + 1); /* its count had committed */
+        assert_string_equal(gw_req_id(&req), want[i]);
+        char tag[64];
+        (void)snprintf(tag, sizeof(tag), "<RequestId>%s</RequestId>", want[i]);
+        assert_non_null(strstr(req.body, tag));
+    }
+    /* another token is another refusal: a record of its own, its own id */
+    struct gw_req other = {.path = "/data/a&b", .id = "req-d"};
+    const struct gw_refusal r4 = stale_refusal("jobs", 4, 7);
+    gw_refuse(e->st, &other, &e->s3, "alice", &r4);
+    settle(e, &other);
+    assert_string_equal(gw_req_id(&other), "req-d");
+
+    struct seen s;
+    records(e, &s);
+    assert_int_equal(s.n, 2);
+    for (size_t i = 0; i < 3; i++) {
+        memset(&s, 0, sizeof(s));
+        assert_int_equal(store_audit_find(e->st, want[i], on_found, &s, NULL), 0);
+        assert_string_equal(s.id, "req-a");
+        assert_int_equal(s.rec.count, 3);
+    }
+    assert_int_equal(store_audit_find(e->st, "req-a.4", on_found, &s, NULL), ERR_NOTFOUND);
+}
+
 static void
 test_plain_refusal(void **state)
 {
@@ -517,6 +594,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_cut_after_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_gone_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_refusal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_repeat_answers_run_id, setup_coalesce, teardown),
         cmocka_unit_test(test_reply_and_err),
         cmocka_unit_test(test_reply_fallback),
     };
