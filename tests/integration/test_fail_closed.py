@@ -135,9 +135,14 @@ CASES = [
 def snapshot(rgw, bucket):
     """What a write could change: objects (with ETags), uploads, policy, lifecycle, ACL, buckets."""
     c = rgw.client()
+    # The gateway's own start-up probes (conditional writes, checksum trailers)
+    # write and delete "<prefix>~probe/..." objects and uploads in this bucket,
+    # on their own schedule: they are not what a client's request changed.
     objs = sorted((o["Key"], o["ETag"]) for o in
-                  c.list_objects_v2(Bucket=bucket).get("Contents", []))
-    ups = sorted(u["Key"] for u in c.list_multipart_uploads(Bucket=bucket).get("Uploads", []))
+                  c.list_objects_v2(Bucket=bucket).get("Contents", [])
+                  if "~probe/" not in o["Key"])
+    ups = sorted(u["Key"] for u in c.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+                 if "~probe/" not in u["Key"])
 
     def conf(fn, **kw):
         try:
