@@ -1,0 +1,3 @@
+#include "gateway/net/loopctx.h"
+
+_Thread_local struct gw_loopctx *gw_loopctx_here = NULL;
