@@ -2,13 +2,19 @@
  * gateway/http/fair.c: fair use for the HTTP server (DESIGN G10): per-client
  * shares of connections and upstream transfers, shedding idle connections at
  * the connection limit, and the minimum request-body rate.
- * Event-loop thread only.
+ * Event-loop thread only, but for the client-address table (below).
  *
  * A client is an address: the peer without its port (as nginx's limit_conn
- * keys on $binary_remote_addr), for IPv6 its /64 prefix.  Its entry lives in a hash table of the
- * server while a connection or a transfer holds it; a transfer may outlive
- * the server (a detached fenced write), so the server's cleanup orphans the
- * entries still held and the last release frees them.
+ * keys on $binary_remote_addr), for IPv6 its /64 prefix.  Its entry lives in a
+ * client-address table (struct gw_fair_table) while a connection or a
+ * transfer holds it.  The table is the server's own, or one shared by the
+ * servers of several loops (DESIGN "Worker loops": "Limits across loops"):
+ * its mutex guards the hash chains and every entry's counts and references,
+ * held only for a lookup and a count change (never across I/O, a log line or
+ * a shed connection), so an entry is counted, and freed exactly once at its
+ * last release, from whichever thread.  A transfer may outlive its server (a
+ * detached fenced write): the table is freed when neither an owner (its
+ * creator, a server) nor an entry is left, by whichever lets go last.
  *
  * Idle connections (no request in progress, no byte of a next head, not
  * closing: a kept-alive connection between requests, or a fresh one that has
@@ -25,6 +31,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,31 +42,73 @@
 
 #define RATELOG_MS 1000 /* a fair-use warning at most this often */
 
-int
-gw_http_fair_init(struct gw_server *srv)
+/* Frees t once nothing holds it: no owner (creator, server) and no entry. */
+static void
+table_free(struct gw_fair_table *t)
 {
-    srv->clients = calloc(GW_HTTP_CLIENT_BUCKETS, sizeof(struct gw_client *));
+    (void)pthread_mutex_destroy(&t->mu);
+    free(t->buckets);
+    free(t);
+}
+
+struct gw_fair_table *
+gw_fair_table_new(void)
+{
+    struct gw_fair_table *t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        return NULL;
+    }
+    t->buckets = calloc(GW_HTTP_CLIENT_BUCKETS, sizeof(struct gw_client *));
+    if (t->buckets == NULL || pthread_mutex_init(&t->mu, NULL) != 0) {
+        free(t->buckets);
+        free(t);
+        return NULL;
+    }
+    t->refs = 1;
+    return t;
+}
+
+void
+gw_fair_table_ref(struct gw_fair_table *t)
+{
+    (void)pthread_mutex_lock(&t->mu);
+    t->refs++;
+    (void)pthread_mutex_unlock(&t->mu);
+}
+
+void
+gw_fair_table_unref(struct gw_fair_table *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    (void)pthread_mutex_lock(&t->mu);
+    /* entries still held by transfers keep it: the last of them frees it */
+    bool last = --t->refs == 0 && t->nclients == 0;
+    (void)pthread_mutex_unlock(&t->mu);
+    if (last) {
+        table_free(t);
+    }
+}
+
+int
+gw_http_fair_init(struct gw_server *srv, struct gw_fair_table *shared)
+{
     TAILQ_INIT(&srv->idle);
-    return srv->clients != NULL ? 0 : ERR_NOMEM;
+    if (shared != NULL) {
+        gw_fair_table_ref(shared);
+        srv->fair = shared;
+        return 0;
+    }
+    srv->fair = gw_fair_table_new();
+    return srv->fair != NULL ? 0 : ERR_NOMEM;
 }
 
 void
 gw_http_fair_cleanup(struct gw_server *srv)
 {
-    if (srv->clients == NULL) {
-        return;
-    }
-    for (size_t i = 0; i < GW_HTTP_CLIENT_BUCKETS; i++) {
-        struct gw_client *cl = srv->clients[i];
-        while (cl != NULL) {
-            struct gw_client *next = cl->next;
-            cl->srv = NULL; /* held by a transfer: freed at its release */
-            cl->next = NULL;
-            cl = next;
-        }
-    }
-    free(srv->clients);
-    srv->clients = NULL;
+    gw_fair_table_unref(srv->fair);
+    srv->fair = NULL;
 }
 
 /* Whether to log now; counts the occurrence either way. */
@@ -124,12 +173,13 @@ addr_hash(const char *addr)
     return (size_t)(h % GW_HTTP_CLIENT_BUCKETS);
 }
 
-/* The entry of addr, created if absent (with no reference yet); NULL when out of memory. */
+/* The entry of addr, created if absent (with no reference yet); NULL when out of memory.
+ * Caller holds t->mu. */
 static struct gw_client *
-client_get(struct gw_server *srv, const char *addr)
+client_get(struct gw_fair_table *t, const char *addr)
 {
     size_t b = addr_hash(addr);
-    for (struct gw_client *cl = srv->clients[b]; cl != NULL; cl = cl->next) {
+    for (struct gw_client *cl = t->buckets[b]; cl != NULL; cl = cl->next) {
         if (strcmp(cl->addr, addr) == 0) {
             return cl;
         }
@@ -138,28 +188,61 @@ client_get(struct gw_server *srv, const char *addr)
     if (cl == NULL) {
         return NULL;
     }
-    cl->srv = srv;
+    cl->table = t;
     (void)snprintf(cl->addr, sizeof(cl->addr), "%s", addr);
-    cl->next = srv->clients[b];
-    srv->clients[b] = cl;
+    cl->next = t->buckets[b];
+    t->buckets[b] = cl;
+    t->nclients++;
     return cl;
 }
 
-void
-gw_http_client_put(struct gw_client *cl)
+/* Unlinks cl if nothing holds it; caller holds t->mu.  Returns whether the caller
+ * must free cl (after unlocking). */
+static bool
+client_unlink_unheld(struct gw_fair_table *t, struct gw_client *cl)
 {
-    if (cl == NULL || --cl->refs > 0) {
-        return;
+    if (cl->refs > 0) {
+        return false;
     }
-    struct gw_server *srv = cl->srv;
-    if (srv != NULL) {
-        struct gw_client **pp = &srv->clients[addr_hash(cl->addr)];
-        while (*pp != cl) {
-            pp = &(*pp)->next;
-        }
-        *pp = cl->next;
+    struct gw_client **pp = &t->buckets[addr_hash(cl->addr)];
+    while (*pp != cl) {
+        pp = &(*pp)->next;
     }
-    free(cl);
+    *pp = cl->next;
+    t->nclients--;
+    return true;
+}
+
+/*
+ * Drops one reference to cl along with nconns connections and nxfers
+ * transfers it counted; frees cl at its last reference, and its table when
+ * that was the table's last entry and no owner is left.  Any thread.
+ */
+static void
+client_release(struct gw_client *cl, size_t nconns, size_t nxfers)
+{
+    struct gw_fair_table *t = cl->table;
+    (void)pthread_mutex_lock(&t->mu);
+    cl->nconns -= nconns;
+    cl->nxfers -= nxfers;
+    cl->refs--;
+    bool gone = client_unlink_unheld(t, cl);
+    bool table_gone = gone && t->refs == 0 && t->nclients == 0;
+    (void)pthread_mutex_unlock(&t->mu);
+    if (gone) {
+        free(cl);
+    }
+    if (table_gone) {
+        table_free(t);
+    }
+}
+
+void
+gw_http_fair_conn_end(struct gw_client *cl)
+{
+    if (cl != NULL) {
+        client_release(cl, 1, 0);
+    }
 }
 
 /* Close the oldest idle connection.  Returns false when there is none. */
@@ -189,31 +272,49 @@ gw_http_fair_admit(struct gw_server *srv, const char *peer, const struct gw_http
     *full = false;
     char addr[64];
     peer_addr(peer, addr, sizeof(addr));
-    struct gw_client *cl = client_get(srv, addr);
+    struct gw_fair_table *t = srv->fair;
+    /* the client's share first, counted at once under the lock, so that two loops
+     * admitting the same address at the same time never both pass its limit */
+    (void)pthread_mutex_lock(&t->mu);
+    struct gw_client *cl = client_get(t, addr);
+    size_t held = 0;
+    bool over = false;
+    bool drop = false;
+    if (cl != NULL) {
+        held = cl->nconns;
+        over = held >= lim->max_conns_per_client;
+        if (over) {
+            drop = client_unlink_unheld(t, cl); /* a zero share: nothing else holds it */
+        } else {
+            cl->refs++;
+            cl->nconns++;
+        }
+    }
+    (void)pthread_mutex_unlock(&t->mu);
     if (cl == NULL) {
         log_warn("%s: out of memory", peer);
         return NULL;
     }
-    if (cl->nconns >= lim->max_conns_per_client) {
+    if (over) {
+        if (drop) {
+            free(cl);
+        }
         GW_COUNT(client_conns_refused);
         unsigned long skipped = 0;
         if (ratelog_due(&srv->log_conns, &skipped)) {
             log_warn("%s: refused: %zu connections from %s (limits.max_connections_per_client) "
                      "(%lu more refusals not logged)",
-                     peer, cl->nconns, addr, skipped);
-        }
-        return NULL; /* never 0 refs here: nconns > 0 holds it */
-    }
-    if (srv->nconns >= lim->max_connections && !shed_idle(srv)) {
-        *full = true;
-        if (cl->refs == 0) {
-            cl->refs = 1;
-            gw_http_client_put(cl);
+                     peer, held, addr, skipped);
         }
         return NULL;
     }
-    cl->refs++;
-    cl->nconns++;
+    /* then this loop's share of limits.max_connections; shedding frees a connection,
+     * whose release takes the lock again, so it is not held here */
+    if (srv->nconns >= lim->max_connections && !shed_idle(srv)) {
+        *full = true;
+        client_release(cl, 1, 0);
+        return NULL;
+    }
     return cl;
 }
 
@@ -272,27 +373,32 @@ gw_http_fair_transfer_begin(struct gw_req *req)
     if (cl == NULL) {
         return NULL;
     }
-    if (cl->nxfers >= c->lim.max_xfers_per_client) {
+    struct gw_fair_table *t = cl->table;
+    (void)pthread_mutex_lock(&t->mu);
+    size_t held = cl->nxfers;
+    bool over = held >= c->lim.max_xfers_per_client;
+    if (!over) {
+        cl->nxfers++;
+        cl->refs++;
+    }
+    (void)pthread_mutex_unlock(&t->mu);
+    if (over) {
         GW_COUNT(client_transfers_refused);
         unsigned long skipped = 0;
         if (ratelog_due(&c->srv->log_xfers, &skipped)) {
             log_warn("%s %s: 503 SlowDown: %zu transfers in flight from %s "
                      "(limits.max_transfers_per_client) (%lu more not logged)",
-                     req->id, c->peer, cl->nxfers, cl->addr, skipped);
+                     req->id, c->peer, held, cl->addr, skipped);
         }
         return NULL;
     }
-    cl->nxfers++;
-    cl->refs++;
     return cl;
 }
 
 void
 gw_http_fair_transfer_end(struct gw_client *cl)
 {
-    if (cl == NULL) {
-        return;
+    if (cl != NULL) {
+        client_release(cl, 0, 1);
     }
-    cl->nxfers--;
-    gw_http_client_put(cl);
 }

@@ -1,6 +1,7 @@
 /*
  * gateway/http/gate.c: the accept gate: the listeners on or off by the
- * connection count (limits.max_connections, or an idle connection to shed).
+ * connection count (this server's share of limits.max_connections, or an idle
+ * connection to shed).
  * Below the listeners (listen.c), the connections (server.c) and fair use
  * (fair.c), which all open or close it; it calls nothing of theirs back.
  * Event-loop thread only.
@@ -41,7 +42,7 @@ void
 gw_http_accept_gate(struct gw_server *srv)
 {
     struct gw_http_limits lim;
-    gw_http_limits_from(&lim, srv->cfg);
+    gw_http_server_limits(&lim, srv);
     bool room = srv->nconns < lim.max_connections || !TAILQ_EMPTY(&srv->idle);
     if (room && srv->accepting_paused) {
         gw_http_resume_accepting(srv);

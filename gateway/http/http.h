@@ -61,9 +61,10 @@
  *
  * Fair use (DESIGN G10, gateway/http/fair.c): one client address holds at
  * most limits.max_connections_per_client connections (more are closed at
- * accept) and limits.max_transfers_per_client transfers (gw_http_fair_transfer_begin);
- * at limits.max_connections the oldest idle connection is closed for a new
- * one; a body slower than limits.min_body_rate over a window is cut like a
+ * accept) and limits.max_transfers_per_client transfers (gw_http_fair_transfer_begin),
+ * counted over every server sharing its client-address table (gw_server_opts);
+ * at its share of limits.max_connections a server closes its oldest idle
+ * connection for a new one; a body slower than limits.min_body_rate over a window is cut like a
  * body timeout (on_abort(ERR_TIMEOUT), 400 RequestTimeout).
  *
  * EOF from the client: while a request body is incomplete, on_abort(ERR_CLOSED);
@@ -134,6 +135,64 @@ typedef void gw_request_fn(struct gw_req *req, void *arg);
  */
 struct gw_server *gw_server_new(struct event_base *base, const struct gw_config *cfg,
                                 gw_request_fn *on_request, void *arg, char *errbuf, size_t errlen);
+
+/*
+ * Options of a server that is one of several, one per event loop, serving the
+ * same ports (DESIGN "Worker loops": "Accepting", "Limits across loops").
+ * Zeroed (or no options at all: gw_server_new) is a server alone, as before.
+ */
+struct gw_server_opts {
+    /* the client-address table of per-client fair use, shared by the servers
+     * (borrowed: the server takes a reference of its own), or NULL for a
+     * private table */
+    struct gw_fair_table *fair;
+    /* servers sharing limits.max_connections: this one admits
+     * ceil(max_connections / loops) connections (0 or 1: all of them).  The
+     * per-client shares are not split: the shared table counts them. */
+    size_t loops;
+    /* open the S3 listeners (cfg->listen) with SO_REUSEPORT, so that other
+     * servers can bind the same ports: set it on the first server when others
+     * will follow (the admin listeners never get it) */
+    bool reuseport;
+    /* NULL, or the first server (created already, borrowed for this call
+     * only: its bound ports never change, so any thread may read them once
+     * gw_server_new returned them): bind cfg->listen[i] to
+     * gw_server_port(first, i) with SO_REUSEPORT (first needs reuseport set,
+     * or the bind fails with "Address in use"), and open no admin listener:
+     * those stay on the first server alone */
+    const struct gw_server *first;
+};
+
+/*
+ * gw_server_new_opts - gw_server_new for one of several servers on one set of
+ * ports (opts borrowed for the call; NULL is gw_server_new).  Each server
+ * belongs to the thread of its base, as gw_server_new's does; only the shared
+ * table is touched by several threads, under its own lock.
+ */
+struct gw_server *gw_server_new_opts(struct event_base *base, const struct gw_config *cfg,
+                                     gw_request_fn *on_request, void *arg,
+                                     const struct gw_server_opts *opts, char *errbuf,
+                                     size_t errlen);
+
+/*
+ * The client-address table of per-client fair use (DESIGN G10), shared by the
+ * servers of several loops so that one address's connections and transfers
+ * count across the process (gateway/http/fair.c).  Thread-safe: any thread may
+ * call these, and the servers on it count under its mutex.
+ */
+struct gw_fair_table;
+
+/* gw_fair_table_new - an empty table with one reference (the caller's).  NULL when out of
+ * memory. */
+struct gw_fair_table *gw_fair_table_new(void);
+
+/* gw_fair_table_ref - take one more reference to t. */
+void gw_fair_table_ref(struct gw_fair_table *t);
+
+/* gw_fair_table_unref - drop one reference (NULL-safe).  t is freed when no reference is
+ * left and no client entry is held (a transfer outliving every server frees it at its
+ * gw_http_fair_transfer_end), so the caller may drop its own right after creating the servers. */
+void gw_fair_table_unref(struct gw_fair_table *t);
 
 /* gw_server_set_config - use cfg (borrowed) for requests that start from now on. */
 void gw_server_set_config(struct gw_server *srv, const struct gw_config *cfg);

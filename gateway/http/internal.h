@@ -12,6 +12,7 @@
 #ifndef GW_HTTP_INT_H
 #define GW_HTTP_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,14 +67,28 @@ struct gw_http_limits {
  * One client address (the host part of the peer, without the port), shared
  * by its connections and by the upstream transfers it started; freed when the
  * last of them lets go.  Per-client fair use (DESIGN G10) counts here.
+ * next, refs, nconns and nxfers are guarded by table->mu; addr and table never
+ * change.
  */
 struct gw_client {
-    struct gw_server *srv;  /* the table's owner; NULL once the server is freed (orphan) */
-    struct gw_client *next; /* hash chain in srv->clients */
-    size_t refs;            /* connections + transfers holding it */
-    size_t nconns;          /* open connections */
-    size_t nxfers;          /* transfers counted by gw_http_fair_transfer_begin */
-    char addr[64];          /* "ip" (the peer without its port), "ip6/64" for IPv6 */
+    struct gw_fair_table *table; /* its table; kept alive by this entry */
+    struct gw_client *next;      /* hash chain in table->buckets */
+    size_t refs;                 /* connections + transfers holding it */
+    size_t nconns;               /* open connections (of every server on the table) */
+    size_t nxfers;               /* transfers counted by gw_http_fair_transfer_begin */
+    char addr[64];               /* "ip" (the peer without its port), "ip6/64" for IPv6 */
+};
+
+/*
+ * The client-address table (gateway/http/fair.c), one per server or shared by
+ * the servers of several loops.  mu guards everything below it; held only for
+ * a lookup and a count change.  Freed when refs and nclients are both zero.
+ */
+struct gw_fair_table {
+    pthread_mutex_t mu;
+    struct gw_client **buckets; /* owned; GW_HTTP_CLIENT_BUCKETS chains */
+    size_t refs;                /* owners: its creator's, each server's */
+    size_t nclients;            /* entries linked in buckets (each one held) */
 };
 
 /* A warning logged at most once a second, with the count of those not logged. */
@@ -135,7 +150,8 @@ struct gw_server {
     size_t ns3;                                     /* lev[0..ns3) are S3 listeners, the rest
                                                        admin listeners */
     bool accepting_paused;                          /* listeners disabled by max_connections */
-    struct gw_client **clients; /* owned; GW_HTTP_CLIENT_BUCKETS chains of client addresses */
+    size_t loops;               /* servers sharing limits.max_connections (>= 1) */
+    struct gw_fair_table *fair; /* one reference; the client-address table (maybe shared) */
     TAILQ_HEAD(gw_idle_list, gw_conn) idle; /* connections with nothing in progress, oldest first */
     struct gw_ratelog log_conns;            /* connections refused: one client over its share */
     struct gw_ratelog log_xfers;            /* transfers refused: one client over its share */
@@ -279,10 +295,10 @@ void gw_http_resume_accepting(struct gw_server *srv);
 void gw_http_pause_accepting(struct gw_server *srv);
 
 /*
- * gw_http_accept_gate - accept while there is room: below limits.max_connections,
+ * gw_http_accept_gate - accept while there is room: below srv's share of limits.max_connections,
  * or an idle connection to shed for the next one.  Otherwise pause the listeners
  * (new connections wait in the kernel's backlog) until a connection closes or
- * turns idle.  In gate.c, which calls only gw_http_limits_from in the room.
+ * turns idle.  In gate.c, which calls only gw_http_server_limits in the room.
  */
 void gw_http_accept_gate(struct gw_server *srv);
 
@@ -310,24 +326,29 @@ MUST_USE int gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev,
 
 /* ---- gateway/http/fair.c: per-client shares, idle shedding, minimum body rate ---- */
 
-/* gw_http_fair_init / _cleanup - the client table of srv (cleanup orphans entries still
- * held by transfers; they are freed when released).  init returns 0 or ERR_NOMEM. */
-MUST_USE int gw_http_fair_init(struct gw_server *srv);
+/* gw_http_fair_init / _cleanup - srv's idle list and client-address table: shared (a
+ * reference taken on it) or, with shared NULL, a private one.  Cleanup drops srv's reference:
+ * entries still held by transfers keep the table until they are released.  init returns 0
+ * or ERR_NOMEM. */
+MUST_USE int gw_http_fair_init(struct gw_server *srv, struct gw_fair_table *shared);
 void gw_http_fair_cleanup(struct gw_server *srv);
 
 /*
  * gw_http_fair_admit - a connection from peer ("ip:port") was accepted: make
- * room for it.  Returns the client entry (a reference for the connection), or
- * NULL to refuse it (its address already holds limits.max_connections_per_client,
- * or out of memory; counted and logged).  At limits.max_connections the oldest
- * idle connection is closed first (counted, logged); with none, NULL as well.
+ * room for it.  Returns the client entry (a reference and a connection
+ * counted, given back by gw_http_fair_conn_end), or NULL to refuse it (its
+ * address already holds limits.max_connections_per_client on every server
+ * of the table, or out of memory; counted and logged).  At lim->max_connections
+ * (this server's share: gw_http_server_limits) the oldest idle connection is
+ * closed first (counted, logged); with none, NULL as well.
  * [out] full  true when refused for the global limit (the caller pauses accepting).
  */
 struct gw_client *gw_http_fair_admit(struct gw_server *srv, const char *peer,
                                      const struct gw_http_limits *lim, bool *full);
 
-/* gw_http_client_put - drop one reference to cl (NULL-safe); frees it at zero. */
-void gw_http_client_put(struct gw_client *cl);
+/* gw_http_fair_conn_end - the connection admitted with cl closed: uncount it and drop its
+ * reference (NULL-safe; any thread). */
+void gw_http_fair_conn_end(struct gw_client *cl);
 
 /* gw_http_fair_idle - keep c's place in the idle list in step with its state. */
 void gw_http_fair_idle(struct gw_conn *c);
@@ -346,6 +367,10 @@ extern const llhttp_settings_t gw_http_settings;
 
 /* gw_http_limits_from - cfg's limits with defaults for zeros. */
 void gw_http_limits_from(struct gw_http_limits *l, const struct gw_config *cfg);
+
+/* gw_http_server_limits - srv's limits: gw_http_limits_from(srv->cfg) with max_connections
+ * split among srv->loops servers (rounded up); the per-client shares stay process-wide. */
+void gw_http_server_limits(struct gw_http_limits *l, const struct gw_server *srv);
 
 /* gw_http_hdr_list_init / _cleanup - an empty header list capped at cap bytes of text. */
 void gw_http_hdr_list_init(struct gw_hdr_list *h, size_t cap);

@@ -52,7 +52,7 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
         idx++;
     }
     struct gw_http_limits lim;
-    gw_http_limits_from(&lim, srv->cfg);
+    gw_http_server_limits(&lim, srv);
     if (srv->draining || idx == srv->nlisten) {
         (void)evutil_closesocket(fd);
         gw_http_pause_accepting(srv);
@@ -81,8 +81,7 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
     if (bev == NULL) {
         log_warn("%s: cannot set up the connection", peer);
         (void)evutil_closesocket(fd);
-        cl->nconns--;
-        gw_http_client_put(cl);
+        gw_http_fair_conn_end(cl);
         return;
     }
     enum gw_listener kind = GW_LISTENER_S3_ALL;
@@ -108,12 +107,17 @@ on_accept_error(struct evconnlistener *lev, void *arg)
     log_warn("accept: %s", evutil_socket_error_to_string(err));
 }
 
+/*
+ * Binds listener i to l's host and port (or to port when not 0: a worker
+ * server takes the first server's ports), with SO_REUSEPORT when reuseport
+ * (several servers, one socket each, on one port).
+ */
 static int
-listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, const char *what,
-           char *errbuf, size_t errlen)
+listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, uint16_t port_over,
+           bool reuseport, const char *what, char *errbuf, size_t errlen)
 {
     char port[8];
-    (void)snprintf(port, sizeof(port), "%u", (unsigned)l->port);
+    (void)snprintf(port, sizeof(port), "%u", (unsigned)(port_over != 0 ? port_over : l->port));
     struct addrinfo hints;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -126,10 +130,13 @@ listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, const cha
         (void)snprintf(errbuf, errlen, "listen %s:%s: %s", l->host, port, gai_strerror(rc));
         return ERR_INVAL;
     }
-    srv->lev[i] =
-        evconnlistener_new_bind(srv->base, on_accept, srv,
-                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-                                -1, ai->ai_addr, (int)ai->ai_addrlen);
+    unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
+    if (reuseport) {
+        /* the kernel spreads connections among the loops' sockets (DESIGN "Worker loops") */
+        flags |= LEV_OPT_REUSEABLE_PORT;
+    }
+    srv->lev[i] = evconnlistener_new_bind(srv->base, on_accept, srv, flags, -1, ai->ai_addr,
+                                          (int)ai->ai_addrlen);
     freeaddrinfo(ai);
     if (srv->lev[i] == NULL) {
         (void)snprintf(errbuf, errlen, "listen %s:%s: %s", l->host, port, strerror(errno));
@@ -166,6 +173,17 @@ struct gw_server *
 gw_server_new(struct event_base *base, const struct gw_config *cfg, gw_request_fn *on_request,
               void *arg, char *errbuf, size_t errlen)
 {
+    return gw_server_new_opts(base, cfg, on_request, arg, NULL, errbuf, errlen);
+}
+
+struct gw_server *
+gw_server_new_opts(struct event_base *base, const struct gw_config *cfg, gw_request_fn *on_request,
+                   void *arg, const struct gw_server_opts *opts, char *errbuf, size_t errlen)
+{
+    static const struct gw_server_opts alone = {0};
+    if (opts == NULL) {
+        opts = &alone;
+    }
     struct gw_server *srv = calloc(1, sizeof(*srv));
     if (srv == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
@@ -176,22 +194,32 @@ gw_server_new(struct event_base *base, const struct gw_config *cfg, gw_request_f
     srv->cfg = cfg;
     srv->on_request = on_request;
     srv->arg = arg;
+    srv->loops = opts->loops > 1 ? opts->loops : 1;
     TAILQ_INIT(&srv->conns);
-    if (gw_http_fair_init(srv) != 0) {
+    if (gw_http_fair_init(srv, opts->fair) != 0) {
         (void)snprintf(errbuf, errlen, "out of memory");
         goto fail;
     }
+    const struct gw_server *first = opts->first;
+    bool reuseport = opts->reuseport || first != NULL;
     for (size_t i = 0; i < cfg->nlisten && i < GW_CONFIG_MAX_LISTEN; i++) {
         srv->nlisten = i + 1;
         srv->ns3 = srv->nlisten;
-        if (listen_one(srv, i, &cfg->listen[i], "", errbuf, errlen) != 0) {
+        uint16_t port = first != NULL ? gw_server_port(first, i) : 0;
+        if (first != NULL && port == 0) {
+            (void)snprintf(errbuf, errlen, "listen %s: the first server has no listener %zu",
+                           cfg->listen[i].host, i);
+            goto fail;
+        }
+        if (listen_one(srv, i, &cfg->listen[i], port, reuseport, "", errbuf, errlen) != 0) {
             goto fail;
         }
     }
-    for (size_t i = 0; i < cfg->nadmin_listen && i < GW_CONFIG_MAX_LISTEN; i++) {
+    /* the admin listener stays single, on the first server (DESIGN "Worker loops") */
+    for (size_t i = 0; first == NULL && i < cfg->nadmin_listen && i < GW_CONFIG_MAX_LISTEN; i++) {
         size_t k = srv->ns3 + i;
         srv->nlisten = k + 1;
-        if (listen_one(srv, k, &cfg->admin_listen[i], " (admin)", errbuf, errlen) != 0) {
+        if (listen_one(srv, k, &cfg->admin_listen[i], 0, false, " (admin)", errbuf, errlen) != 0) {
             goto fail;
         }
     }

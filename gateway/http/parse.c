@@ -54,6 +54,15 @@ gw_http_limits_from(struct gw_http_limits *l, const struct gw_config *cfg)
     l->min_body_rate_window_ms = or_default(cfg->limits.min_body_rate_window_ms, 10000);
 }
 
+void
+gw_http_server_limits(struct gw_http_limits *l, const struct gw_server *srv)
+{
+    gw_http_limits_from(l, srv->cfg);
+    /* after the per-client default, which is a share of the process's connections */
+    size_t n = srv->loops > 1 ? srv->loops : 1;
+    l->max_connections = (l->max_connections + n - 1) / n;
+}
+
 /* ---- header lists ---- */
 
 void

@@ -446,8 +446,7 @@ gw_http_conn_free(struct gw_conn *c)
         TAILQ_REMOVE(&srv->idle, c, idle_link);
     }
     if (c->client != NULL) {
-        c->client->nconns--;
-        gw_http_client_put(c->client);
+        gw_http_fair_conn_end(c->client);
     }
     srv->nconns--;
     GW_GAUGE_DEC(client_conns_open);
@@ -674,8 +673,7 @@ gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *
     struct gw_conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         bufferevent_free(bev);
-        cl->nconns--;
-        gw_http_client_put(cl);
+        gw_http_fair_conn_end(cl);
         return ERR_NOMEM;
     }
     c->client = cl;
@@ -730,7 +728,7 @@ int
 gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls)
 {
     struct gw_http_limits lim;
-    gw_http_limits_from(&lim, srv->cfg);
+    gw_http_server_limits(&lim, srv);
     bool full = false;
     struct gw_client *cl = gw_http_fair_admit(srv, peer, &lim, &full);
     if (cl == NULL) {
