@@ -165,7 +165,8 @@ struct gw_config {
         uint32_t body_timeout_ms;    /* without body progress; default 60000 */
         uint32_t idle_timeout_ms;    /* keep-alive idle; default 60000 */
         uint32_t write_timeout_ms;   /* without output progress; default 60000 */
-        uint32_t max_connections;    /* client connections; default 4096 */
+        uint32_t max_connections;    /* client connections; default 4096; split evenly
+                                        among event loops (rounded up) */
         uint32_t buffer_bytes;       /* per-direction body buffer watermark; default 262144 */
         uint64_t max_object_bytes;   /* request body (decoded length for aws-chunked) past it:
                                         400 EntityTooLarge before forwarding; default 5 GiB

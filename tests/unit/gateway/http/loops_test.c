@@ -209,9 +209,9 @@ conn_get(int fd, int *loop)
         if (len < (size_t)(end + 4 - in) + body) {
             continue;
         }
-        int status = atoi(in + 9);
+        int status = (int)strtol(in + 9, NULL, 10);
         if (status == 200) {
-            *loop = atoi(end + 4);
+            *loop = (int)strtol(end + 4, NULL, 10);
         }
         return status;
     }
