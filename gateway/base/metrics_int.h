@@ -24,10 +24,19 @@ struct gw_metrics_lock {
     char name[];                               /* the label value */
 };
 
-/* gw_metrics_lock_first - the oldest entry; walk with ->order. */
+/*
+ * gw_metrics_locks_hold / gw_metrics_locks_release - take and give back the
+ * table's mutex (metrics_lock.c): the render holds it while it walks the
+ * entries and writes their series into its buffer, and calls nothing of this
+ * file's public API meanwhile (they take it too).
+ */
+void gw_metrics_locks_hold(void);
+void gw_metrics_locks_release(void);
+
+/* gw_metrics_lock_first - the oldest entry; walk with ->order (held: gw_metrics_locks_hold). */
 struct gw_metrics_lock *gw_metrics_lock_first(void);
 
-/* gw_metrics_lock_expire_check - count e's known lease as expired if it ended by now_ms. */
+/* gw_metrics_lock_expire_check - count e's known lease as expired if it ended by now_ms (held). */
 void gw_metrics_lock_expire_check(struct gw_metrics_lock *e, uint64_t now_ms);
 
 /* gw_metrics_fence_code - the label of fence code slot i. */

@@ -9,10 +9,19 @@
  * Entries are never removed (counters must not go back); the table is
  * touched by refusals and election events only, never by a request that
  * passes, and allocates only for a lock's first series.
+ *
+ * Threads (DESIGN "Worker loops"): the fence and the election write it on
+ * the control loop, a refusal on whichever loop refuses, and /metrics reads
+ * it on its loop; one mutex (mu) guards the whole table, held for one
+ * update (a lookup, maybe an allocation) or for the render of the lock
+ * series into the scrape's buffer (gw_metrics_locks_hold), never across a
+ * call out of this file.  Uncontended it costs an atomic pair per refusal or
+ * lease event; a request that passes never takes it.
  */
 #include "gateway/base/metrics.h"
 #include "gateway/base/metrics_int.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +36,7 @@ static const char *const fence_codes[GW_METRICS_FENCE_CODES] = {
     "FencingLockMismatch", "InvalidFencingToken",    "ServiceUnavailable",  "other",
 };
 
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* guards everything below */
 static struct gw_metrics_lock *buckets[NBUCKETS];
 static struct gw_metrics_lock *first; /* every entry, oldest first (render order) */
 static struct gw_metrics_lock *last;
@@ -79,8 +89,21 @@ add(const char *name, uint32_t h, bool special)
     return e;
 }
 
-int
-gw_metrics_locks_init(uint32_t max_locks)
+void
+gw_metrics_locks_hold(void)
+{
+    (void)pthread_mutex_lock(&mu);
+}
+
+void
+gw_metrics_locks_release(void)
+{
+    (void)pthread_mutex_unlock(&mu);
+}
+
+/* gw_metrics_locks_init with mu held. */
+static int
+init_locked(uint32_t max_locks)
 {
     max_others = max_locks;
     if (other == NULL) {
@@ -92,9 +115,19 @@ gw_metrics_locks_init(uint32_t max_locks)
     return other != NULL && none != NULL ? 0 : ERR_NOMEM;
 }
 
+int
+gw_metrics_locks_init(uint32_t max_locks)
+{
+    gw_metrics_locks_hold();
+    int rc = init_locked(max_locks);
+    gw_metrics_locks_release();
+    return rc;
+}
+
 void
 gw_metrics_locks_free(void)
 {
+    gw_metrics_locks_hold();
     struct gw_metrics_lock *e = first;
     while (e != NULL) {
         struct gw_metrics_lock *next = e->order;
@@ -106,13 +139,14 @@ gw_metrics_locks_free(void)
     n_others = 0;
     n_entries = 0;
     max_others = GW_METRICS_MAX_LOCKS_DEFAULT;
+    gw_metrics_locks_release();
 }
 
-/* The entry lock's events count in; NULL only when out of memory at init. */
+/* The entry lock's events count in; NULL only when out of memory at init.  mu held. */
 static struct gw_metrics_lock *
 entry(const char *lock)
 {
-    if (other == NULL && gw_metrics_locks_init(max_others) != 0) {
+    if (other == NULL && init_locked(max_others) != 0) {
         return NULL;
     }
     if (lock == NULL || !lock_name_valid(lock)) {
@@ -134,13 +168,11 @@ entry(const char *lock)
     return e;
 }
 
-int
-gw_metrics_lock_pin(const char *lock)
+/* gw_metrics_lock_pin with mu held. */
+static int
+pin_locked(const char *lock)
 {
-    if (!lock_name_valid(lock)) {
-        return ERR_INVAL;
-    }
-    if (other == NULL && gw_metrics_locks_init(max_others) != 0) {
+    if (other == NULL && init_locked(max_others) != 0) {
         return ERR_NOMEM;
     }
     uint32_t h = hash(lock);
@@ -159,18 +191,31 @@ gw_metrics_lock_pin(const char *lock)
     return 0;
 }
 
+int
+gw_metrics_lock_pin(const char *lock)
+{
+    if (!lock_name_valid(lock)) {
+        return ERR_INVAL;
+    }
+    gw_metrics_locks_hold();
+    int rc = pin_locked(lock);
+    gw_metrics_locks_release();
+    return rc;
+}
+
 void
 gw_metrics_fence_refusal(const char *lock, const char *code)
 {
-    struct gw_metrics_lock *e = entry(lock);
-    if (e == NULL) {
-        return;
-    }
     unsigned i = 0;
     while (i + 1 < GW_METRICS_FENCE_CODES && (code == NULL || strcmp(code, fence_codes[i]) != 0)) {
         i++;
     }
-    e->refusals[i]++;
+    gw_metrics_locks_hold();
+    struct gw_metrics_lock *e = entry(lock);
+    if (e != NULL) {
+        e->refusals[i]++;
+    }
+    gw_metrics_locks_release();
 }
 
 void
@@ -183,9 +228,9 @@ gw_metrics_lock_expire_check(struct gw_metrics_lock *e, uint64_t now_ms)
     }
 }
 
-void
-gw_metrics_lease(const char *lock, enum gw_metrics_lease_event ev, uint64_t epoch,
-                 uint64_t until_ms)
+/* gw_metrics_lease with mu held. */
+static void
+lease_locked(const char *lock, enum gw_metrics_lease_event ev, uint64_t epoch, uint64_t until_ms)
 {
     struct gw_metrics_lock *e = entry(lock);
     if (e == NULL || (unsigned)ev >= GW_LEASE_EVENTS) {
@@ -223,18 +268,32 @@ gw_metrics_lease(const char *lock, enum gw_metrics_lease_event ev, uint64_t epoc
 }
 
 void
+gw_metrics_lease(const char *lock, enum gw_metrics_lease_event ev, uint64_t epoch,
+                 uint64_t until_ms)
+{
+    gw_metrics_locks_hold();
+    lease_locked(lock, ev, epoch, until_ms);
+    gw_metrics_locks_release();
+}
+
+void
 gw_metrics_lock_epoch(const char *lock, uint64_t epoch)
 {
+    gw_metrics_locks_hold();
     struct gw_metrics_lock *e = entry(lock);
     if (e != NULL && !e->special && epoch > e->epoch) {
         e->epoch = epoch;
     }
+    gw_metrics_locks_release();
 }
 
 size_t
 gw_metrics_lock_series(void)
 {
-    return n_entries;
+    gw_metrics_locks_hold();
+    size_t n = n_entries;
+    gw_metrics_locks_release();
+    return n;
 }
 
 struct gw_metrics_lock *
@@ -253,10 +312,12 @@ uint64_t
 gw_metrics_fence_refusals(void)
 {
     uint64_t n = 0;
+    gw_metrics_locks_hold();
     for (const struct gw_metrics_lock *e = first; e != NULL; e = e->order) {
         for (unsigned c = 0; c < GW_METRICS_FENCE_CODES; c++) {
             n += e->refusals[c];
         }
     }
+    gw_metrics_locks_release();
     return n;
 }

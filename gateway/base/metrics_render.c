@@ -390,7 +390,9 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
            "Upstream connections idle in the pool.", live->upstream_idle);
     scalar(&o, "fencegate_client_connections_open", "gauge", "Client connections open.",
            m->client_conns_open);
+    gw_metrics_locks_hold(); /* the table is written by every loop (metrics_lock.c) */
     locks(&o);
+    gw_metrics_locks_release();
     family(&o, "fencegate_fence_hold_seconds", "histogram",
            "Time a write was held: its last byte for a write window, or its start behind the "
            "epoch barrier.");

@@ -11,6 +11,7 @@
 #include "gateway/base/metrics.h"
 #include "gateway/http/access.h"
 #include "gateway/http/http.h"
+#include "gateway/net/hop.h"
 #include "gateway/s3/s3err.h"
 #include "gateway/s3/s3req.h"
 #include "store/store.h"
@@ -44,9 +45,18 @@ reply(struct gw_req *req, const struct gw_refusal *r)
  * answer, never the record).  It holds req through its own ops: an abort
  * (client gone, timeout, shutdown) only forgets req; the store's callback,
  * which always comes, frees it.
+ *
+ * Queued by a worker loop (DESIGN "Worker loops"), the store's callback runs
+ * on the control loop's thread: there it only writes err and fid and hops
+ * back (gateway/net/hop.h), and the worker's thread answers (wait_run), or
+ * frees it if its queue was closed meanwhile (wait_cancel).  req is read and
+ * written on the queuing loop's thread only.
  */
 struct refusal_wait {
-    struct gw_req *req; /* NULL once the request died */
+    struct gw_hop hop;           /* first: the way back to the queuing loop */
+    struct gw_req *req;          /* NULL once the request died; the queuing loop's thread only */
+    int err;                     /* the commit's outcome (written by the store's callback) */
+    char fid[GW_REQ_ID_MAX + 1]; /* the id it answers with (idem; final_id) */
     struct gw_refusal r;
     bool cut;                   /* end by cutting the connection (the head was already sent) */
     uint64_t queued_ns;         /* monotonic ns the record was queued (audit_commit_seconds) */
@@ -96,18 +106,18 @@ final_id(const struct refusal_wait *w, const struct store_audit_done *d, char *o
     }
 }
 
-/* store_audit_done_fn: the record is durable (err 0), or it failed. */
+/* The record is durable (w->err 0), or it failed: log, answer or cut, free.  On
+ * the queuing loop's thread (its counters, its request). */
 static void
-wait_done(void *arg, int err, const struct store_audit_done *d)
+finish(struct refusal_wait *w)
 {
-    struct refusal_wait *w = arg;
+    int err = w->err;
     if (err == 0) { /* measured on the loop: the store's thread touches no counter */
         uint64_t now = gw_metrics_now_ns();
         gw_histo_observe(&gw_metrics.audit_commit_seconds,
                          now > w->queued_ns ? now - w->queued_ns : 0);
     }
-    char id[GW_REQ_ID_MAX + 1];
-    final_id(w, err == 0 ? d : NULL, id);
+    const char *id = w->fid;
     log_refusal(id, w->method, w->op, w->trace, &w->r);
     struct gw_req *req = w->req;
     if (req != NULL) {
@@ -126,6 +136,51 @@ wait_done(void *arg, int err, const struct store_audit_done *d)
         }
     }
     free(w);
+}
+
+/* gw_loopmsg_run_fn: the hop of a worker's refusal arrived on the worker's thread. */
+static void
+wait_run(struct gw_loopmsg *m)
+{
+    finish((struct refusal_wait *)m); /* hop.msg is the first field */
+}
+
+/* gw_loopmsg_cancel_fn: the worker's queue closed with the hop pending (the
+ * loop is stopping): no answer; a request still waiting is cut. */
+static void
+wait_cancel(struct gw_loopmsg *m, int why)
+{
+    struct refusal_wait *w = (struct refusal_wait *)m;
+    log_info("req %s: refusal not answered: its loop is stopping (%s)", w->fid, err_str(why));
+    if (w->req != NULL) {
+        gw_req_set_ops(w->req, NULL, NULL);
+        gw_resp_abort(w->req);
+    }
+    free(w);
+}
+
+/*
+ * store_audit_done_fn: the record is durable (err 0), or it failed.  Runs on
+ * the thread that dispatches the store's completions: the loop itself on a
+ * single loop; the control loop for a worker's refusal, which only copies
+ * and hops back.  If the worker's queue is already closed, its requests are
+ * gone (a worker closes its queue only once its connections are freed, every
+ * waiting request aborted and forgotten by its wait): w is freed here.
+ */
+static void
+wait_done(void *arg, int err, const struct store_audit_done *d)
+{
+    struct refusal_wait *w = arg;
+    w->err = err;
+    final_id(w, err == 0 ? d : NULL, w->fid);
+    if (!gw_hop_away(&w->hop)) {
+        finish(w);
+        return;
+    }
+    if (gw_hop_post(&w->hop) != 0) {
+        log_info("req %s: refusal not answered: its loop has stopped", w->fid);
+        free(w);
+    }
 }
 
 /* A copy of r whose strings live in the returned block; NULL when out of memory. */
@@ -150,7 +205,10 @@ wait_new(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal 
     if (w == NULL) {
         return NULL;
     }
+    gw_hop_init(&w->hop, wait_run, wait_cancel);
     w->req = req;
+    w->err = 0;
+    w->fid[0] = '\0';
     w->r = *r;
     w->cut = cut;
     w->queued_ns = gw_metrics_now_ns();

@@ -11,7 +11,11 @@
  * is answered 503 SlowDown instead: no refusal is given without its durable
  * record (G7).
  *
- * Event-loop thread only.
+ * Event-loop thread only: the control loop's, or a worker loop's (DESIGN
+ * "Worker loops").  A worker's audited refusal is answered on the worker's
+ * thread: the store's callback, on the control loop, hops back to the
+ * worker's queue (gateway/net/hop.h), which must be closed only after the
+ * worker's requests are freed.
  */
 #ifndef GW_REFUSE_H
 #define GW_REFUSE_H

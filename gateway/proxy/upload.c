@@ -1,6 +1,7 @@
 #define LOG_MODULE "upload"
 #include "gateway/proxy/upload.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +42,28 @@ struct put_ctx {
 
 LIST_HEAD(put_list, put_ctx);
 
+/*
+ * Threads (DESIGN "Worker loops"): every loop calls gw_upload_claim,
+ * gw_upload_check and gw_upload_response on one shared object; the store's
+ * callbacks (on_put), the fence's gw_upload_on_advance, the background
+ * aborts and gw_upload_set_config / gw_upload_free run on the control loop.
+ * mu guards puts, pending, closing and cfg.  It is held for a walk of puts
+ * and for the store calls made with it, which are quick: an LMDB read is a
+ * read of the memory map (no disk wait, no writer lock), and a write only
+ * queues the change for the store's writer thread.  It is never held across
+ * a call into another module that may call back (the S3 client), nor while
+ * a callback of ours runs.  ops and nops are the control loop's alone.
+ */
 struct gw_upload {
-    struct store *st;            /* borrowed */
-    struct gw_s3client *s3c;     /* borrowed; the aborts */
-    const struct gw_config *cfg; /* borrowed; in force */
-    struct reap_list ops;        /* aborts in flight */
-    unsigned nops;               /* their number */
-    unsigned pending;            /* store callbacks outstanding (they hold u) */
-    struct put_list puts;        /* recorded creations the store has not committed yet */
-    bool closing;                /* gw_upload_free ran: the last callback frees */
+    pthread_mutex_t mu;          /* see above */
+    struct store *st;            /* borrowed; thread-safe calls */
+    struct gw_s3client *s3c;     /* borrowed; the aborts (control loop) */
+    const struct gw_config *cfg; /* borrowed; in force (mu) */
+    struct reap_list ops;        /* aborts in flight (control loop) */
+    unsigned nops;               /* their number (control loop) */
+    unsigned pending;            /* store callbacks outstanding (they hold u) (mu) */
+    struct put_list puts;        /* recorded creations the store has not committed yet (mu) */
+    bool closing;                /* gw_upload_free ran: the last callback frees (mu) */
 };
 
 struct gw_upload *
@@ -57,6 +71,10 @@ gw_upload_new(struct store *st, struct gw_s3client *s3c, const struct gw_config 
 {
     struct gw_upload *u = calloc(1, sizeof(*u));
     if (u == NULL) {
+        return NULL;
+    }
+    if (pthread_mutex_init(&u->mu, NULL) != 0) {
+        free(u);
         return NULL;
     }
     u->st = st;
@@ -70,12 +88,15 @@ gw_upload_new(struct store *st, struct gw_s3client *s3c, const struct gw_config 
 void
 gw_upload_set_config(struct gw_upload *u, const struct gw_config *cfg)
 {
+    (void)pthread_mutex_lock(&u->mu);
     u->cfg = cfg;
+    (void)pthread_mutex_unlock(&u->mu);
 }
 
 static void
 really_free(struct gw_upload *u)
 {
+    (void)pthread_mutex_destroy(&u->mu);
     free(u);
 }
 
@@ -92,11 +113,13 @@ gw_upload_free(struct gw_upload *u)
         free(op);
     }
     u->nops = 0;
-    if (u->pending > 0) {
-        u->closing = true; /* the store still owes callbacks */
-        return;
+    (void)pthread_mutex_lock(&u->mu);
+    bool owed = u->pending > 0;
+    u->closing = true; /* the store still owes callbacks: the last one frees */
+    (void)pthread_mutex_unlock(&u->mu);
+    if (!owed) {
+        really_free(u);
     }
-    really_free(u);
 }
 
 bool
@@ -119,7 +142,8 @@ in_upload(const struct gw_s3req *s3)
            s3->op == GW_S3_OP_COMPLETE_MULTIPART || s3->op == GW_S3_OP_ABORT_MULTIPART;
 }
 
-/* The record of the request's upload: 0, ERR_NOTFOUND (none we know of), ERR_IO. */
+/* The record of the request's upload: 0, ERR_NOTFOUND (none we know of), ERR_IO.
+ * Any loop; takes mu for the walk and the store's read (a memory-map read). */
 static int
 lookup(struct gw_upload *u, const char *lock, const struct gw_s3req *s3, const char *query,
        struct store_upload *rec)
@@ -128,14 +152,18 @@ lookup(struct gw_upload *u, const char *lock, const struct gw_s3req *s3, const c
     if (!in_upload(s3) || upload_id_of(query, id, sizeof(id)) != 0 || id[0] == '\0') {
         return ERR_NOTFOUND; /* not one we could have recorded: the upstream decides */
     }
+    (void)pthread_mutex_lock(&u->mu);
     const struct put_ctx *pc;
     LIST_FOREACH (pc, &u->puts, link) {
         if (!pc->gone && strcmp(pc->id, id) == 0 && strcmp(pc->lock, lock) == 0) {
             rec->epoch = pc->epoch; /* recorded, not committed yet */
+            (void)pthread_mutex_unlock(&u->mu);
             return 0;
         }
     }
+    /* under mu: a creation leaves puts (on_put) only once the store has it */
     int rc = store_upload_get(u->st, lock, id, rec);
+    (void)pthread_mutex_unlock(&u->mu);
     if (rc == ERR_NOTFOUND || rc == ERR_INVAL) {
         return ERR_NOTFOUND; /* created unfenced, before this table, or under another lock */
     }
@@ -176,16 +204,21 @@ gw_upload_check(struct gw_upload *u, const char *lock, uint64_t token, const str
 
 /* store_upload_done_fn: a recorded creation is durable; if the lock moved on
  * meanwhile (the answer raced an advance), reap at once rather than at the
- * next advance. */
+ * next advance.  Control loop (the store's completions), while workers may be
+ * in lookup or record: mu held for the list. */
 static void
 on_put(void *arg, int err)
 {
     struct put_ctx *pc = arg;
     struct gw_upload *u = pc->u;
+    (void)pthread_mutex_lock(&u->mu);
     u->pending--;
     LIST_REMOVE(pc, link);
-    if (u->closing) {
-        if (u->pending == 0) {
+    bool closing = u->closing;
+    bool last = closing && u->pending == 0;
+    (void)pthread_mutex_unlock(&u->mu);
+    if (closing) { /* gw_upload_free ran: no worker calls any more */
+        if (last) {
             really_free(u);
         }
         free(pc);
@@ -214,15 +247,21 @@ record(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3
     pc->epoch = token;
     (void)snprintf(pc->lock, sizeof(pc->lock), "%s", lock);
     (void)snprintf(pc->id, sizeof(pc->id), "%s", id);
+    /* mu held across the queuing: on_put (control loop) may run as soon as it
+     * is queued, and must find pc listed */
+    (void)pthread_mutex_lock(&u->mu);
     int rc = store_upload_put(u->st, lock, id, token, s3->bucket, s3->key, on_put, pc);
+    if (rc == 0) {
+        u->pending++;
+        LIST_INSERT_HEAD(&u->puts, pc, link);
+    }
+    (void)pthread_mutex_unlock(&u->mu);
     if (rc != 0) {
         log_warn("lock %s: upload %.64s of epoch %llu not recorded: %s", lock, id,
                  (unsigned long long)token, err_str(rc));
         free(pc);
         return;
     }
-    u->pending++;
-    LIST_INSERT_HEAD(&u->puts, pc, link);
     log_debug("lock %s: upload %.64s created by epoch %llu", lock, id, (unsigned long long)token);
 }
 
@@ -233,13 +272,16 @@ forget(struct gw_upload *u, const char *lock, const char *query)
     if (upload_id_of(query, id, sizeof(id)) != 0 || id[0] == '\0') {
         return;
     }
+    (void)pthread_mutex_lock(&u->mu);
     struct put_ctx *pc;
     LIST_FOREACH (pc, &u->puts, link) {
         if (strcmp(pc->id, id) == 0 && strcmp(pc->lock, lock) == 0) {
             pc->gone = true; /* the delete below is queued after its put */
         }
     }
+    /* queued under mu: after any put record() queued for this id */
     int rc = store_upload_del(u->st, lock, id, NULL, NULL);
+    (void)pthread_mutex_unlock(&u->mu);
     if (rc != 0 && rc != ERR_INVAL) {
         log_warn("lock %s: ended upload %.64s not forgotten: %s", lock, id, err_str(rc));
     }
@@ -358,8 +400,13 @@ void
 gw_upload_on_advance(void *arg, const char *lock, uint64_t highest)
 {
     struct gw_upload *u = arg;
-    if (u == NULL || u->closing || !u->cfg->fencing.abort_stale_uploads ||
-        u->nops >= GW_UPLOAD_REAP_MAX) {
+    if (u == NULL) {
+        return;
+    }
+    (void)pthread_mutex_lock(&u->mu);
+    bool off = u->closing || !u->cfg->fencing.abort_stale_uploads;
+    (void)pthread_mutex_unlock(&u->mu);
+    if (off || u->nops >= GW_UPLOAD_REAP_MAX) {
         return; /* a full pipe: what is left waits for the lock's next advance */
     }
     struct collect c = {.u = u, .lock = lock, .room = GW_UPLOAD_REAP_MAX - u->nops};

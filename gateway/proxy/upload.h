@@ -14,7 +14,13 @@
  *    again at the lock's next advance (gw_upload_on_advance, hooked to the
  *    fence; only with fencing.abort_stale_uploads).
  *
- * Event-loop thread only.  The store, the internal S3 client
+ * Threads (DESIGN "Worker loops"): one object is shared by every loop.
+ * gw_upload_claim, gw_upload_check and gw_upload_response may be called from
+ * any loop's thread at once (a mutex guards the bookkeeping); gw_upload_new,
+ * gw_upload_set_config, gw_upload_on_advance and gw_upload_free run on the
+ * control loop, which also dispatches the store's completions, and
+ * gw_upload_free only once the worker loops are joined (no call in flight).
+ * The store, the internal S3 client
  * (gateway/s3client/s3client.h, which signs the aborts) and the
  * configuration are borrowed and must outlive the object (the configuration
  * until the next gw_upload_set_config).
@@ -49,7 +55,9 @@ struct gw_upload *gw_upload_new(struct store *st, struct gw_s3client *s3c,
 /* gw_upload_set_config - use cfg (borrowed; fencing.abort_stale_uploads) from now on. */
 void gw_upload_set_config(struct gw_upload *u, const struct gw_config *cfg);
 
-/* gw_upload_free - cancel the aborts in flight and free.  NULL-safe. */
+/* gw_upload_free - cancel the aborts in flight and free (the last store
+ * callback frees if some are owed).  Control loop, after the worker loops are
+ * joined: no other call may be in flight or come later.  NULL-safe. */
 void gw_upload_free(struct gw_upload *u);
 
 /* gw_upload_tracked - whether responses of s3's operation are tapped (Create, Complete, Abort). */
