@@ -217,12 +217,24 @@ gw_http_fair_admit(struct gw_server *srv, const char *peer, const struct gw_http
     return cl;
 }
 
+struct gw_client *
+gw_http_fair_relay_client(struct gw_server *srv, const char *peer)
+{
+    char addr[64];
+    peer_addr(peer, addr, sizeof(addr));
+    struct gw_client *cl = client_get(srv, addr);
+    if (cl != NULL) {
+        cl->refs++;
+    }
+    return cl;
+}
+
 void
 gw_http_fair_idle(struct gw_conn *c)
 {
     bool linger = c->lingering && !c->dead;
     bool idle = linger || (c->req == NULL && !c->head_started && !c->closing && !c->dead &&
-                           !c->srv->draining);
+                           !c->srv->draining && !c->relayed);
     if (idle == c->is_idle && linger == c->idle_linger) {
         return;
     }

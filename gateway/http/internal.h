@@ -202,6 +202,12 @@ struct gw_conn {
     uint64_t lingered;           /* bytes discarded while lingering */
     unsigned long nrequests;     /* requests completed on this connection */
     char peer[64];               /* "ip:port" */
+    bool relayed;                /* a worker loop's request served through gateway/http/relay.c:
+                                    never idle (never shed), holds no connection count of its
+                                    address, writes no access-log line and counts no request
+                                    (the worker's request is the one logged and counted), and
+                                    its EOF is a hang-up (the relay never half-closes) */
+    char relay_id[GW_HTTP_ID_MAX + 1]; /* relayed: the worker's request id, its request's id */
 };
 
 struct gw_req {
@@ -308,6 +314,17 @@ MUST_USE int gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, 
 MUST_USE int gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer,
                                  bool is_tls, enum gw_listener listener, struct gw_client *cl);
 
+/*
+ * gw_http_conn_relay - serve bev (owned) as a relayed connection (gw_conn's
+ * relayed) for a request a worker loop took from its client: peer, is_tls,
+ * listener and id are that client's and request's (copied).  No admission:
+ * the client was admitted on its worker; the connection holds a reference to
+ * its address's entry (transfers count there) but no connection count.
+ * Returns 0, or ERR_NOMEM with bev freed.
+ */
+MUST_USE int gw_http_conn_relay(struct gw_server *srv, struct bufferevent *bev, const char *peer,
+                                bool is_tls, enum gw_listener listener, const char *id);
+
 /* ---- gateway/http/fair.c: per-client shares, idle shedding, minimum body rate ---- */
 
 /* gw_http_fair_init / _cleanup - the client table of srv (cleanup orphans entries still
@@ -325,6 +342,10 @@ void gw_http_fair_cleanup(struct gw_server *srv);
  */
 struct gw_client *gw_http_fair_admit(struct gw_server *srv, const char *peer,
                                      const struct gw_http_limits *lim, bool *full);
+
+/* gw_http_fair_relay_client - peer's entry (one reference, no connection
+ * counted, no limit applied: see gw_http_conn_relay), or NULL (out of memory). */
+struct gw_client *gw_http_fair_relay_client(struct gw_server *srv, const char *peer);
 
 /* gw_http_client_put - drop one reference to cl (NULL-safe); frees it at zero. */
 void gw_http_client_put(struct gw_client *cl);

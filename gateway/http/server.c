@@ -446,7 +446,9 @@ gw_http_conn_free(struct gw_conn *c)
         TAILQ_REMOVE(&srv->idle, c, idle_link);
     }
     if (c->client != NULL) {
-        c->client->nconns--;
+        if (!c->relayed) {
+            c->client->nconns--;
+        }
         gw_http_client_put(c->client);
     }
     srv->nconns--;
@@ -583,6 +585,9 @@ after_eof(struct gw_conn *c)
             abort_req(c, ERR_CLOSED);
             c->dead = true;
         }
+    } else if (c->relayed && req->resp != GW_RESP_ENDED) {
+        abort_req(c, ERR_CLOSED); /* the relay never half-closes: its client left */
+        c->dead = true;
     } else {
         c->closing = true; /* half-closed client: answer, then close */
     }
@@ -674,8 +679,10 @@ gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *
     struct gw_conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         bufferevent_free(bev);
-        cl->nconns--;
-        gw_http_client_put(cl);
+        if (cl != NULL) {
+            cl->nconns--;
+            gw_http_client_put(cl);
+        }
         return ERR_NOMEM;
     }
     c->client = cl;
@@ -738,4 +745,26 @@ gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *p
         return full ? ERR_AGAIN : ERR_DENIED;
     }
     return gw_http_conn_attach(srv, bev, peer, is_tls, GW_LISTENER_S3_ALL, cl);
+}
+
+int
+gw_http_conn_relay(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls,
+                   enum gw_listener listener, const char *id)
+{
+    struct gw_client *cl = gw_http_fair_relay_client(srv, peer);
+    if (cl == NULL) {
+        bufferevent_free(bev);
+        return ERR_NOMEM;
+    }
+    cl->nconns++; /* handed back by attach's failure path; not counted once attached */
+    int rc = gw_http_conn_attach(srv, bev, peer, is_tls, listener, cl);
+    if (rc != 0) {
+        return rc;
+    }
+    cl->nconns--;
+    struct gw_conn *c = TAILQ_LAST(&srv->conns, gw_conn_list);
+    c->relayed = true;
+    (void)snprintf(c->relay_id, sizeof(c->relay_id), "%s", id);
+    gw_http_fair_idle(c); /* out of the idle list: never shed */
+    return 0;
 }
