@@ -639,7 +639,7 @@ emit(const struct gw_access *a, const char *id, const char *client, const char *
 void
 gw_http_access_request(struct gw_req *req)
 {
-    if (!notes_on) {
+    if (!notes_on || req->conn->relayed) { /* a relayed request's line is its worker's */
         return;
     }
     int status = req->status;

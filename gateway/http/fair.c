@@ -318,12 +318,46 @@ gw_http_fair_admit(struct gw_server *srv, const char *peer, const struct gw_http
     return cl;
 }
 
+struct gw_client *
+gw_http_fair_relay_client(struct gw_server *srv, const char *peer)
+{
+    char addr[64];
+    peer_addr(peer, addr, sizeof(addr));
+    struct gw_fair_table *t = srv->fair;
+    (void)pthread_mutex_lock(&t->mu);
+    struct gw_client *cl = client_get(t, addr);
+    if (cl != NULL) {
+        cl->refs++;
+        cl->nconns++; /* until attached (gw_http_fair_relay_attached): attach's failure path
+                         ends it as a connection */
+    }
+    (void)pthread_mutex_unlock(&t->mu);
+    return cl;
+}
+
+void
+gw_http_fair_relay_attached(struct gw_client *cl)
+{
+    struct gw_fair_table *t = cl->table;
+    (void)pthread_mutex_lock(&t->mu);
+    cl->nconns--;
+    (void)pthread_mutex_unlock(&t->mu);
+}
+
+void
+gw_http_fair_relay_end(struct gw_client *cl)
+{
+    if (cl != NULL) {
+        client_release(cl, 0, 0);
+    }
+}
+
 void
 gw_http_fair_idle(struct gw_conn *c)
 {
     bool linger = c->lingering && !c->dead;
     bool idle = linger || (c->req == NULL && !c->head_started && !c->closing && !c->dead &&
-                           !c->srv->draining);
+                           !c->srv->draining && !c->relayed);
     if (idle == c->is_idle && linger == c->idle_linger) {
         return;
     }

@@ -218,6 +218,12 @@ struct gw_conn {
     uint64_t lingered;           /* bytes discarded while lingering */
     unsigned long nrequests;     /* requests completed on this connection */
     char peer[64];               /* "ip:port" */
+    bool relayed;                /* a worker loop's request served through gateway/http/relay.c:
+                                    never idle (never shed), holds no connection count of its
+                                    address, writes no access-log line and counts no request
+                                    (the worker's request is the one logged and counted), and
+                                    its EOF is a hang-up (the relay never half-closes) */
+    char relay_id[GW_HTTP_ID_MAX + 1]; /* relayed: the worker's request id, its request's id */
 };
 
 struct gw_req {
@@ -324,6 +330,17 @@ MUST_USE int gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, 
 MUST_USE int gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *peer,
                                  bool is_tls, enum gw_listener listener, struct gw_client *cl);
 
+/*
+ * gw_http_conn_relay - serve bev (owned) as a relayed connection (gw_conn's
+ * relayed) for a request a worker loop took from its client: peer, is_tls,
+ * listener and id are that client's and request's (copied).  No admission:
+ * the client was admitted on its worker; the connection holds a reference to
+ * its address's entry (transfers count there) but no connection count.
+ * Returns 0, or ERR_NOMEM with bev freed.
+ */
+MUST_USE int gw_http_conn_relay(struct gw_server *srv, struct bufferevent *bev, const char *peer,
+                                bool is_tls, enum gw_listener listener, const char *id);
+
 /* ---- gateway/http/fair.c: per-client shares, idle shedding, minimum body rate ---- */
 
 /* gw_http_fair_init / _cleanup - srv's idle list and client-address table: shared (a
@@ -349,6 +366,19 @@ struct gw_client *gw_http_fair_admit(struct gw_server *srv, const char *peer,
 /* gw_http_fair_conn_end - the connection admitted with cl closed: uncount it and drop its
  * reference (NULL-safe; any thread). */
 void gw_http_fair_conn_end(struct gw_client *cl);
+
+/* gw_http_fair_relay_client - peer's entry (one reference, and one connection counted until
+ * gw_http_fair_relay_attached; no limit applied: see gw_http_conn_relay), or NULL (out of
+ * memory). */
+struct gw_client *gw_http_fair_relay_client(struct gw_server *srv, const char *peer);
+
+/* gw_http_fair_relay_attached - the relayed connection of cl is attached: it counts no
+ * connection from now on (any thread). */
+void gw_http_fair_relay_attached(struct gw_client *cl);
+
+/* gw_http_fair_relay_end - a relayed connection closed: drop its reference (NULL-safe; any
+ * thread). */
+void gw_http_fair_relay_end(struct gw_client *cl);
 
 /* gw_http_fair_idle - keep c's place in the idle list in step with its state. */
 void gw_http_fair_idle(struct gw_conn *c);

@@ -15,6 +15,7 @@
 
 #define LOG_MODULE "http"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -571,8 +572,14 @@ gw_http_req_new(struct gw_conn *c)
     hdr_list_finish(&c->head); /* text may have moved */
     req->conn = c;
     req->cfg = c->cfg;
-    gw_http_new_id(req->id);
-    gw_metrics_req_begin(&req->acct);
+    if (c->relayed && c->relay_id[0] != '\0') {
+        (void)snprintf(req->id, sizeof(req->id), "%s", c->relay_id); /* one id for both loops */
+    } else {
+        gw_http_new_id(req->id);
+    }
+    if (!c->relayed) {
+        gw_metrics_req_begin(&req->acct); /* a relayed request is counted on its worker */
+    }
     req->method = t->data;
     req->target = t->data + c->url_off;
     req->path = t->data + path_off;

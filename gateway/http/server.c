@@ -446,7 +446,11 @@ gw_http_conn_free(struct gw_conn *c)
         TAILQ_REMOVE(&srv->idle, c, idle_link);
     }
     if (c->client != NULL) {
-        gw_http_fair_conn_end(c->client);
+        if (c->relayed) {
+            gw_http_fair_relay_end(c->client);
+        } else {
+            gw_http_fair_conn_end(c->client);
+        }
     }
     srv->nconns--;
     GW_GAUGE_DEC(client_conns_open);
@@ -582,6 +586,9 @@ after_eof(struct gw_conn *c)
             abort_req(c, ERR_CLOSED);
             c->dead = true;
         }
+    } else if (c->relayed && req->resp != GW_RESP_ENDED) {
+        abort_req(c, ERR_CLOSED); /* the relay never half-closes: its client left */
+        c->dead = true;
     } else {
         c->closing = true; /* half-closed client: answer, then close */
     }
@@ -736,4 +743,25 @@ gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *p
         return full ? ERR_AGAIN : ERR_DENIED;
     }
     return gw_http_conn_attach(srv, bev, peer, is_tls, GW_LISTENER_S3_ALL, cl);
+}
+
+int
+gw_http_conn_relay(struct gw_server *srv, struct bufferevent *bev, const char *peer, bool is_tls,
+                   enum gw_listener listener, const char *id)
+{
+    struct gw_client *cl = gw_http_fair_relay_client(srv, peer);
+    if (cl == NULL) {
+        bufferevent_free(bev);
+        return ERR_NOMEM;
+    }
+    int rc = gw_http_conn_attach(srv, bev, peer, is_tls, listener, cl);
+    if (rc != 0) {
+        return rc; /* its failure path ended cl's provisional connection */
+    }
+    gw_http_fair_relay_attached(cl);
+    struct gw_conn *c = TAILQ_LAST(&srv->conns, gw_conn_list);
+    c->relayed = true;
+    (void)snprintf(c->relay_id, sizeof(c->relay_id), "%s", id);
+    gw_http_fair_idle(c); /* out of the idle list: never shed */
+    return 0;
 }
