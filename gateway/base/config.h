@@ -17,8 +17,9 @@
 
 #include "common/err.h"
 
-#define GW_CONFIG_MAX_LISTEN 16
-#define GW_MAX_OBJECT_BYTES  5368709120ull /* limits.max_object_bytes default: S3's 5 GiB */
+#define GW_CONFIG_MAX_WORKERS 256 /* "workers" */
+#define GW_CONFIG_MAX_LISTEN  16
+#define GW_MAX_OBJECT_BYTES   5368709120ull /* limits.max_object_bytes default: S3's 5 GiB */
 
 enum gw_addressing {
     GW_ADDR_PATH = 0,    /* http://endpoint/bucket/key */
@@ -94,6 +95,8 @@ struct gw_config {
                                                             (admin_listen[0..nadmin_listen));
                                                             none: they are on the S3 ones */
     size_t nadmin_listen;
+    uint32_t workers; /* event loops serving clients; 0: the CPUs this process may use
+                         (gw_config_workers); 1: one loop, the control loop (default) */
 
     char *data_dir; /* owned; LMDB environment and other state */
     char

@@ -15,9 +15,13 @@
 #include "gateway/base/metrics.h"
 #include "gateway/cli/check_config.h"
 #include "gateway/cli/sdnotify.h"
+#include "gateway/cli/workers.h"
 #include "gateway/fence/fence.h"
+#include "gateway/fence/remote.h"
 #include "gateway/http/access.h"
 #include "gateway/http/http.h"
+#include "gateway/http/relay.h"
+#include "gateway/net/loopmsg.h"
 #include "gateway/proxy/proxy.h"
 #include "gateway/proxy/router.h"
 #include "gateway/proxy/upload.h"
@@ -64,14 +68,42 @@ struct serve {
     struct event *ready_ev;           /* owned; tells systemd once the gateway is ready */
     struct event *watchdog_ev;        /* owned; systemd's watchdog, or NULL */
     int stopping;                     /* how many stop signals were received */
+    uint32_t loops;                   /* event loops serving clients (workers) */
+    struct gw_loopq *ctlq;            /* owned; the worker loops' messages to this loop */
+    struct gw_fence_hub *hub;         /* owned; the fence's side of their crossings */
+    struct gw_relay_hub *relay;       /* owned; what they hand to this loop's server */
+    struct gw_workers *workers;       /* owned; the loops beside this one, or NULL */
+    struct gw_fair_table *fair;       /* a reference; the client table the loops share */
+    bool drained;                     /* this loop's server has drained */
+    bool workers_ended;               /* every worker loop has ended */
 };
+
+/* Exits once this loop's connections and every worker loop have ended: a
+ * worker's fenced writes need this loop until their last release. */
+static void
+maybe_exit(struct serve *s)
+{
+    if (s->drained && (s->workers == NULL || s->workers_ended)) {
+        log_info("all connections closed; exiting");
+        (void)event_base_loopexit(s->base, NULL);
+    }
+}
 
 static void
 on_drained(void *arg)
 {
     struct serve *s = arg;
-    log_info("all connections closed; exiting");
-    (void)event_base_loopexit(s->base, NULL);
+    s->drained = true;
+    maybe_exit(s);
+}
+
+/* gw_workers_opts.exited */
+static void
+on_workers_ended(void *arg)
+{
+    struct serve *s = arg;
+    s->workers_ended = true;
+    maybe_exit(s);
 }
 
 /* evsignal_new: SIGTERM and SIGINT */
@@ -83,11 +115,13 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
     s->stopping++;
     if (s->stopping > 1) {
         log_warn("second stop signal (%d): exiting now", (int)sig);
+        gw_workers_stop(s->workers);
         (void)event_base_loopbreak(s->base);
         return;
     }
     log_info("signal %d: draining (send it again to exit at once)", (int)sig);
     (void)gw_sdnotify_send("STOPPING=1\nSTATUS=draining");
+    gw_workers_drain(s->workers);
     gw_server_drain(s->srv, on_drained, s);
 }
 
@@ -98,6 +132,7 @@ apply_trailers(struct serve *s, const struct gw_config *cfg)
     bool on = gw_trailer_probe_forwards(cfg->upstream.checksum_trailers, s->trailers_probed,
                                         s->trailers_supported);
     gw_proxy_set_trailers(s->proxy, on);
+    gw_workers_set_trailers(s->workers, on);
     GW_GAUGE_SET(checksum_trailers_forwarded, on ? 1 : 0);
 }
 
@@ -157,6 +192,7 @@ on_cond_probed(void *arg, const struct gw_cond_caps *caps)
 {
     struct serve *s = arg;
     gw_proxy_set_cond_caps(s->proxy, caps);
+    gw_workers_set_cond_caps(s->workers, caps);
     bool active = gw_proxy_cond_active(s->proxy);
     GW_GAUGE_SET(conditional_writes, active ? 1 : 0);
     enum gw_cond_writes mode = s->cfg->fencing.conditional_writes;
@@ -234,6 +270,11 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
     gw_server_set_config(s->srv, cfg);
     gw_proxy_set_config(s->proxy, cfg);
+    gw_workers_set_config(s->workers, cfg);
+    if (gw_config_workers(cfg) != s->loops) {
+        log_warn("workers: %u event loops serve on until a restart (the new value takes one)",
+                 (unsigned)s->loops);
+    }
     if (s->uploads != NULL) {
         gw_upload_set_config(s->uploads, cfg);
     }
@@ -383,29 +424,58 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
 static int
 open_upstreams(struct serve *s)
 {
-    struct gw_upstream_opts uo = {
-        .engine = s->cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? GW_UPSTREAM_CURL
-                                                                     : GW_UPSTREAM_LEAN,
-        .connect_timeout_ms = s->cfg->upstream.connect_timeout_ms,
-        .timeout_ms = s->cfg->upstream.timeout_ms,
-        .max_connections = s->cfg->upstream.max_connections,
-        .ca_file = s->cfg->upstream.ca_file,
-        .tls_verify = s->cfg->upstream.tls_verify,
-    };
-    s->up = gw_upstream_new(s->base, &uo);
-    if (s->up == NULL) {
+    return gw_loop_upstreams_open(s->base, s->cfg, s->loops, &s->up, &s->up_s3);
+}
+
+/* The worker loops beside this one (workers > 1), once this loop's server is up. */
+static int
+start_workers(struct serve *s, char *errbuf, size_t errlen)
+{
+    if (s->loops <= 1) {
+        return 0;
+    }
+    s->ctlq = gw_loopq_new(s->base);
+    if (s->ctlq == NULL || (s->hub = gw_fence_hub_new(s->fence, s->ctlq)) == NULL ||
+        (s->relay = gw_relay_hub_new(s->srv, s->ctlq)) == NULL) {
+        (void)snprintf(errbuf, errlen, "out of memory");
         return ERR_NOMEM;
     }
-    uo.engine = GW_UPSTREAM_CURL;
-    s->up_s3 =
-        s->cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? s->up : gw_upstream_new(s->base, &uo);
-    return s->up_s3 != NULL ? 0 : ERR_NOMEM;
+    struct gw_workers_opts o = {
+        .cfg = s->cfg,
+        .tmpl = &s->router,
+        .ctl_srv = s->srv,
+        .fair = s->fair,
+        .ctlq = s->ctlq,
+        .hub = s->fence != NULL ? s->hub : NULL,
+        .relay = s->relay,
+        .n = s->loops - 1,
+        .exited = on_workers_ended,
+        .arg = s,
+    };
+    s->workers = gw_workers_start(&o, errbuf, errlen);
+    if (s->workers == NULL) {
+        return ERR_IO;
+    }
+    log_info("%u event loops serve clients (workers: %u)", (unsigned)s->loops,
+             (unsigned)s->cfg->workers);
+    return 0;
 }
 
 static void
 serve_cleanup(struct serve *s)
 {
+    if (s->stopping != 1 || !s->workers_ended) {
+        gw_workers_stop(s->workers); /* not drained: their requests are aborted */
+    }
+    gw_workers_join(s->workers); /* their last releases wait in ctlq */
+    if (s->ctlq != NULL) {
+        gw_loopq_close(s->ctlq); /* cancels what no loop will run: the hub ends the rest */
+    }
+    gw_relay_hub_free(s->relay); /* after the queue: no relay starts any more */
+    gw_fence_hub_free(s->hub);   /* releases the tickets held for worker loops */
+    gw_loopq_free(s->ctlq);
     gw_server_free(s->srv);
+    gw_fair_table_unref(s->fair);
     elect_free(s->elect); /* before the S3 client: the s3 backend uses it */
     gw_metrics_locks_free();
     gw_trailer_probe_free(s->trprobe); /* before the S3 client: cancels its calls */
@@ -432,8 +502,9 @@ serve_cleanup(struct serve *s)
     if (s->watchdog_ev != NULL) {
         event_free(s->watchdog_ev);
     }
-    store_close(s->store);   /* commits what is queued and runs the last callbacks, */
-    gw_fence_free(s->fence); /* ... some of them the fence's (advances in flight) */
+    store_close(s->store);       /* commits what is queued and runs the last callbacks, */
+    gw_fence_free(s->fence);     /* ... some of them the fence's (advances in flight) */
+    gw_workers_free(s->workers); /* after the last callbacks: some hop to a worker's queue */
     gw_sigv4_keycache_free(s->kc);
     if (s->sig_term != NULL) {
         event_free(s->sig_term);
@@ -550,6 +621,7 @@ gw_cmd_serve(int argc, char **argv)
         return 1;
     }
     (void)log_set_level(s.cfg->log_level);
+    s.loops = gw_config_workers(s.cfg);
     if (apply_metrics(s.cfg) != 0) {
         (void)fprintf(stderr, "fencegate: out of memory\n");
         return 1;
@@ -619,8 +691,19 @@ gw_cmd_serve(int argc, char **argv)
     s.router.proxy = s.proxy;
     s.router.kc = s.kc;
     s.router.ready = true;
-    s.srv = gw_server_new(s.base, s.cfg, gw_router_on_request, &s.router, errbuf, sizeof(errbuf));
+    /* several loops: one client table for all, and this loop's listeners shareable */
+    struct gw_server_opts so = {.loops = s.loops, .reuseport = s.loops > 1};
+    if (s.loops > 1 && (so.fair = s.fair = gw_fair_table_new()) == NULL) {
+        log_error("out of memory");
+        goto out;
+    }
+    s.srv = gw_server_new_opts(s.base, s.cfg, gw_router_on_request, &s.router, &so, errbuf,
+                               sizeof(errbuf));
     if (s.srv == NULL) {
+        log_error("%s", errbuf);
+        goto out;
+    }
+    if (start_workers(&s, errbuf, sizeof(errbuf)) != 0) {
         log_error("%s", errbuf);
         goto out;
     }

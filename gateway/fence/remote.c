@@ -8,6 +8,7 @@
  */
 #include "gateway/fence/remote.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -20,7 +21,9 @@ enum kind {
     M_MAY_FINISH, /* gw_fence_ticket_may_finish, and sent on a yes */
     M_SENT,       /* gw_fence_ticket_sent */
     M_RELEASE,    /* gw_fence_ticket_release, and the control half's end */
+    M_JUDGE,      /* the store refused our condition (412): is the token still current? */
     M_VERDICT,    /* to the worker: admitted(err, current) */
+    M_JUDGED,     /* to the worker: judged(err, current) */
     M_CUT,        /* to the worker: cut(err, current) */
     M_RESUME,     /* to the worker: the last byte may go */
 };
@@ -39,6 +42,9 @@ struct half {
     uint64_t ep;         /* the worker half's endpoint on wq */
     struct gw_fence_rticket *rt; /* the worker half: carried back in answers, not touched here */
     bool granted;                /* may_finish said yes (and the write counts as sent) */
+    bool judging;                /* a judgement waits for the window: c_resume answers it */
+    char lock[GW_FENCE_LOCK_MAX + 1]; /* the claim's lock (M_JUDGE reads its highest) */
+    uint64_t token;                   /* the claim's token */
 };
 TAILQ_HEAD(half_list, half);
 
@@ -63,6 +69,7 @@ struct gw_fence_rticket {
     gw_fence_admit_fn *admitted;
     gw_fence_cut_fn *cut;
     gw_fence_resume_fn *resume;
+    gw_fence_judged_fn *judged; /* M_JUDGED's callback, while a judgement is asked */
     void *arg;
     bool asked;   /* a may-finish message is on its way or answered with a hold */
     bool granted; /* the control side said yes */
@@ -91,7 +98,7 @@ msg_new(enum kind kind, size_t extra)
     struct msg *m = calloc(1, sizeof(*m) + extra);
     if (m != NULL) {
         m->kind = kind;
-        m->m.run = kind <= M_RELEASE ? on_control : on_worker;
+        m->m.run = kind <= M_JUDGE ? on_control : on_worker;
         m->m.cancel = on_cancel;
     }
     return m;
@@ -204,8 +211,33 @@ static void
 c_resume(void *arg)
 {
     struct half *c = arg;
+    if (c->judging) {
+        /* the write was sent: the window's answer is the judgement's */
+        if (c->t != NULL && gw_fence_ticket_may_finish(c->t)) {
+            c->judging = false;
+            answer(c, M_JUDGED, 0, 0);
+        }
+        return;
+    }
     if (c->t != NULL && !c->granted && gw_fence_ticket_may_finish(c->t)) {
         grant(c);
+    }
+}
+
+/* M_JUDGE: gw_cond_judge's questions, asked of the real ticket (gateway/proxy/cond_reply.c). */
+static void
+c_judge(struct half *c)
+{
+    uint64_t current = 0;
+    if (c->t == NULL) {
+        return; /* cut: the worker hears of it by M_CUT */
+    }
+    if (gw_fence_current(c->hub->f, c->lock, &current) == 0 && current > c->token) {
+        answer(c, M_JUDGED, ERR_FENCED, current);
+    } else if (gw_fence_ticket_may_finish(c->t)) {
+        answer(c, M_JUDGED, 0, current);
+    } else {
+        c->judging = true; /* c_resume answers, or c_cut does (M_CUT) */
     }
 }
 
@@ -237,6 +269,9 @@ on_control(struct gw_loopmsg *lm)
         if (c->t != NULL && !c->granted && gw_fence_ticket_may_finish(c->t)) {
             grant(c);
         } /* else: cut already, or held: the fence calls c_resume or c_cut */
+        break;
+    case M_JUDGE:
+        c_judge(c);
         break;
     case M_SENT:
         if (c->t != NULL) {
@@ -319,6 +354,8 @@ gw_fence_remote_admit(struct gw_fence_remote *r, const struct gw_fence_claim *cl
     c->wq = r->q;
     c->ep = t->ep;
     c->rt = t;
+    (void)snprintf(c->lock, sizeof(c->lock), "%s", claim->lock);
+    c->token = claim->token;
     m->half = c;
     m->claim = *claim;
     m->reqid = memcpy(m->strs, reqid, rl);
@@ -375,6 +412,20 @@ gw_fence_rticket_sent(struct gw_fence_rticket *t)
 }
 
 void
+gw_fence_rticket_judge(struct gw_fence_rticket *t, gw_fence_judged_fn *judged)
+{
+    struct msg *m = msg_new(M_JUDGE, 0);
+    if (m == NULL) {
+        /* out of memory: the write's client waits for its timeout; the ticket
+         * ends with the request, as any */
+        return;
+    }
+    t->judged = judged;
+    m->half = t->half;
+    post(t->r->cq, m);
+}
+
+void
 gw_fence_rticket_release(struct gw_fence_rticket *t)
 {
     if (t != NULL) {
@@ -402,6 +453,12 @@ on_worker(struct gw_loopmsg *lm)
         gw_fence_cut_fn *cut = t->cut;
         rt_end(t); /* "the ticket is already freed" */
         cut(arg, err, current);
+    } else if (kind == M_JUDGED) {
+        gw_fence_judged_fn *judged = t->judged;
+        t->judged = NULL;
+        if (judged != NULL) {
+            judged(arg, err, current);
+        }
     } else if (kind == M_RESUME) {
         t->granted = true;
         if (t->resume != NULL) {

@@ -16,6 +16,8 @@
  *                                   yes, gw_fence_ticket_sent at once
  *   resume                  <-----  "yes" (then may_finish answers true)
  *   rticket_sent, _release  ----->  gw_fence_ticket_sent, _release
+ *   rticket_judge           ----->  gw_fence_current, then may_finish
+ *   judged(err, current)    <-----  (after a store's 412; cond_reply.c)
  *
  * The last byte.  On the control loop a write's "may finish: yes" and its
  * "sent" are one step, as they are in one callback on a single loop: once
@@ -103,6 +105,23 @@ MUST_USE bool gw_fence_rticket_may_finish(struct gw_fence_rticket *t);
 
 /* gw_fence_rticket_sent - as gw_fence_ticket_sent. */
 void gw_fence_rticket_sent(struct gw_fence_rticket *t);
+
+/*
+ * gw_fence_judged_fn - the answer to gw_fence_rticket_judge: err 0, the token
+ * is still current and its window allows the write; ERR_FENCED, a newer
+ * token (current) exists.  A judgement the window cuts is answered by the
+ * ticket's cut callback instead (the ticket then ends, as any cut's).
+ */
+typedef void gw_fence_judged_fn(void *arg, int err, uint64_t current);
+
+/*
+ * gw_fence_rticket_judge - the store refused the write's condition (412)
+ * after its last byte went: ask the control side gw_cond_judge's questions
+ * of the real ticket (gateway/proxy/cond_reply.h): a newer token, else the
+ * window's verdict.  judged(arg, ...) runs on the worker, never before this
+ * returns, and never after the ticket's release.
+ */
+void gw_fence_rticket_judge(struct gw_fence_rticket *t, gw_fence_judged_fn *judged);
 
 /* gw_fence_rticket_release - as gw_fence_ticket_release: frees t.  NULL-safe. */
 void gw_fence_rticket_release(struct gw_fence_rticket *t);

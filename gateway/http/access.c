@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,7 +57,14 @@ static struct {
 
 /* The loop's own copy of sink.on (set where the loop opens the sink), so the
  * per-request notes cost nothing, no lock and no copy, while the log is off. */
-static bool notes_on;
+static atomic_bool notes_on; /* set under sink.mu (reopen), read by every loop */
+
+/* Whether requests note their names for the log (any loop's thread). */
+static inline bool
+notes(void)
+{
+    return atomic_load_explicit(&notes_on, memory_order_relaxed);
+}
 
 /* The line buffer, kept per thread from one line to the next (no malloc per
  * line); gw_access_close frees the closing thread's. */
@@ -195,7 +203,7 @@ gw_access_open(const char *spec, char *errbuf, size_t errlen)
         }
     }
     sink.on = fd >= 0;
-    notes_on = sink.on;
+    atomic_store_explicit(&notes_on, sink.on, memory_order_relaxed);
     (void)pthread_cond_signal(&sink.wake);
     (void)pthread_mutex_unlock(&sink.mu);
     return 0;
@@ -220,7 +228,7 @@ gw_access_close(void)
     }
     sink.stop = true;
     sink.on = false;
-    notes_on = false;
+    atomic_store_explicit(&notes_on, false, memory_order_relaxed);
     (void)pthread_cond_signal(&sink.wake);
     (void)pthread_mutex_unlock(&sink.mu);
     (void)pthread_join(sink.thread, NULL);
@@ -232,6 +240,12 @@ gw_access_close(void)
     buf_cleanup(&sink.handoff);
     (void)pthread_mutex_unlock(&sink.mu);
     buf_cleanup(&line_buf); /* the event loop's: the thread that closes the log */
+}
+
+void
+gw_access_thread_done(void)
+{
+    buf_cleanup(&line_buf);
 }
 
 int
@@ -273,7 +287,7 @@ gw_access_init(struct gw_access *a, const char *traceparent, uint64_t start_ns)
     memset(a, 0, offsetof(struct gw_access, names)); /* names: written before read */
     a->upstream_ms_x1000 = -1;
     a->start_ns = start_ns;
-    if (notes_on) {
+    if (notes()) {
         /* the wall clock only for a line; off, nothing reads it */
         a->start_wall_ms = wall_ms();
     }
@@ -314,7 +328,7 @@ gw_access_cleanup(struct gw_access *a)
 static void
 note(struct gw_access *a, char **dst, const char *s)
 {
-    if (!notes_on || s == NULL || s[0] == '\0') {
+    if (!notes() || s == NULL || s[0] == '\0') {
         return;
     }
     free_name(a, *dst);
@@ -330,7 +344,7 @@ note(struct gw_access *a, char **dst, const char *s)
 void
 gw_access_note_s3(struct gw_req *req, const char *operation, const char *bucket, const char *key)
 {
-    if (notes_on && operation != NULL && operation[0] != '\0') {
+    if (notes() && operation != NULL && operation[0] != '\0') {
         req->access.operation = operation; /* static: the classifier's name table */
     }
     note(&req->access, &req->access.bucket, bucket);
@@ -639,7 +653,7 @@ emit(const struct gw_access *a, const char *id, const char *client, const char *
 void
 gw_http_access_request(struct gw_req *req)
 {
-    if (!notes_on || req->conn->relayed) { /* a relayed request's line is its worker's */
+    if (!notes() || req->conn->relayed) { /* a relayed request's line is its worker's */
         return;
     }
     int status = req->status;
@@ -664,7 +678,7 @@ gw_http_access_request(struct gw_req *req)
 void
 gw_http_access_refused(struct gw_conn *c, const char *id, int status, const char *code)
 {
-    if (!notes_on) {
+    if (!notes()) {
         return;
     }
     struct gw_access a;

@@ -94,6 +94,9 @@ bool gw_access_enabled(void);
 /* gw_access_close - write what is queued, stop the writer, close the sink.  At exit. */
 void gw_access_close(void);
 
+/* gw_access_thread_done - a loop's thread ends: free its line buffer (thread-local). */
+void gw_access_thread_done(void);
+
 /*
  * gw_access_append - queue one line (len bytes, ending in '\n'), copied.
  * Never blocks on the sink: a line that does not fit GW_ACCESS_MAX_PENDING is

@@ -21,13 +21,15 @@
 
 struct event_base;
 struct gw_loopq;
+struct gw_fence_remote;
 
 /* A worker loop, as its own thread sees it. */
 struct gw_loopctx {
-    struct event_base *base; /* the worker's loop */
-    struct gw_loopq *q;      /* the worker's queue: answers addressed to this loop */
-    struct gw_loopq *ctl;    /* the control loop's queue */
-    unsigned index;          /* 1..workers-1 (the control loop is 0) */
+    struct event_base *base;       /* the worker's loop */
+    struct gw_loopq *q;            /* the worker's queue: answers addressed to this loop */
+    struct gw_loopq *ctl;          /* the control loop's queue */
+    unsigned index;                /* 1..workers-1 (the control loop is 0) */
+    struct gw_fence_remote *fence; /* the fence as this loop sees it (gateway/fence/port.h) */
 };
 
 /* The calling thread's worker loop, or NULL on the control loop (see above). */

@@ -343,3 +343,11 @@ gw_cond_forget(struct gw_cond *c, const char *bucket, const char *key)
 {
     gw_etag_map_forget(c->etags, bucket, key);
 }
+
+void
+gw_cond_copy_caps(struct gw_cond *dst, const struct gw_cond *src)
+{
+    if (src->probed) {
+        gw_cond_set_caps(dst, &src->caps);
+    }
+}

@@ -68,6 +68,9 @@ void gw_cond_set_config(struct gw_cond *c, const struct gw_config *cfg);
 /* gw_cond_set_caps - what the store honours (the probe's answer; copied). */
 void gw_cond_set_caps(struct gw_cond *c, const struct gw_cond_caps *caps);
 
+/* gw_cond_copy_caps - dst learns what src has learned of the store (a new worker loop). */
+void gw_cond_copy_caps(struct gw_cond *dst, const struct gw_cond *src);
+
 /* gw_cond_active - whether fenced PutObjects get conditions now (for the log and metrics). */
 bool gw_cond_active(const struct gw_cond *c);
 

@@ -61,6 +61,14 @@ gw_proxy_set_uploads(struct gw_proxy *px, struct gw_upload *u)
 }
 
 void
+gw_proxy_copy_settings(struct gw_proxy *px, const struct gw_proxy *from)
+{
+    px->trailers = from->trailers;
+    px->uploads = from->uploads;
+    gw_cond_copy_caps(px->cond, from->cond);
+}
+
+void
 gw_proxy_set_trailers(struct gw_proxy *px, bool on)
 {
     px->trailers = on;

@@ -48,7 +48,7 @@ struct gw_auth;
 struct gw_cond_caps;
 struct gw_config;
 struct gw_fence;
-struct gw_fence_ticket;
+struct gw_fport_ticket;
 struct gw_upload;
 struct gw_proxy;
 struct gw_req;
@@ -99,6 +99,13 @@ bool gw_proxy_trailers(const struct gw_proxy *px);
  */
 void gw_proxy_set_cond_caps(struct gw_proxy *px, const struct gw_cond_caps *caps);
 
+/*
+ * gw_proxy_copy_settings - px takes from's switches (trailers, what the store
+ * honours, the multipart bookkeeping): a worker loop's proxy made from the
+ * control loop's (on the control loop's thread).
+ */
+void gw_proxy_copy_settings(struct gw_proxy *px, const struct gw_proxy *from);
+
 /* gw_proxy_cond_active - whether fenced PutObjects get conditions now. */
 bool gw_proxy_cond_active(const struct gw_proxy *px);
 
@@ -110,7 +117,7 @@ void gw_proxy_free(struct gw_proxy *px);
 struct gw_proxy_fence {
     struct gw_fence *fence;         /* borrowed; the fence */
     struct store *store;            /* borrowed; for audit records of a cut (NULL: none) */
-    struct gw_fence_ticket *ticket; /* owned from the call on: released when the write ends */
+    struct gw_fport_ticket *ticket; /* owned from the call on: released when the write ends */
     const char *lock;               /* borrowed for the call (copied) */
     uint64_t token;                 /* the admitted token */
 };

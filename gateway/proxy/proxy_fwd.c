@@ -107,7 +107,7 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
     }
     p->ticket = fenced->ticket;
     gw_access_note_fence(f->req, fenced->lock, fenced->token);
-    gw_fence_ticket_rebind(p->ticket, gw_proxy_on_cut, gw_proxy_on_resume, p);
+    gw_fport_rebind(p->ticket, gw_proxy_on_cut, gw_proxy_on_resume, p);
     p->fence = fenced->fence;
     p->store = fenced->store;
     p->token = fenced->token;
@@ -422,7 +422,7 @@ fwd_start(struct fwd *f)
     if (f->body_length >= 0 && f->mem == NULL) {
         gw_req_body_start(f->req);
     }
-    if (p->ticket != NULL && f->body_length <= 0 && !gw_fence_ticket_may_finish(p->ticket)) {
+    if (p->ticket != NULL && f->body_length <= 0 && !gw_fport_may_finish(p->ticket)) {
         p->start_pending = true;
         return FWD_OK;
     }
@@ -502,7 +502,7 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
     if (p == NULL) {
         free(f);
         if (fenced != NULL) {
-            gw_fence_ticket_release(fenced->ticket);
+            gw_fport_release(fenced->ticket);
         }
         gw_refuse_err(req, ERR_NOMEM, "Out of memory.");
         return;

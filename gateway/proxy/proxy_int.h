@@ -28,6 +28,7 @@
 #include <sys/queue.h>
 
 #include "gateway/fence/fence.h"
+#include "gateway/fence/port.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/cond.h"
 #include "gateway/proxy/etag_map.h"
@@ -68,7 +69,7 @@ struct preq {
     bool is_head;         /* a HEAD request: no response body */
     uint64_t body_length; /* bytes the upstream's Content-Length announces */
     uint64_t body_passed; /* bytes handed to the upstream so far */
-    struct gw_fence_ticket *ticket;   /* fenced write: its ticket, NULL otherwise */
+    struct gw_fport_ticket *ticket;   /* fenced write: its ticket, NULL otherwise */
     struct gw_fence *fence;           /* fenced write: its fence (upload bookkeeping) */
     struct store *store;              /* fenced write: for the audit of a cut, or NULL */
     struct gw_s3req *s3;              /* fenced write: a copy, for the audit of a cut */

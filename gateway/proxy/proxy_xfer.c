@@ -43,7 +43,7 @@ gw_proxy_preq_free(struct preq *p)
         p->fwd_free(p->fwd);
     }
     gw_http_fair_transfer_end(p->client); /* the upstream slot is free again */
-    gw_fence_ticket_release(p->ticket);   /* after the cancel: the write is over at S3 */
+    gw_fport_release(p->ticket);          /* after the cancel: the write is over at S3 */
     gw_s3client_msg_cleanup(&p->msg);
     if (p->detached) {
         TAILQ_REMOVE(&p->px->detached, p, link);
@@ -146,12 +146,31 @@ store_refused(struct preq *p, int err, uint64_t current, bool counted)
     gw_proxy_preq_free(p);
 }
 
+/* gw_fence_judged_fn: a worker loop's gw_cond_judge, answered by the control loop. */
+static void
+on_judged(void *arg, int err, uint64_t current)
+{
+    struct preq *p = arg;
+    p->cond_wait = false;
+    if (err != 0) {
+        store_refused(p, err, current, false);
+    } else {
+        cond_slow_down(p);
+    }
+}
+
 /* The store answered 412 to our condition (on_done): is the token still the highest? */
 static void
 cond_refused(struct preq *p)
 {
     uint64_t current = 0;
-    switch (gw_cond_judge(p->fence, p->ticket, p->lock, p->token, &current)) {
+    if (gw_fport_remote()) {
+        /* the fence is a crossing away: on_judged, or gw_proxy_on_cut (superseded or ended) */
+        p->cond_wait = true;
+        gw_fport_judge(p->ticket, on_judged);
+        return;
+    }
+    switch (gw_cond_judge(p->fence, gw_fport_local(p->ticket), p->lock, p->token, &current)) {
     case GW_COND_SUPERSEDED:
         store_refused(p, ERR_FENCED, current, false);
         return;
@@ -206,7 +225,7 @@ on_read_body(void *arg, char *dst, size_t len)
     bool last_cleared = false;
     if (p->held) {
         /* DESIGN "Write windows" rule 2: the last byte only inside the window */
-        if (!gw_fence_ticket_may_finish(p->ticket)) {
+        if (!gw_fport_may_finish(p->ticket)) {
             p->body_waiting = true;
             return ERR_AGAIN;
         }
@@ -230,7 +249,7 @@ on_read_body(void *arg, char *dst, size_t len)
         return ERR_AGAIN;
     }
     if (n > 0 && p->ticket != NULL && !last_cleared &&
-        p->body_passed + (uint64_t)n == p->body_length && !gw_fence_ticket_may_finish(p->ticket)) {
+        p->body_passed + (uint64_t)n == p->body_length && !gw_fport_may_finish(p->ticket)) {
         /* hold the last byte until the fence says the window covers it (resume), or cut */
         p->held_byte = dst[n - 1];
         p->held = true;
@@ -247,7 +266,7 @@ on_read_body(void *arg, char *dst, size_t len)
     /* With a known length libcurl asks for no more once it has them all, so
      * "completely handed over" is the count, not an end-of-body read. */
     if (p->ticket != NULL && (n == 0 || p->body_passed == p->body_length)) {
-        gw_fence_ticket_sent(p->ticket); /* the barrier now waits for it instead of cutting */
+        gw_fport_sent(p->ticket); /* the barrier now waits for it instead of cutting */
     }
     return n;
 }
@@ -476,7 +495,7 @@ gw_proxy_start_transfer(struct preq *p)
     xr.no_reuse = p->is_head && strchr(xr.url, '?') != NULL;
     if (p->ticket != NULL && p->up_length <= 0) {
         /* no body, or an empty one: the head is the whole request (G3) */
-        gw_fence_ticket_sent(p->ticket);
+        gw_fport_sent(p->ticket);
     }
     uint64_t now = gw_metrics_now_ns(); /* one read: the metrics' and the access log's */
     if (p->req != NULL) {

@@ -14,8 +14,11 @@
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
+#include "gateway/fence/port.h"
 #include "gateway/http/access.h"
 #include "gateway/http/http.h"
+#include "gateway/http/relay.h"
+#include "gateway/net/loopctx.h"
 #include "gateway/proxy/auth.h"
 #include "gateway/proxy/create_bucket.h"
 #include "gateway/proxy/delete_objects.h"
@@ -189,6 +192,41 @@ route_by_listener(struct gw_router *rt, struct gw_req *req, const char *method, 
     return false;
 }
 
+/*
+ * On a worker loop (rt->relay set): what only the control loop serves,
+ * because it reads the election, the fence's tables or the probes: the
+ * gateway's paths (the JSON API, the status page) and its operator
+ * endpoints, where this listener serves them.  Decided before anything is
+ * counted: the control loop counts and serves it as its own.
+ */
+static bool
+control_only(struct gw_req *req, const char *method, const char *path)
+{
+    if (strncmp(path, "/_fencegate", 11) == 0 && (path[11] == '\0' || path[11] == '/')) {
+        return true;
+    }
+    if (gw_req_listener(req) == GW_LISTENER_S3 ||
+        (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof(own_endpoints) / sizeof(own_endpoints[0]); i++) {
+        if (strcmp(path, own_endpoints[i].path) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Hands req to the control loop's server (gateway/http/relay.h). */
+static void
+to_control(struct gw_router *rt, struct gw_req *req)
+{
+    int rc = gw_relay_request(rt->relay, req);
+    if (rc != 0) {
+        gw_refuse_err(req, rc, "The gateway is shutting down or out of memory.");
+    }
+}
+
 /* A fenced write waiting for its verdict (gw_fence_admit). */
 struct pending {
     struct gw_router *rt;           /* the router */
@@ -196,7 +234,7 @@ struct pending {
     struct gw_s3req s3;             /* its parse */
     struct gw_auth auth;            /* its authentication (holds a signing key: wiped) */
     struct gw_fence_claim claim;    /* what it claims */
-    struct gw_fence_ticket *ticket; /* its place in the lock's queue */
+    struct gw_fport_ticket *ticket; /* its place in the lock's queue */
     struct buf body;                /* a buffered body (DeleteObjects), else empty */
     bool buffered;                  /* forward body from memory, not from the client */
 };
@@ -285,7 +323,7 @@ on_pending_abort(struct gw_req *req, int err, void *arg)
     struct pending *pd = arg;
     (void)req;
     (void)err;
-    gw_fence_ticket_release(pd->ticket);
+    gw_fport_release(pd->ticket);
     pending_free(pd);
 }
 
@@ -318,7 +356,7 @@ on_admitted(void *arg, int err, uint64_t current)
                               &created);
         if (err == ERR_FENCED) {
             /* a write into an upload of another epoch than its token */
-            gw_fence_ticket_release(pd->ticket);
+            gw_fport_release(pd->ticket);
             struct gw_refusal r;
             gw_fence_upload_refusal(c, created, &r);
             gw_refuse(audit_store(pd->rt), req, &pd->s3, principal_name(&pd->auth), &r);
@@ -326,7 +364,7 @@ on_admitted(void *arg, int err, uint64_t current)
             return;
         }
         if (err != 0) {
-            gw_fence_ticket_release(pd->ticket);
+            gw_fport_release(pd->ticket);
         }
     }
     if (err != 0) {
@@ -375,7 +413,9 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
 
     const struct gw_config *cfg = gw_req_config(req);
     if (s3->bucket_write && !cfg->fencing.allow_bucket_writes) {
-        if (s3->op == GW_S3_OP_CREATE_BUCKET) {
+        if (s3->op == GW_S3_OP_CREATE_BUCKET && rt->relay != NULL) {
+            to_control(rt, req); /* the probe is the control loop's */
+        } else if (s3->op == GW_S3_OP_CREATE_BUCKET) {
             /* "ensure the bucket" (rclone): as S3 answers */
             gw_create_bucket_start(rt->probe, audit_store(rt), req, s3, principal_name(auth));
         } else {
@@ -469,7 +509,10 @@ admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
         pd->buffered = true;
     }
     gw_req_set_ops(req, &pending_ops, pd);
-    int rc = gw_fence_admit(rt->fence, &claim, gw_req_id(req), principal_name(auth), on_admitted,
+    log_debug("req %s: token %llu of lock %s asks the fence on loop %u", gw_req_id(req),
+              (unsigned long long)claim.token, claim.lock,
+              gw_loopctx_here != NULL ? gw_loopctx_here->index : 0);
+    int rc = gw_fport_admit(rt->fence, &claim, gw_req_id(req), principal_name(auth), on_admitted,
                             on_pending_cut, pd, &pd->ticket);
     if (rc != 0) {
         pending_free(pd);
@@ -533,6 +576,10 @@ gw_router_on_request(struct gw_req *req, void *arg)
     const char *method = gw_req_method(req);
     const char *path = gw_req_path(req);
 
+    if (rt->relay != NULL && control_only(req, method, path)) {
+        to_control(rt, req); /* counted where it is served */
+        return;
+    }
     GW_COUNT(requests);
     struct gw_metrics_req *m = gw_req_metrics(req);
     gw_metrics_req_set_op(m, GW_S3_OP_GATEWAY_API);

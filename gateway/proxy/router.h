@@ -20,6 +20,8 @@ struct gw_upload;
 struct gw_upstream;
 struct store;
 
+struct gw_relay_hub;
+
 struct gw_router {
     struct gw_proxy *proxy;        /* borrowed */
     struct gw_sigv4_keycache *kc;  /* borrowed; signing keys of inbound principals */
@@ -29,6 +31,8 @@ struct gw_router {
     struct gw_upstream *upstream;  /* borrowed; for /readyz; NULL: not checked (tests) */
     struct gw_bucket_probe *probe; /* borrowed; CreateBucket of an existing bucket; may be NULL */
     struct gw_upload *uploads;     /* borrowed; multipart bookkeeping; may be NULL */
+    struct gw_relay_hub *relay;    /* borrowed; a worker loop's way to the control loop's
+                                      server for what only it serves; NULL on the control loop */
     bool ready;                    /* /readyz answers 200 only when true */
     const char *not_ready;         /* static text: why not ready, or NULL */
 };

@@ -509,6 +509,9 @@ class Gateway:
             # short test leases cheap (README "Write windows").
             "fencing": {"commit_margin_ms": 100, "complete_margin_ms": 200},
         }
+        if os.environ.get("FG_TEST_WORKERS"):
+            # the event loops of every gateway of the run (make integration-workers)
+            base["workers"] = int(os.environ["FG_TEST_WORKERS"])
         self.config = deep_merge(base, overrides)
         # url/port follow the first listener, data_dir the merged config, so
         # overrides of either (a shared data_dir, a fixed port) just work.

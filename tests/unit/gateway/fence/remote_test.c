@@ -66,6 +66,9 @@ struct w {
     int cut_err;
     uint64_t cut_current;
     int resumes;
+    int judged;
+    int judged_err;
+    uint64_t judged_current;
     int wrong_thread; /* a callback ran off the worker's thread */
     struct gw_fence_rticket *t;
 };
@@ -146,6 +149,24 @@ do_break(void *arg)
     (void)event_base_loopbreak(ctl.base);
 }
 
+static void
+do_current(void *arg)
+{
+    uint64_t *v = arg;
+    if (gw_fence_current(ctl.f, "orders", v) != 0) {
+        *v = 0;
+    }
+}
+
+/* The fence's highest token of "orders" now. */
+static uint64_t
+highest(void)
+{
+    uint64_t v = 0;
+    on_control(do_current, &v);
+    return v;
+}
+
 static uint64_t
 hub_tickets(void)
 {
@@ -204,6 +225,16 @@ on_resume(void *arg)
     struct w *w = arg;
     w->wrong_thread += !pthread_equal(pthread_self(), test_thread);
     w->resumes++;
+}
+
+static void
+on_judged(void *arg, int err, uint64_t current)
+{
+    struct w *w = arg;
+    w->wrong_thread += !pthread_equal(pthread_self(), test_thread);
+    w->judged++;
+    w->judged_err = err;
+    w->judged_current = current;
 }
 
 static void
@@ -396,6 +427,63 @@ test_allowed_last_byte_is_awaited_not_cut(void **state)
     PUMP_UNTIL(hub_tickets() == 0);
 }
 
+/* A sent write, then the store's 412 to its condition: the control side judges. */
+static void
+send_all(struct w *a)
+{
+    PUMP_UNTIL(a->verdicts == 1 && a->err == 0);
+    assert_false(gw_fence_rticket_may_finish(a->t));
+    PUMP_UNTIL(a->resumes == 1);
+    assert_true(gw_fence_rticket_may_finish(a->t));
+}
+
+static void
+test_judged_current_then_superseded(void **state)
+{
+    (void)state;
+    struct w a, b;
+    grant("orders", 5);
+    admit(&wa, "orders", 5, &a);
+    send_all(&a);
+    /* nothing newer: the token is current, the store's 412 is a changed key */
+    gw_fence_rticket_judge(a.t, on_judged);
+    assert_int_equal(a.judged, 0); /* never before the call returns */
+    PUMP_UNTIL(a.judged == 1);
+    assert_int_equal(a.judged_err, 0);
+    gw_fence_rticket_release(a.t);
+    /* b sent; then epoch 6 learned while b's answer is awaited: superseded, not "current" */
+    admit(&wb, "orders", 5, &b);
+    send_all(&b);
+    struct learn l = {"orders", 6};
+    grant("orders", 6);
+    on_control(do_learn, &l);
+    PUMP_UNTIL(highest() == 6); /* the advance is durable first */
+    gw_fence_rticket_judge(b.t, on_judged);
+    PUMP_UNTIL(b.judged == 1);
+    assert_int_equal(b.judged_err, ERR_FENCED);
+    assert_int_equal(b.judged_current, 6);
+    assert_int_equal(b.cuts, 0); /* sent: awaited, never cut */
+    gw_fence_rticket_release(b.t);
+    assert_int_equal(a.wrong_thread + b.wrong_thread, 0);
+    PUMP_UNTIL(hub_tickets() == 0);
+}
+
+/* A judgement asked of a ticket released before its answer is never delivered. */
+static void
+test_judgement_after_release_is_dropped(void **state)
+{
+    (void)state;
+    struct w a;
+    grant("orders", 5);
+    admit(&wa, "orders", 5, &a);
+    send_all(&a);
+    gw_fence_rticket_judge(a.t, on_judged);
+    gw_fence_rticket_release(a.t);
+    pump_for(200);
+    assert_int_equal(a.judged, 0);
+    PUMP_UNTIL(hub_tickets() == 0);
+}
+
 static void
 test_client_gone_while_admission_crosses(void **state)
 {
@@ -463,6 +551,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_verdicts_cross_to_the_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsent_write_is_cut_across_loops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_allowed_last_byte_is_awaited_not_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_judged_current_then_superseded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_judgement_after_release_is_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_gone_while_admission_crosses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queues_closed_with_answers_pending, setup, teardown),
     };

@@ -1,0 +1,208 @@
+"""Worker loops (DESIGN "Worker loops"): `workers: 2` runs the control loop
+and one worker loop on the same port.  The fence stays on the control loop;
+a worker loop's fenced writes reach it by messages, and what only the
+control loop serves (the JSON API, the status page, /metrics, /healthz)
+crosses by the relay.  The kernel spreads connections over the two loops by
+hash, so the cross-loop cases are repeated on new connections until the
+gateway's log shows the two writes asked the fence from different loops."""
+import os
+import re
+import signal
+import socket
+import threading
+import time
+
+import pytest
+import requests
+
+from relay import DelayRelay
+from test_fencing import LOCK, boto3_with_token, grant, rgw_body, wait_audit
+
+TRIES = 16  # each try is cross-loop with probability 1/2: 2^-16 that none is
+
+
+def fenced(gateway, bucket, endpoint=None, **extra):
+    cfg = {"workers": 2, "log_level": "debug",
+           "fences": [{"bucket": bucket, "prefix": "orders/", "lock": LOCK,
+                       "require_token": True}]}
+    if endpoint:
+        cfg["upstream"] = {"endpoint": endpoint}
+    cfg.update(extra)
+    return gateway(cfg)
+
+
+def loop_of(gw, token):
+    """The loop whose fence port the write of token asked (from the debug log)."""
+    pat = re.compile(rf"token {token} of lock {LOCK} asks the fence on loop (\d+)")
+    for _ in range(100):
+        m = pat.search(gw.log())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.02)
+    raise AssertionError(f"no admission of token {token} in the log")
+
+
+def recv_answer(s):
+    """The gateway's answer on s, up to its error document's end or EOF."""
+    resp = b""
+    try:
+        while b"</Error>" not in resp:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            resp += chunk
+    except OSError:
+        pass
+    return resp
+
+
+def test_unsent_older_write_is_cut_by_a_newer_epoch_on_another_loop(gateway, rgw, bucket):
+    """G3 across loops: an epoch-k upload half sent on one loop is cut before
+    its last byte when epoch k+1 writes through the other loop; nothing of it
+    lands, the newer write does, and the cut is audited."""
+    gw = fenced(gateway, bucket)
+    size = 2 * 1024 * 1024
+    crossed = 0
+    for i in range(TRIES):
+        old, new = 2 * i + 1, 2 * i + 2
+        grant(gw, old)
+        s = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+        s.sendall((f"PUT /{bucket}/orders/slow{i} HTTP/1.1\r\nHost: {gw.host}\r\n"
+                   f"X-Fencing-Token: {old}\r\nContent-Length: {size}\r\n\r\n").encode())
+        s.sendall(b"1" * (size // 2))
+        loop_old = loop_of(gw, old)
+        time.sleep(0.2)
+        grant(gw, new)
+        boto3_with_token(gw, new).put_object(Bucket=bucket, Key=f"orders/fast{i}",
+                                             Body=b"newer")
+        try:
+            s.sendall(b"1" * (size // 2))
+        except OSError:
+            pass
+        resp = recv_answer(s)
+        s.close()
+        assert resp.startswith(b"HTTP/1.1 409"), resp[:300]
+        assert b"StaleFencingToken" in resp
+        assert rgw_body(rgw, bucket, f"orders/slow{i}") is None
+        assert rgw_body(rgw, bucket, f"orders/fast{i}") == b"newer"
+        if loop_of(gw, new) != loop_old:
+            crossed += 1
+            if crossed == 2:
+                break
+    assert crossed >= 1, "every try ran both writes on one loop"
+    assert "cut" in [r["kind"] for r in wait_audit(gw, 1, lock=LOCK)]
+
+
+def test_sent_older_write_is_awaited_by_a_newer_epoch_on_another_loop(gateway, rgw, bucket):
+    """G3 across loops: an epoch-k write completely sent (held upstream by the
+    relay) is awaited, not cut, by epoch k+1's write on the other loop; the
+    order at RGW proves it."""
+    relay = DelayRelay(int(rgw.endpoint.rsplit(":", 1)[1]))
+    try:
+        gw = fenced(gateway, bucket, endpoint=f"http://127.0.0.1:{relay.port}")
+        crossed = 0
+        for i in range(TRIES):
+            old, new = 2 * i + 1, 2 * i + 2
+            grant(gw, old)
+            relay.log.clear()
+            out = {}
+
+            def older():
+                out["r"] = requests.put(f"{gw.url}/{bucket}/orders/race{i}", data=b"older",
+                                        headers={"X-Fencing-Token": str(old),
+                                                 "x-test-delay-ms": "800"}, timeout=30)
+
+            th = threading.Thread(target=older)
+            th.start()
+            for _ in range(250):
+                if any(e == "held" for e, _ in relay.log):
+                    break
+                time.sleep(0.02)
+            grant(gw, new)
+            t0 = time.monotonic()
+            r2 = requests.put(f"{gw.url}/{bucket}/orders/race{i}", data=b"newer",
+                              headers={"X-Fencing-Token": str(new)}, timeout=30)
+            waited = time.monotonic() - t0
+            th.join(30)
+            assert out["r"].status_code == 200, out["r"].text
+            assert r2.status_code == 200, r2.text
+            assert waited > 0.3, waited
+            assert rgw_body(rgw, bucket, f"orders/race{i}") == b"newer"
+            if loop_of(gw, new) != loop_of(gw, old):
+                crossed += 1
+                if crossed == 2:
+                    break
+        assert crossed >= 1, "every try ran both writes on one loop"
+    finally:
+        relay.close()
+
+
+def test_control_only_requests_cross_from_every_loop(gateway, rgw, bucket):
+    """The JSON API (acquire, renew, list), the status page's 403, /metrics
+    and /healthz answer the same on every connection, whichever loop took
+    it; a lease acquired through one loop renews through the other."""
+    gw = fenced(gateway, bucket)
+    r = requests.post(f"{gw.url}/_fencegate/v1/locks/orders/acquire",
+                      json={"holder": "w1", "lease_ms": 10000}, timeout=10)
+    assert r.status_code == 200, r.text
+    lease = r.json()
+    for i in range(12):  # new connections: both loops
+        m = requests.get(f"{gw.url}/metrics", timeout=10)
+        assert m.status_code == 200 and "fencegate_requests_total" in m.text
+        assert requests.get(f"{gw.url}/healthz", timeout=10).text == "ok\n"
+        rr = requests.post(f"{gw.url}/_fencegate/v1/locks/orders/renew",
+                           json={"token": lease["token"], "lease_id": lease["lease_id"]},
+                           timeout=10)
+        assert rr.status_code == 200, rr.text
+        ls = requests.get(f"{gw.url}/_fencegate/v1/locks", timeout=10)
+        assert ls.status_code == 200 and "orders" in ls.text
+    # a keep-alive session: the relay answers with this loop's own framing
+    with requests.Session() as s:
+        for _ in range(5):
+            assert s.get(f"{gw.url}/healthz", timeout=10).status_code == 200
+            assert s.get(f"{gw.url}/_fencegate/v1/locks/orders", timeout=10).status_code == 200
+    # the fenced writes with that lease's token go through either loop
+    c = boto3_with_token(gw, lease["token"])
+    for i in range(6):
+        c.put_object(Bucket=bucket, Key=f"orders/k{i}", Body=b"x")
+    m = requests.get(f"{gw.url}/metrics", timeout=10).text
+    got = re.search(r'^fencegate_requests_total (\d+)', m, re.M)
+    assert got is None or int(got.group(1)) > 0
+
+
+def test_drain_finishes_a_held_write_on_a_worker_loop(gateway, rgw, bucket):
+    """SIGTERM while fenced writes are held upstream on both loops: they finish
+    (the control loop stays up until every worker loop has drained), then the
+    gateway exits 0."""
+    relay = DelayRelay(int(rgw.endpoint.rsplit(":", 1)[1]))
+    try:
+        gw = fenced(gateway, bucket, endpoint=f"http://127.0.0.1:{relay.port}")
+        grant(gw, 1)
+        out = []
+
+        def put(i):
+            out.append(requests.put(f"{gw.url}/{bucket}/orders/drain{i}", data=b"d",
+                                    headers={"X-Fencing-Token": "1",
+                                             "x-test-delay-ms": "1000"}, timeout=30))
+
+        ths = [threading.Thread(target=put, args=(i,)) for i in range(6)]
+        for t in ths:
+            t.start()
+        for _ in range(250):
+            if sum(1 for e, _ in relay.log if e == "held") >= 6:
+                break
+            time.sleep(0.02)
+        os.kill(gw.pid, signal.SIGTERM)
+        for t in ths:
+            t.join(30)
+        assert [r.status_code for r in out] == [200] * 6
+        for _ in range(200):
+            if not gw.alive():
+                break
+            time.sleep(0.05)
+        assert not gw.alive()
+        assert gw.proc.wait(5) == 0
+        for i in range(6):
+            assert rgw_body(rgw, bucket, f"orders/drain{i}") == b"d"
+    finally:
+        relay.close()
