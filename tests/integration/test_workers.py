@@ -137,11 +137,16 @@ def test_sent_older_write_is_awaited_by_a_newer_epoch_on_another_loop(gateway, r
         relay.close()
 
 
-def test_control_only_requests_cross_from_every_loop(gateway, rgw, bucket):
+def test_control_only_requests_cross_from_every_loop(gateway, rgw, bucket, tmp_path):
     """The JSON API (acquire, renew, list), the status page's 403, /metrics
     and /healthz answer the same on every connection, whichever loop took
     it; a lease acquired through one loop renews through the other."""
-    gw = fenced(gateway, bucket)
+    gw = fenced(gateway, bucket, election={"backend": "dir", "path": str(tmp_path / "locks"),
+                                           "min_lease_ms": 200})
+    deadline = time.monotonic() + 20  # the election's start-up self-test
+    while requests.get(f"{gw.url}/readyz", timeout=5).status_code != 200:
+        assert time.monotonic() < deadline, requests.get(f"{gw.url}/readyz", timeout=5).text
+        time.sleep(0.1)
     r = requests.post(f"{gw.url}/_fencegate/v1/locks/orders/acquire",
                       json={"holder": "w1", "lease_ms": 10000}, timeout=10)
     assert r.status_code == 200, r.text
