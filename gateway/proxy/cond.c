@@ -2,6 +2,7 @@
 #define LOG_MODULE "cond"
 #include "gateway/proxy/cond.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,16 +18,29 @@
 #include "gateway/s3/s3req.h"
 #include "gateway/s3client/s3client.h"
 
+/*
+ * What this gateway has learned of the store's keys and buckets: one for the
+ * process, shared by every loop's gw_cond (gw_cond_share), so that a key
+ * written through one loop is conditioned on the ETag that write left when
+ * the next write of it arrives on another.  Its mutex is held for a map
+ * operation or a list walk, never across a call out of this file.
+ */
+struct learned {
+    pthread_mutex_t mu;
+    struct gw_etag_map *etags; /* owned */
+    char **ignored;            /* owned; buckets whose store ignores conditions */
+    size_t nignored;           /* entries in ignored */
+    bool ignore_all;           /* more than GW_COND_MAX_IGNORED such buckets */
+};
+
 struct gw_cond {
     const struct gw_config *cfg;     /* borrowed */
     struct gw_s3client *s3c;         /* borrowed */
-    struct gw_etag_map *etags;       /* owned */
+    struct learned *l;               /* owned (own_l) or another loop's gw_cond's */
+    bool own_l;                      /* l is this one's */
     struct gw_cond_caps caps;        /* what the store honours (the probe's answer) */
     bool probed;                     /* caps holds the probe's answer */
     LIST_HEAD(, gw_cond_head) heads; /* HEADs in flight */
-    char **ignored;                  /* owned; buckets whose store ignores conditions */
-    size_t nignored;                 /* entries in ignored */
-    bool ignore_all;                 /* more than GW_COND_MAX_IGNORED such buckets */
 };
 
 /* One HEAD for a key's ETag. */
@@ -54,12 +68,32 @@ gw_cond_new(const struct gw_config *cfg, struct gw_s3client *s3c)
     c->cfg = cfg;
     c->s3c = s3c;
     LIST_INIT(&c->heads);
-    c->etags = gw_etag_map_new(cfg->fencing.etag_cache_entries);
-    if (c->etags == NULL) {
+    c->l = calloc(1, sizeof(*c->l));
+    if (c->l == NULL || (c->l->etags = gw_etag_map_new(cfg->fencing.etag_cache_entries)) == NULL) {
+        free(c->l);
         free(c);
         return NULL;
     }
+    (void)pthread_mutex_init(&c->l->mu, NULL);
+    c->own_l = true;
     return c;
+}
+
+static void
+learned_free(struct gw_cond *c)
+{
+    struct learned *l = c->l;
+    if (!c->own_l || l == NULL) {
+        return;
+    }
+    gw_etag_map_free(l->etags);
+    for (size_t i = 0; i < l->nignored; i++) {
+        free(l->ignored[i]);
+    }
+    free(l->ignored);
+    (void)pthread_mutex_destroy(&l->mu);
+    free(l);
+    c->l = NULL;
 }
 
 void
@@ -75,19 +109,27 @@ gw_cond_free(struct gw_cond *c)
         free(h);
         h = next;
     }
-    gw_etag_map_free(c->etags);
-    for (size_t i = 0; i < c->nignored; i++) {
-        free(c->ignored[i]);
-    }
-    free(c->ignored);
+    learned_free(c);
     free(c);
+}
+
+void
+gw_cond_share(struct gw_cond *c, struct gw_cond *from)
+{
+    learned_free(c);
+    c->l = from->l;
+    c->own_l = false;
 }
 
 void
 gw_cond_set_config(struct gw_cond *c, const struct gw_config *cfg)
 {
     c->cfg = cfg;
-    gw_etag_map_set_max(c->etags, cfg->fencing.etag_cache_entries);
+    if (c->own_l) { /* the owner's reload sets the shared bound */
+        (void)pthread_mutex_lock(&c->l->mu);
+        gw_etag_map_set_max(c->l->etags, cfg->fencing.etag_cache_entries);
+        (void)pthread_mutex_unlock(&c->l->mu);
+    }
 }
 
 void
@@ -121,45 +163,86 @@ honoured(const struct gw_cond *c, enum gw_s3_op op)
     }
 }
 
+/* Caller holds l->mu. */
 static bool
-bucket_ignored(const struct gw_cond *c, const char *bucket)
+ignored_locked(const struct learned *l, const char *bucket)
 {
-    if (c->ignore_all) {
+    if (l->ignore_all) {
         return true;
     }
-    for (size_t i = 0; i < c->nignored; i++) {
-        if (strcmp(c->ignored[i], bucket) == 0) {
+    for (size_t i = 0; i < l->nignored; i++) {
+        if (strcmp(l->ignored[i], bucket) == 0) {
             return true;
         }
     }
     return false;
 }
 
-void
-gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket)
+static bool
+bucket_ignored(const struct gw_cond *c, const char *bucket)
 {
-    if (bucket_ignored(c, bucket)) {
-        return;
+    (void)pthread_mutex_lock(&c->l->mu);
+    bool ignored = ignored_locked(c->l, bucket);
+    (void)pthread_mutex_unlock(&c->l->mu);
+    return ignored;
+}
+
+/* Adds bucket to l's list; false if it was there.  Caller holds l->mu. */
+static bool
+ignore_locked(struct learned *l, const char *bucket)
+{
+    if (ignored_locked(l, bucket)) {
+        return false;
     }
-    log_warn("the store refused a condition that held on bucket %s (RGW 16 does so on a "
-             "versioned bucket): fenced writes to it go without conditions from now on",
-             bucket);
-    if (c->nignored == GW_COND_MAX_IGNORED) {
-        c->ignore_all = true;
-        return;
+    if (l->nignored == GW_COND_MAX_IGNORED) {
+        l->ignore_all = true;
+        return true;
     }
-    char **grown = realloc(c->ignored, (c->nignored + 1) * sizeof(char *));
+    char **grown = realloc(l->ignored, (l->nignored + 1) * sizeof(char *));
     char *name = strdup(bucket);
     if (grown == NULL || name == NULL) {
         if (grown != NULL) {
-            c->ignored = grown;
+            l->ignored = grown;
         }
         free(name);
-        c->ignore_all = true; /* no memory: the safe side is no conditions anywhere */
-        return;
+        l->ignore_all = true; /* no memory: the safe side is no conditions anywhere */
+        return true;
     }
-    c->ignored = grown;
-    c->ignored[c->nignored++] = name;
+    l->ignored = grown;
+    l->ignored[l->nignored++] = name;
+    return true;
+}
+
+void
+gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket)
+{
+    (void)pthread_mutex_lock(&c->l->mu);
+    bool added = ignore_locked(c->l, bucket);
+    (void)pthread_mutex_unlock(&c->l->mu);
+    if (added) {
+        log_warn("the store refused a condition that held on bucket %s (RGW 16 does so on a "
+                 "versioned bucket): fenced writes to it go without conditions from now on",
+                 bucket);
+    }
+}
+
+/* The map's calls, under the shared mutex. */
+static int
+map_put(struct gw_cond *c, const char *lock, uint64_t token, const char *bucket, const char *key,
+        const char *etag)
+{
+    (void)pthread_mutex_lock(&c->l->mu);
+    int rc = gw_etag_map_put(c->l->etags, lock, token, bucket, key, etag);
+    (void)pthread_mutex_unlock(&c->l->mu);
+    return rc;
+}
+
+static void
+map_forget(struct gw_cond *c, const char *bucket, const char *key)
+{
+    (void)pthread_mutex_lock(&c->l->mu);
+    gw_etag_map_forget(c->l->etags, bucket, key);
+    (void)pthread_mutex_unlock(&c->l->mu);
 }
 
 enum gw_cond_use
@@ -213,7 +296,9 @@ gw_cond_lookup(struct gw_cond *c, const char *lock, uint64_t token, const char *
 {
     char etag[GW_ETAG_MAX + 1];
     bool absent = false;
-    int rc = gw_etag_map_get(c->etags, lock, token, bucket, key, etag, sizeof(etag), &absent);
+    (void)pthread_mutex_lock(&c->l->mu);
+    int rc = gw_etag_map_get(c->l->etags, lock, token, bucket, key, etag, sizeof(etag), &absent);
+    (void)pthread_mutex_unlock(&c->l->mu);
     if (rc != 0) {
         return rc;
     }
@@ -255,12 +340,12 @@ on_head_done(void *arg, int err, int status, const char *code)
     int rc = err;
     if (err == 0 && status >= 200 && status < 300 && h->etag[0] != '\0' && !h->etag_bad) {
         hdr_for(c, h->etag, false, &hdr);
-        if (gw_etag_map_put(c->etags, h->lock, h->token, h->bucket, h->key, h->etag) != 0) {
+        if (map_put(c, h->lock, h->token, h->bucket, h->key, h->etag) != 0) {
             log_debug("ETag of %s/%s not kept", h->bucket, h->key);
         }
     } else if (err == 0 && status == 404) {
         hdr_for(c, NULL, true, &hdr);
-        if (gw_etag_map_put(c->etags, h->lock, h->token, h->bucket, h->key, NULL) != 0) {
+        if (map_put(c, h->lock, h->token, h->bucket, h->key, NULL) != 0) {
             log_debug("absence of %s/%s not kept", h->bucket, h->key);
         }
     } else if (err == 0 && status >= 500) {
@@ -328,20 +413,20 @@ gw_cond_record(struct gw_cond *c, const char *lock, uint64_t token, const struct
                int status, const char *etag)
 {
     if (s3->op == GW_S3_OP_PUT_OBJECT && status >= 200 && status < 300 && etag != NULL) {
-        if (gw_etag_map_put(c->etags, lock, token, s3->bucket, s3->key, etag) != 0) {
+        if (map_put(c, lock, token, s3->bucket, s3->key, etag) != 0) {
             log_debug("ETag of %s/%s not kept", s3->bucket, s3->key);
         }
         return;
     }
     /* a copy's or a complete's ETag is in its XML answer, a delete may have removed a
      * version only: the next write of the key learns its state with a HEAD */
-    gw_etag_map_forget(c->etags, s3->bucket, s3->key);
+    map_forget(c, s3->bucket, s3->key);
 }
 
 void
 gw_cond_forget(struct gw_cond *c, const char *bucket, const char *key)
 {
-    gw_etag_map_forget(c->etags, bucket, key);
+    map_forget(c, bucket, key);
 }
 
 void

@@ -68,6 +68,14 @@ void gw_cond_set_config(struct gw_cond *c, const struct gw_config *cfg);
 /* gw_cond_set_caps - what the store honours (the probe's answer; copied). */
 void gw_cond_set_caps(struct gw_cond *c, const struct gw_cond_caps *caps);
 
+/*
+ * gw_cond_share - c uses what from has learned, and learns into it (the ETag
+ * map and the buckets that ignore conditions: one for the process, under a
+ * mutex), dropping its own.  A worker loop's proxy made from the control
+ * loop's, on the control loop's thread; from must be freed after c.
+ */
+void gw_cond_share(struct gw_cond *c, struct gw_cond *from);
+
 /* gw_cond_copy_caps - dst learns what src has learned of the store (a new worker loop). */
 void gw_cond_copy_caps(struct gw_cond *dst, const struct gw_cond *src);
 

@@ -66,6 +66,7 @@ gw_proxy_copy_settings(struct gw_proxy *px, const struct gw_proxy *from)
     px->trailers = from->trailers;
     px->uploads = from->uploads;
     gw_cond_copy_caps(px->cond, from->cond);
+    gw_cond_share(px->cond, from->cond);
 }
 
 void

@@ -101,8 +101,9 @@ void gw_proxy_set_cond_caps(struct gw_proxy *px, const struct gw_cond_caps *caps
 
 /*
  * gw_proxy_copy_settings - px takes from's switches (trailers, what the store
- * honours, the multipart bookkeeping): a worker loop's proxy made from the
- * control loop's (on the control loop's thread).
+ * honours, the multipart bookkeeping) and shares what from learns of the
+ * store's keys (gw_cond_share): a worker loop's proxy made from the control
+ * loop's (on the control loop's thread; from is freed after px).
  */
 void gw_proxy_copy_settings(struct gw_proxy *px, const struct gw_proxy *from);
 

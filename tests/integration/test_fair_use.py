@@ -205,7 +205,9 @@ def test_transfers_per_client_capped_with_slowdown(gateway, bucket):
 
 
 def test_oldest_idle_connection_is_shed_at_the_limit(gateway, bucket):
-    gw = gateway({"limits": {"max_connections": 8, "max_connections_per_client": 100}})
+    # one loop: with several, each sheds at its own share (README "Every core")
+    gw = gateway({"workers": 1,
+                  "limits": {"max_connections": 8, "max_connections_per_client": 100}})
     idle = []
     try:
         for _ in range(8):  # kept alive after one request each: idle
@@ -233,7 +235,9 @@ def test_half_open_heads_are_cut_by_the_header_timeout(gateway, bucket):
     """Half-open connections (a head begun, never finished) are never shed:
     at the limit a new client waits in the backlog until the header timeout
     cuts them (400 RequestTimeout), then it is served."""
-    gw = gateway({"limits": {"max_connections": 8, "max_connections_per_client": 100,
+    # one loop: with several, each pauses at its own share (README "Every core")
+    gw = gateway({"workers": 1,
+                  "limits": {"max_connections": 8, "max_connections_per_client": 100,
                              "header_timeout_ms": 1000}})
     half = []
     try:
@@ -262,7 +266,8 @@ def test_pool_recovers_after_queued_timeouts(gateway, rgw, bucket):
     big = 48 << 20
     rgw.client().put_object(Bucket=bucket, Key="big", Body=b"b" * big)
     rgw.client().put_object(Bucket=bucket, Key="small", Body=b"s")
-    gw = gateway({"upstream": {"max_connections": 1, "timeout_ms": 1000},
+    # one loop: upstream.max_connections is shared out among loops (README "Every core")
+    gw = gateway({"workers": 1, "upstream": {"max_connections": 1, "timeout_ms": 1000},
                   "limits": {"max_transfers_per_client": 100, "buffer_bytes": 4096}})
     hog = connect(gw)
     hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
