@@ -280,7 +280,8 @@ cl_open(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(gw_server_port(wsrv, 0)),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(gw_server_port(wsrv, 0)),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
     assert_true(rc == 0 || errno == EINPROGRESS);
@@ -352,7 +353,7 @@ cl_recv(int fd, bool no_body, struct resp *r)
         assert_true(hl < sizeof(r->head));
         memcpy(r->head, in, hl);
         r->head[hl] = '\0';
-        r->status = atoi(in + 9);
+        r->status = (int)strtol(in + 9, NULL, 10);
         if (no_body) {
             return;
         }
