@@ -94,6 +94,8 @@ struct wrel {
     struct gw_req *req;
     struct gw_relay_hub *hub;
     struct gw_loopq *q;    /* the worker's queue */
+    struct gw_loopq *cq;   /* the control loop's (hub->q, copied: at a hang-up the hub
+                              may be gone, the queue outlives every worker) */
     uint64_t ep;           /* endpoint of this relay on q */
     struct evbuffer *body; /* owned: the request body read so far */
     bool posted;           /* the request crossed: a cancel must follow a hang-up */
@@ -559,7 +561,7 @@ on_abort(struct gw_req *req, int err, void *arg)
             k->hub = w->hub;
             k->wq = w->q;
             k->ep = w->ep;
-            if (gw_loopq_post(w->hub->q, &k->m) != 0) {
+            if (gw_loopq_post(w->cq, &k->m) != 0) {
                 free(k); /* the control loop is gone, and its pairs with it */
             }
         }
@@ -614,7 +616,7 @@ post_request(struct wrel *w)
     c->is_tls = gw_req_is_tls(req);
     c->listener = gw_req_listener(req);
     (void)snprintf(c->id, sizeof(c->id), "%s", gw_req_id(req));
-    if (gw_loopq_post(w->hub->q, &c->m) != 0) {
+    if (gw_loopq_post(w->cq, &c->m) != 0) {
         free(c->data);
         free(c);
         wrel_fail(w, 503, "ServiceUnavailable", "The gateway is shutting down.");
@@ -683,6 +685,7 @@ gw_relay_request(struct gw_relay_hub *h, struct gw_req *req)
     w->req = req;
     w->hub = h;
     w->q = lc->q;
+    w->cq = h->q;
     gw_req_set_ops(req, &relay_ops, w);
     if (gw_req_content_length(req) > (int64_t)GW_RELAY_BODY_MAX) {
         wrel_fail(w, 413, "EntityTooLarge",
