@@ -72,8 +72,10 @@
  * half-close) and a write failure then aborts.  An error or reset aborts at once.
  *
  * Room gateway/http/ (this header is its public face; make check-deps lets it
- * include only common/ and gateway/base/).  Files call down the list, never up
- * (make check-circles):
+ * include only common/, gateway/base/ and gateway/net/).  Files call down the
+ * list, never up (make check-circles):
+ *   relay.c / relay.h  a worker loop's control-only request served by the control
+ *                 loop's server over a socketpair (gw_relay_request)
  *   listen.c      listeners, accepting, draining, the server's life
  *   server.c      connections, timeouts, the request life
  *   fair.c        per-client shares (connections, transfers), minimum body rate;

@@ -43,17 +43,17 @@ struct chalf {
     struct gw_loopmsg m;
     TAILQ_ENTRY(chalf) link; /* in hub->halves while the pair is open */
     struct gw_relay_hub *hub;
-    struct gw_loopq *wq;      /* the worker's queue */
-    uint64_t ep;              /* the worker half's endpoint on wq */
-    struct wrel *w;           /* the worker half: carried back, never touched here */
-    char *data;               /* owned: request head and body, until written */
-    size_t len;               /* their length */
-    char peer[64];            /* the client's "ip:port" */
-    bool is_tls;              /* the client's connection is TLS */
-    enum gw_listener listener; /* the listener kind that accepted the client */
+    struct gw_loopq *wq;         /* the worker's queue */
+    uint64_t ep;                 /* the worker half's endpoint on wq */
+    struct wrel *w;              /* the worker half: carried back, never touched here */
+    char *data;                  /* owned: request head and body, until written */
+    size_t len;                  /* their length */
+    char peer[64];               /* the client's "ip:port" */
+    bool is_tls;                 /* the client's connection is TLS */
+    enum gw_listener listener;   /* the listener kind that accepted the client */
     char id[GW_HTTP_ID_MAX + 1]; /* the worker request's id */
-    struct bufferevent *bev;  /* owned: our end of the socketpair, NULL until open */
-    struct evbuffer *ans;     /* owned: the answer read so far */
+    struct bufferevent *bev;     /* owned: our end of the socketpair, NULL until open */
+    struct evbuffer *ans;        /* owned: the answer read so far */
 };
 TAILQ_HEAD(chalf_list, chalf);
 
@@ -75,9 +75,9 @@ struct cancel {
 struct answer {
     struct gw_loopmsg m;
     struct wrel *w;
-    int err;     /* 0, ERR_TOOBIG (past GW_RELAY_ANSWER_MAX), ERR_CLOSED (control loop
-                    gone), ERR_IO (no pair) */
-    char *data;  /* owned: the answer's bytes */
+    int err;    /* 0, ERR_TOOBIG (past GW_RELAY_ANSWER_MAX), ERR_CLOSED (control loop
+                   gone), ERR_IO (no pair) */
+    char *data; /* owned: the answer's bytes */
     size_t len;
 };
 
@@ -94,6 +94,8 @@ struct wrel {
     struct gw_req *req;
     struct gw_relay_hub *hub;
     struct gw_loopq *q;    /* the worker's queue */
+    struct gw_loopq *cq;   /* the control loop's (hub->q, copied: at a hang-up the hub
+                              may be gone, the queue outlives every worker) */
     uint64_t ep;           /* endpoint of this relay on q */
     struct evbuffer *body; /* owned: the request body read so far */
     bool posted;           /* the request crossed: a cancel must follow a hang-up */
@@ -102,9 +104,9 @@ struct wrel {
     /* parsing the answer */
     struct hspan hdr[RELAY_HDRS];
     size_t nhdr;
-    bool hdr_over;   /* more than RELAY_HDRS headers */
-    int last_cb;     /* 1 after a field span, 2 after a value span */
-    bool complete;   /* on_message_complete ran */
+    bool hdr_over; /* more than RELAY_HDRS headers */
+    int last_cb;   /* 1 after a field span, 2 after a value span */
+    bool complete; /* on_message_complete ran */
 };
 
 /* ---- shared ---- */
@@ -121,13 +123,14 @@ name_in(const char *name, size_t len, const char *const *list)
 }
 
 /* Request headers the relay frames itself, or that make no sense past the first hop. */
-static const char *const req_skip[] = {"connection", "keep-alive",  "proxy-connection",
-                                       "transfer-encoding", "content-length", "te",
-                                       "trailer", "upgrade", "expect", NULL};
+static const char *const req_skip[] = {
+    "connection",     "keep-alive", "proxy-connection", "transfer-encoding",
+    "content-length", "te",         "trailer",          "upgrade",
+    "expect",         NULL};
 /* Answer headers the worker's server frames itself. */
-static const char *const ans_skip[] = {"connection",       "content-length", "transfer-encoding",
-                                       "keep-alive",       "proxy-connection", "trailer",
-                                       "upgrade",          NULL};
+static const char *const ans_skip[] = {
+    "connection",       "content-length", "transfer-encoding", "keep-alive",
+    "proxy-connection", "trailer",        "upgrade",           NULL};
 
 /* ---- control side ---- */
 
@@ -144,10 +147,8 @@ chalf_free(struct chalf *c)
     free(c);
 }
 
-static void
-answer_run(struct gw_loopmsg *m);
-static void
-answer_cancel(struct gw_loopmsg *m, int why);
+static void answer_run(struct gw_loopmsg *m);
+static void answer_cancel(struct gw_loopmsg *m, int why);
 
 /* Post the answer (err, or the bytes read) to the worker; c's part is over. */
 static void
@@ -190,24 +191,33 @@ chalf_end(struct chalf *c, int err, bool answer)
     chalf_free(c);
 }
 
-static void
-chalf_on_read(struct bufferevent *bev, void *arg)
+/* Take what arrived; false when it passed GW_RELAY_ANSWER_MAX (c is freed: 502). */
+static bool
+chalf_take(struct chalf *c)
 {
-    struct chalf *c = arg;
-    (void)evbuffer_add_buffer(c->ans, bufferevent_get_input(bev));
+    (void)evbuffer_add_buffer(c->ans, bufferevent_get_input(c->bev));
     if (evbuffer_get_length(c->ans) > GW_RELAY_ANSWER_MAX) {
         log_warn("%s: relay: answer past %zu bytes", c->id, GW_RELAY_ANSWER_MAX);
         chalf_end(c, ERR_TOOBIG, true);
+        return false;
     }
+    return true;
+}
+
+static void
+chalf_on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    (void)chalf_take(arg);
 }
 
 static void
 chalf_on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct chalf *c = arg;
+    (void)bev;
     if (what & BEV_EVENT_EOF) {
-        chalf_on_read(bev, arg); /* nothing left unread: an EOF comes after the input */
-        if (evbuffer_get_length(c->ans) <= GW_RELAY_ANSWER_MAX) {
+        if (chalf_take(c)) { /* what came before the EOF, then the whole answer */
             chalf_end(c, 0, true);
         }
     } else if (what & BEV_EVENT_ERROR) {
@@ -272,8 +282,7 @@ cancel_run(struct gw_loopmsg *m)
 {
     struct cancel *k = (struct cancel *)m;
     struct chalf *c;
-    TAILQ_FOREACH(c, &k->hub->halves, link)
-    {
+    TAILQ_FOREACH (c, &k->hub->halves, link) {
         if (c->wq == k->wq && c->ep == k->ep) {
             chalf_end(c, 0, false); /* the relayed connection's EOF aborts its request */
             break;
@@ -308,8 +317,10 @@ gw_relay_hub_free(struct gw_relay_hub *h)
     if (h == NULL) {
         return;
     }
-    struct chalf *c;
-    while ((c = TAILQ_FIRST(&h->halves)) != NULL) {
+    /* freeing a pair's bufferevent runs none of its callbacks: next stays valid */
+    struct chalf *c, *next;
+    for (c = TAILQ_FIRST(&h->halves); c != NULL; c = next) {
+        next = TAILQ_NEXT(c, link);
         chalf_end(c, ERR_CLOSED, true);
     }
     free(h);
@@ -395,7 +406,8 @@ on_hfield(llhttp_t *p, const char *at, size_t len)
     if (w->last_cb == 1 && w->nhdr > 0) {
         w->hdr[w->nhdr - 1].name_len += len; /* one buffer: spans of a name are adjacent */
     } else if (w->nhdr < RELAY_HDRS) {
-        w->hdr[w->nhdr++] = (struct hspan){.name = at, .name_len = len, .value = "", .value_len = 0};
+        w->hdr[w->nhdr++] =
+            (struct hspan){.name = at, .name_len = len, .value = "", .value_len = 0};
     } else {
         w->hdr_over = true;
     }
@@ -549,7 +561,7 @@ on_abort(struct gw_req *req, int err, void *arg)
             k->hub = w->hub;
             k->wq = w->q;
             k->ep = w->ep;
-            if (gw_loopq_post(w->hub->q, &k->m) != 0) {
+            if (gw_loopq_post(w->cq, &k->m) != 0) {
                 free(k); /* the control loop is gone, and its pairs with it */
             }
         }
@@ -604,7 +616,7 @@ post_request(struct wrel *w)
     c->is_tls = gw_req_is_tls(req);
     c->listener = gw_req_listener(req);
     (void)snprintf(c->id, sizeof(c->id), "%s", gw_req_id(req));
-    if (gw_loopq_post(w->hub->q, &c->m) != 0) {
+    if (gw_loopq_post(w->cq, &c->m) != 0) {
         free(c->data);
         free(c);
         wrel_fail(w, 503, "ServiceUnavailable", "The gateway is shutting down.");
@@ -673,6 +685,7 @@ gw_relay_request(struct gw_relay_hub *h, struct gw_req *req)
     w->req = req;
     w->hub = h;
     w->q = lc->q;
+    w->cq = h->q;
     gw_req_set_ops(req, &relay_ops, w);
     if (gw_req_content_length(req) > (int64_t)GW_RELAY_BODY_MAX) {
         wrel_fail(w, 413, "EntityTooLarge",

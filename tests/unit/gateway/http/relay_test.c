@@ -280,7 +280,8 @@ cl_open(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(gw_server_port(wsrv, 0)),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons(gw_server_port(wsrv, 0)),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
     assert_true(rc == 0 || errno == EINPROGRESS);
@@ -352,7 +353,7 @@ cl_recv(int fd, bool no_body, struct resp *r)
         assert_true(hl < sizeof(r->head));
         memcpy(r->head, in, hl);
         r->head[hl] = '\0';
-        r->status = atoi(in + 9);
+        r->status = (int)strtol(in + 9, NULL, 10);
         if (no_body) {
             return;
         }
@@ -558,6 +559,25 @@ test_shutdown_worker_first(void **state)
     assert_int_equal(atomic_load(&ctl.aborts), 1);
 }
 
+static void
+test_hub_gone_then_client_leaves(void **state)
+{
+    (void)state;
+    int fd = cl_open();
+    const char rq[] = "GET /hang HTTP/1.1\r\nHost: h\r\n\r\n";
+    cl_send(fd, rq, sizeof(rq) - 1);
+    wait_ctl_requests(1);
+    gw_loopq_close(wq); /* the hub's 503 never arrives */
+    control_stop();     /* the hub is freed with the relay waiting on the worker */
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    (void)close(fd);
+    for (int i = 0; i < 500; i++) {
+        pump(); /* the hang-up: its cancel finds the control queue closed (ASan: no use of the hub)
+                 */
+    }
+}
+
 int
 main(void)
 {
@@ -569,6 +589,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_client_gone_aborts_control, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_with_relay_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_worker_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hub_gone_then_client_leaves, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
