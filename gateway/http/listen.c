@@ -87,7 +87,9 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
     enum gw_listener kind = GW_LISTENER_S3_ALL;
     if (idx >= srv->ns3) {
         kind = GW_LISTENER_ADMIN;
-    } else if (srv->nlisten > srv->ns3) {
+    } else if (srv->cfg->nadmin_listen > 0) {
+        /* admin listeners configured: the operator endpoints are theirs, whether or
+         * not this server (a worker loop's) opened them */
         kind = GW_LISTENER_S3;
     }
     if (gw_http_conn_attach(srv, bev, peer, srv->tls[idx] != NULL, kind, cl) != 0) {

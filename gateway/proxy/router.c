@@ -577,7 +577,9 @@ gw_router_on_request(struct gw_req *req, void *arg)
     const char *path = gw_req_path(req);
 
     if (rt->relay != NULL && control_only(req, method, path)) {
-        to_control(rt, req); /* counted where it is served */
+        /* counted here by its operation (the control loop counts it in no request metric) */
+        gw_metrics_req_set_op(gw_req_metrics(req), GW_S3_OP_GATEWAY_API);
+        to_control(rt, req);
         return;
     }
     GW_COUNT(requests);
