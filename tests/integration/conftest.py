@@ -473,6 +473,9 @@ def _san_env():
         )
     if "UBSAN_OPTIONS" not in os.environ:
         env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+    if "TSAN_OPTIONS" not in os.environ:
+        supp = Path(__file__).resolve().parent.parent / "tsan.supp"
+        env["TSAN_OPTIONS"] = f"suppressions={supp}"
     return env
 
 
