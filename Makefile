@@ -126,7 +126,7 @@ $(BUILD)/tests/helpers/preload/%.so: tests/helpers/preload/%.c
 # A data race in the gateway's log fails the test (conftest.py).
 TSAN_INTEGRATION := tests/integration/test_workers.py tests/integration/test_fencing.py \
   tests/integration/test_audit_durable.py \
-	tests/integration/test_access_log.py tests/integration/test_metrics.py
+  tests/integration/test_access_log.py tests/integration/test_metrics.py
 
 ifneq (,$(findstring thread,$(SAN)))
 check: unit integration-tsan
