@@ -403,8 +403,9 @@ static int
 on_hfield(llhttp_t *p, const char *at, size_t len)
 {
     struct wrel *w = p->data;
-    if (w->last_cb == 1 && w->nhdr > 0) {
-        w->hdr[w->nhdr - 1].name_len += len; /* one buffer: spans of a name are adjacent */
+    struct hspan *last = w->nhdr > 0 ? &w->hdr[w->nhdr - 1] : NULL;
+    if (w->last_cb == 1 && last != NULL && at == last->name + last->name_len) {
+        last->name_len += len; /* one buffer: spans of a name are adjacent */
     } else if (w->nhdr < RELAY_HDRS) {
         w->hdr[w->nhdr++] =
             (struct hspan){.name = at, .name_len = len, .value = "", .value_len = 0};
@@ -421,8 +422,8 @@ on_hvalue(llhttp_t *p, const char *at, size_t len)
     struct wrel *w = p->data;
     if (w->nhdr > 0 && !w->hdr_over) {
         struct hspan *s = &w->hdr[w->nhdr - 1];
-        if (w->last_cb == 2) {
-            s->value_len += len;
+        if (w->last_cb == 2 && at == s->value + s->value_len) {
+            s->value_len += len; /* one buffer: spans of a value are adjacent */
         } else {
             s->value = at;
             s->value_len = len;
@@ -452,6 +453,13 @@ on_adone(llhttp_t *p)
     struct wrel *w = p->data;
     w->complete = true;
     return HPE_PAUSED; /* one message: bytes after it are not ours */
+}
+
+/* Whether [p, p + len) lies in a's bytes. */
+static bool
+within(const struct answer *a, const char *p, size_t len)
+{
+    return p >= a->data && len <= a->len && (size_t)(p - a->data) <= a->len - len;
 }
 
 static void
@@ -494,15 +502,18 @@ answer_client(struct wrel *w)
             continue;
         }
         char name[256];
-        if (s->name_len >= sizeof(name)) {
+        if (s->name_len >= sizeof(name) || !within(a, s->name, s->name_len) ||
+            (s->value_len > 0 && !within(a, s->value, s->value_len))) {
             continue;
         }
         memcpy(name, s->name, s->name_len);
         name[s->name_len] = '\0';
-        char *value = strndup(s->value, s->value_len);
+        char *value = malloc(s->value_len + 1); /* the span is not NUL-terminated */
         if (value == NULL) {
             continue;
         }
+        memcpy(value, s->value, s->value_len);
+        value[s->value_len] = '\0';
         int rc = gw_resp_header(req, name, value); /* a bad or an excess header is dropped */
         (void)rc;
         free(value);
