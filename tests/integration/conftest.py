@@ -580,6 +580,7 @@ class Gateway:
             try:
                 r = requests.get(self.url + "/healthz", timeout=1)
                 if r.status_code == 200:
+                    self._await_self_test(deadline)
                     return
                 last = f"HTTP {r.status_code}"
             except requests.RequestException as e:
@@ -590,6 +591,23 @@ class Gateway:
                     f"gateway not ready on {self.url} after {timeout}s ({last})\n{self.log()}",
                     pytrace=False,
                 )
+            time.sleep(0.05)
+
+    def _await_self_test(self, deadline):
+        """Live is not ready: a gateway with an election refuses leases (503
+        "self-test running") until the backend's start-up self-test has passed,
+        which on a loaded machine outlasts the first request.  Waits while
+        /readyz says exactly that; any other answer (ready, a failed self-test,
+        an unreachable upstream, no /readyz on this port) is the test's to see."""
+        if "election" not in self.config:
+            return
+        while time.monotonic() < deadline:
+            try:
+                r = requests.get(self.url + "/readyz", timeout=1)
+            except requests.RequestException:
+                return
+            if r.status_code != 503 or "self-test running" not in r.text:
+                return
             time.sleep(0.05)
 
     def alive(self):
