@@ -52,6 +52,8 @@ class DelayRelay:
         self.stop = False
         self.log = []  # (event, monotonic time)
         self.requests = []  # raw requests as forwarded, in order
+        self.live = set()  # the connections open on either side, cut by close()
+        self.live_lock = threading.Lock()
         self.threads = [threading.Thread(target=self._accept, daemon=True)]
         self.threads[0].start()
 
@@ -122,6 +124,12 @@ class DelayRelay:
 
     def _serve(self, c):
         up = socket.create_connection(("127.0.0.1", self.upstream_port))
+        with self.live_lock:
+            if self.stop:
+                c.close()
+                up.close()
+                return
+            self.live.update((c, up))
         buf = b""
         try:
             while not self.stop:
@@ -153,11 +161,23 @@ class DelayRelay:
         except OSError:
             return
         finally:
+            with self.live_lock:
+                self.live.discard(c)
+                self.live.discard(up)
             c.close()
             up.close()
 
     def close(self):
-        self.stop = True
+        """The relay is gone: no new connection, and the open ones (a gateway's
+        pooled keep-alive connections among them) are cut, so no request
+        already waiting in a connection's thread is passed on after this."""
+        with self.live_lock:
+            self.stop = True
+            for s in self.live:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
         self.threads[0].join(5)
         self.lsock.close()
 
