@@ -237,6 +237,9 @@ const char *gw_req_peer(const struct gw_req *req); /* client address "ip:port" *
 /* gw_req_metrics - req's accounting (gateway/base/metrics.h); valid while req is. */
 struct gw_metrics_req *gw_req_metrics(struct gw_req *req);
 bool gw_req_is_tls(const struct gw_req *req);
+/* gw_req_relayed - whether req is a worker loop's request served on the control
+ * loop through gateway/http/relay.h: its worker counted it and logs it. */
+bool gw_req_relayed(const struct gw_req *req);
 
 /* Which kind of listener accepted a request (cfg->listen or cfg->admin_listen). */
 enum gw_listener {

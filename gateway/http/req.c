@@ -93,6 +93,12 @@ gw_req_listener(const struct gw_req *req)
 }
 
 bool
+gw_req_relayed(const struct gw_req *req)
+{
+    return req->conn->relayed;
+}
+
+bool
 gw_req_is_tls(const struct gw_req *req)
 {
     return req->conn->is_tls;

@@ -576,13 +576,15 @@ gw_router_on_request(struct gw_req *req, void *arg)
     const char *method = gw_req_method(req);
     const char *path = gw_req_path(req);
 
+    if (!gw_req_relayed(req)) {
+        GW_COUNT(requests); /* on the loop that took it from its client, once */
+    }
     if (rt->relay != NULL && control_only(req, method, path)) {
         /* counted here by its operation (the control loop counts it in no request metric) */
         gw_metrics_req_set_op(gw_req_metrics(req), GW_S3_OP_GATEWAY_API);
         to_control(rt, req);
         return;
     }
-    GW_COUNT(requests);
     struct gw_metrics_req *m = gw_req_metrics(req);
     gw_metrics_req_set_op(m, GW_S3_OP_GATEWAY_API);
     if (route_by_listener(rt, req, method, path)) {

@@ -211,3 +211,25 @@ def test_drain_finishes_a_held_write_on_a_worker_loop(gateway, rgw, bucket):
             assert rgw_body(rgw, bucket, f"orders/drain{i}") == b"d"
     finally:
         relay.close()
+
+
+def _metric(gw, name, labels=""):
+    m = requests.get(f"{gw.url}/metrics", timeout=10).text
+    got = re.search(rf"^{re.escape(name + labels)} (\d+)$", m, re.M)
+    return int(got.group(1)) if got else 0
+
+
+def test_relayed_request_counted_once(gateway, rgw, bucket):
+    """A CreateBucket a worker loop takes is relayed to the control loop (its
+    probe is the control loop's): it is one request received and one
+    request answered, whichever loop took it."""
+    gw = fenced(gateway, bucket)
+    received = _metric(gw, "fencegate_requests_received_total")
+    answered = _metric(gw, "fencegate_requests_total", '{operation="CreateBucket",code="200"}')
+    for _ in range(TRIES):  # new connections: both loops
+        r = requests.put(f"{gw.url}/{bucket}", timeout=10)
+        assert r.status_code == 200, r.text
+    # the TRIES, the scrape of answered and this scrape itself
+    assert _metric(gw, "fencegate_requests_received_total") - received == TRIES + 2
+    assert _metric(gw, "fencegate_requests_total",
+                   '{operation="CreateBucket",code="200"}') - answered == TRIES
