@@ -629,11 +629,12 @@ gw_cmd_serve(int argc, char **argv)
 
     (void)log_set_format(s.cfg->log_format);
     (void)signal(SIGPIPE, SIG_IGN);
+    /* before the first thread (the access log's writer): a thread's first malloc binds its arena */
+    gw_http_heap_tune(s.loops);
     if (gw_access_open(s.cfg->access_log, errbuf, sizeof(errbuf)) != 0) {
         log_error("%s", errbuf);
         goto out;
     }
-    gw_http_heap_tune();
 
     s.base = new_event_base();
     if (s.base == NULL) {

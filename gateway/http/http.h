@@ -361,8 +361,14 @@ bool gw_resp_started(const struct gw_req *req);
 
 /* ---- the heap under load (heap.c) ---- */
 
-/* gw_http_heap_tune - fix glibc's trim and mmap thresholds (start-up, once). */
-void gw_http_heap_tune(void);
+/*
+ * gw_http_heap_tune - fix glibc's trim and mmap thresholds, and with more
+ * than one event loop ([in] loops: gw_config_workers) one malloc arena for
+ * every thread, so the idle trim reaches the worker loops' heaps.  Start-up,
+ * once, before any other thread is started: a thread that has allocated
+ * keeps the arena it has.
+ */
+void gw_http_heap_tune(uint32_t loops);
 
 struct gw_http_heap_trim;
 
