@@ -15,6 +15,7 @@ import time
 import pytest
 import requests
 
+from rawhttp import recv_answer
 from relay import DelayRelay
 from test_fencing import LOCK, boto3_with_token, grant, rgw_body, wait_audit
 
@@ -40,20 +41,6 @@ def loop_of(gw, token):
             return int(m.group(1))
         time.sleep(0.02)
     raise AssertionError(f"no admission of token {token} in the log")
-
-
-def recv_answer(s):
-    """The gateway's answer on s, up to its error document's end or EOF."""
-    resp = b""
-    try:
-        while b"</Error>" not in resp:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            resp += chunk
-    except OSError:
-        pass
-    return resp
 
 
 def test_unsent_older_write_is_cut_by_a_newer_epoch_on_another_loop(gateway, rgw, bucket):
