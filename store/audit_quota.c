@@ -297,42 +297,29 @@ store_audit_quota_rebuild(struct store *s, MDB_txn *txn)
     return count_index(s, txn, STORE_QUOTA_LOCK);
 }
 
+/*
+ * store_audit_walk's callback, from store_audit_who_rebuild: index one record
+ * by its principal or origin.
+ */
+static int
+on_who_rec(struct store *s, MDB_txn *txn, int64_t t, uint64_t seq, const struct store_audit_rec *r)
+{
+    char who[STORE_WHO_MAX + 1];
+    store_audit_who(r->principal, r->client, who);
+    uint8_t ik[STORE_KEY_INDEX_MAX];
+    MDB_val ikv = {.mv_size = store_rec_index_key(who, t, seq, ik), .mv_data = ik};
+    MDB_val empty = {.mv_size = 0, .mv_data = NULL};
+    return mdb_put(txn, s->dbi_who, &ikv, &empty, 0);
+}
+
 int
 store_audit_who_rebuild(struct store *s, MDB_txn *txn, bool index)
 {
-    if (!index) {
-        return count_index(s, txn, STORE_QUOTA_WHO);
-    }
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, s->dbi_audit, &cur);
-    if (rc != 0) {
-        return rc;
-    }
-    MDB_val k;
-    MDB_val v;
-    MDB_val empty = {.mv_size = 0, .mv_data = NULL};
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        int64_t t;
-        uint64_t seq;
-        struct store_audit_rec r;
-        struct store_rec_scratch sc;
-        if (store_rec_audit_key_decode(k.mv_data, k.mv_size, &t, &seq) != 0 ||
-            store_rec_audit_decode(v.mv_data, v.mv_size, &r, &sc) != 0) {
-            continue;
-        }
-        char who[STORE_WHO_MAX + 1];
-        store_audit_who(r.principal, r.client, who);
-        uint8_t ik[STORE_KEY_INDEX_MAX];
-        MDB_val ikv = {.mv_size = store_rec_index_key(who, t, seq, ik), .mv_data = ik};
-        rc = mdb_put(txn, s->dbi_who, &ikv, &empty, 0);
+    if (index) {
+        int rc = store_audit_walk(s, txn, on_who_rec);
         if (rc != 0) {
-            break;
+            return rc;
         }
-    }
-    mdb_cursor_close(cur);
-    if (rc != MDB_NOTFOUND) {
-        return rc;
     }
     return count_index(s, txn, STORE_QUOTA_WHO);
 }

@@ -21,6 +21,10 @@
  * last_ms are rewritten in the same transaction, so the repeat is as
  * durable as a record of its own when its completion runs (G7), and it
  * never counts against a quota (it adds nothing to bound).
+ *
+ * store_audit_walk, the walk over every record that rebuilds an index a
+ * store had no table for, is here too: the request-id index's rebuild and
+ * audit_quota.c's "audit_who" rebuild use it.
  */
 #define LOG_MODULE "store"
 #include "store/store.h"
@@ -211,8 +215,28 @@ store_audit_run_forget(struct store *s, MDB_txn *txn, const struct store_audit_r
     return rc;
 }
 
+/*
+ * store_audit_walk's callback, from store_audit_reqid_rebuild: index one
+ * record by its request id (a record without one has no entry).
+ */
+static int
+on_reqid_rec(struct store *s, MDB_txn *txn, int64_t t, uint64_t seq,
+             const struct store_audit_rec *r)
+{
+    if (r->request_id[0] == '\0') {
+        return 0;
+    }
+    return put_ref(txn, s->dbi_reqid, r->request_id, strlen(r->request_id), t, seq);
+}
+
 int
 store_audit_reqid_rebuild(struct store *s, MDB_txn *txn)
+{
+    return store_audit_walk(s, txn, on_reqid_rec);
+}
+
+int
+store_audit_walk(struct store *s, MDB_txn *txn, store_audit_rec_fn *fn)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, s->dbi_audit, &cur);
@@ -228,10 +252,10 @@ store_audit_reqid_rebuild(struct store *s, MDB_txn *txn)
         struct store_audit_rec r;
         struct store_rec_scratch sc;
         if (store_rec_audit_key_decode(k.mv_data, k.mv_size, &t, &seq) != 0 ||
-            store_rec_audit_decode(v.mv_data, v.mv_size, &r, &sc) != 0 || r.request_id[0] == '\0') {
+            store_rec_audit_decode(v.mv_data, v.mv_size, &r, &sc) != 0) {
             continue;
         }
-        rc = put_ref(txn, s->dbi_reqid, r.request_id, strlen(r.request_id), t, seq);
+        rc = fn(s, txn, t, seq, &r);
         if (rc != 0) {
             break;
         }

@@ -267,6 +267,23 @@ int store_audit_run_forget(struct store *s, MDB_txn *txn, const struct store_aud
 int store_audit_reqid_rebuild(struct store *s, MDB_txn *txn);
 
 /*
+ * One record of the audit table for store_audit_walk: its key (t, seq) and
+ * r, decoded (its strings point into the walk's scratch: valid during the call
+ * only).  May write in txn, but not to the audit table.  Return 0 to go on;
+ * anything else stops the walk, which returns it.
+ */
+typedef int store_audit_rec_fn(struct store *s, MDB_txn *txn, int64_t t, uint64_t seq,
+                               const struct store_audit_rec *r);
+
+/*
+ * Call fn for every record of the audit table in txn, oldest first (what the
+ * rebuilds of an index the store had no table for yet walk); a record whose
+ * key or value does not decode is passed over.  Return 0 once every record
+ * was seen, fn's nonzero return, or an MDB_* code.
+ */
+int store_audit_walk(struct store *s, MDB_txn *txn, store_audit_rec_fn *fn);
+
+/*
  * What the worker applies in its write transactions: the tables' functions
  * above, handed to it by store_open (store.c), so the worker never names the
  * files that submit to it and they make no circle with it.

@@ -46,6 +46,7 @@
 #include "common/log.h"
 #include "common/num.h"
 #include "gateway/http/internal.h"
+#include "gateway/net/loopctx.h"
 
 static void conn_process(struct gw_conn *c);
 static void after_eof(struct gw_conn *c);
@@ -148,7 +149,9 @@ step_head(struct gw_conn *c)
     }
     c->req = req;
     req->body_done = false;
-    log_debug("%s %s %s %s", req->id, c->peer, req->method, req->target);
+    /* the loop that took it, and whether it came by the relay (one id on both loops) */
+    log_debug("%s %s %s %s on loop %u%s", req->id, c->peer, req->method, req->target,
+              gw_loopctx_here != NULL ? gw_loopctx_here->index : 0, c->relayed ? ", relayed" : "");
     c->srv->on_request(req, c->srv->arg);
     return true;
 }

@@ -1,5 +1,6 @@
 """Reading raw HTTP/1.1 answers off a socket, for tests that send requests byte
-for byte (tests/integration/test_stays_up.py, test_fair_use.py)."""
+for byte (tests/integration/test_stays_up.py, test_fair_use.py, test_fencing.py,
+test_workers.py)."""
 
 
 def read_response(s, timeout=10.0):
@@ -21,6 +22,21 @@ def read_response(s, timeout=10.0):
         assert chunk, "closed inside the response body"
         rest += chunk
     return head.decode("latin-1"), rest[:n]
+
+
+def recv_answer(s):
+    """All the gateway sent on s up to its S3 error document's end, EOF or a
+    socket error (a write cut mid-body may see the connection reset)."""
+    resp = b""
+    try:
+        while b"</Error>" not in resp:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            resp += chunk
+    except OSError:
+        pass
+    return resp
 
 
 def status(head):

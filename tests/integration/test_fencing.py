@@ -16,6 +16,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from conftest import gateway_bin
+from rawhttp import recv_answer
 from relay import DelayRelay
 
 LOCK = "orders"
@@ -224,15 +225,7 @@ def test_barrier_cuts_unsent_older_write(fgw, rgw, bucket):
         s.sendall(b"1" * (size // 2))
     except OSError:
         pass  # the gateway may already have closed the connection
-    resp = b""
-    try:
-        while b"</Error>" not in resp:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            resp += chunk
-    except OSError:
-        pass
+    resp = recv_answer(s)
     s.close()
     assert resp.startswith(b"HTTP/1.1 409"), resp[:300]
     assert b"StaleFencingToken" in resp

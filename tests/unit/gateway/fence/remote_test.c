@@ -30,20 +30,18 @@
 #include "common/err.h"
 #include "gateway/net/loopmsg.h"
 #include "store/store.h"
+#include "tests/unit/gateway/control_harness.h"
 #include "tests/unit/testlib.h"
 
 /* The control loop: everything the fence needs, on its own thread. */
 struct control {
     char *dir;
-    struct event_base *base;      /* NULL once stopped */
+    struct ct_loop loop;          /* base (NULL once stopped), queue and thread */
     struct event_base *base_done; /* ... and then here, until teardown */
     struct store *st;
     struct event *ev;
     struct gw_fence *f;
-    struct gw_loopq *q;
     struct gw_fence_hub *hub;
-    pthread_t th;
-    bool halted; /* its thread has stopped */
 };
 
 /* A worker loop, run by the test's thread. */
@@ -81,47 +79,11 @@ on_completion(evutil_socket_t fd, short what, void *arg)
     (void)store_dispatch_completions(arg);
 }
 
-static void *
-control_main(void *arg)
-{
-    (void)arg;
-    (void)event_base_loop(ctl.base, EVLOOP_NO_EXIT_ON_EMPTY);
-    return NULL;
-}
-
-/* A call run on the control loop, waited for by the test. */
-struct ccall {
-    struct gw_loopmsg m;
-    void (*fn)(void *arg);
-    void *arg;
-    atomic_int done;
-};
-
-static void
-ccall_run(struct gw_loopmsg *m)
-{
-    struct ccall *c = (struct ccall *)m;
-    c->fn(c->arg);
-    atomic_store(&c->done, 1);
-}
-
-static void
-ccall_cancel(struct gw_loopmsg *m, int why)
-{
-    (void)why;
-    atomic_store(&((struct ccall *)m)->done, 1);
-}
-
 /* Runs fn(arg) on the control loop and waits for it; the worker loops do not run meanwhile. */
 static void
 on_control(void (*fn)(void *), void *arg)
 {
-    struct ccall c = {.m = {.run = ccall_run, .cancel = ccall_cancel}, .fn = fn, .arg = arg};
-    assert_int_equal(gw_loopq_post(ctl.q, &c.m), 0);
-    for (int i = 0; i < 10000 && !atomic_load(&c.done); i++) {
-        (void)usleep(500);
-    }
-    assert_true(atomic_load(&c.done));
+    ct_call(&ctl.loop, fn, arg, NULL);
 }
 
 struct learn {
@@ -140,13 +102,6 @@ static void
 do_count(void *arg)
 {
     *(uint64_t *)arg = gw_fence_hub_tickets(ctl.hub);
-}
-
-static void
-do_break(void *arg)
-{
-    (void)arg;
-    (void)event_base_loopbreak(ctl.base);
 }
 
 static void
@@ -282,25 +237,25 @@ setup(void **state)
     test_thread = pthread_self();
     memset(&ctl, 0, sizeof(ctl));
     ctl.dir = tl_dir_new("remote");
-    ctl.base = event_base_new();
+    ctl.loop.base = event_base_new();
     struct store_opts o;
     char errbuf[256];
     store_opts_init(&o);
     o.data_dir = ctl.dir;
     assert_int_equal(store_open(&o, &ctl.st, errbuf, sizeof(errbuf)), 0);
-    ctl.ev = event_new(ctl.base, store_completion_fd(ctl.st), EV_READ | EV_PERSIST, on_completion,
-                       ctl.st);
+    ctl.ev = event_new(ctl.loop.base, store_completion_fd(ctl.st), EV_READ | EV_PERSIST,
+                       on_completion, ctl.st);
     assert_int_equal(event_add(ctl.ev, NULL), 0);
-    ctl.f = gw_fence_new(ctl.base, ctl.st);
-    ctl.q = gw_loopq_new(ctl.base);
-    ctl.hub = gw_fence_hub_new(ctl.f, ctl.q);
+    ctl.f = gw_fence_new(ctl.loop.base, ctl.st);
+    ctl.loop.q = gw_loopq_new(ctl.loop.base);
+    ctl.hub = gw_fence_hub_new(ctl.f, ctl.loop.q);
     assert_non_null(ctl.f);
-    assert_non_null(ctl.q);
+    assert_non_null(ctl.loop.q);
     assert_non_null(ctl.hub);
     worker_open(&wa);
     worker_open(&wb);
     /* the control objects are the control thread's from here on */
-    assert_int_equal(pthread_create(&ctl.th, NULL, control_main, NULL), 0);
+    ct_start(&ctl.loop);
     return 0;
 }
 
@@ -308,31 +263,30 @@ setup(void **state)
 static void
 control_halt(void)
 {
-    on_control(do_break, NULL);
-    assert_int_equal(pthread_join(ctl.th, NULL), 0);
-    ctl.halted = true;
+    ct_stop(&ctl.loop, NULL);
 }
 
 /* Shuts the halted control side down: its queue closed (pending messages cancelled). */
 static void
 control_finish(void)
 {
-    gw_loopq_close(ctl.q);
+    gw_loopq_close(ctl.loop.q);
     gw_fence_hub_free(ctl.hub);
     gw_fence_free(ctl.f);
-    event_free(ctl.ev); /* ctl.q stays allocated for the workers' late posts (teardown frees it) */
+    event_free(
+        ctl.ev); /* ctl.loop.q stays allocated for the workers' late posts (teardown frees it) */
     store_close(ctl.st);
-    ctl.base_done = ctl.base;
-    ctl.base = NULL;
+    ctl.base_done = ctl.loop.base;
+    ctl.loop.base = NULL;
 }
 
 static void
 control_stop(void)
 {
-    if (ctl.base == NULL) {
+    if (ctl.loop.base == NULL) {
         return;
     }
-    if (!ctl.halted) {
+    if (ctl.loop.running) {
         control_halt();
     }
     control_finish();
@@ -345,7 +299,7 @@ teardown(void **state)
     control_stop();
     worker_close(&wa);
     worker_close(&wb);
-    gw_loopq_free(ctl.q); /* no worker posts any more */
+    gw_loopq_free(ctl.loop.q); /* no worker posts any more */
     event_base_free(ctl.base_done);
     tl_dir_free(ctl.dir);
     return 0;

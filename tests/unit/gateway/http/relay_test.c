@@ -38,19 +38,17 @@
 #include "gateway/http/http.h"
 #include "gateway/net/loopctx.h"
 #include "gateway/net/loopmsg.h"
+#include "tests/unit/gateway/control_harness.h"
 
 static char host[] = "127.0.0.1";
 
 /* ---- the control loop, on its own thread ---- */
 
 struct control {
-    struct event_base *base;
-    struct gw_loopq *q;
+    struct ct_loop loop; /* its base, queue and thread */
     struct gw_server *srv;
     struct gw_relay_hub *hub;
     struct gw_config cfg;
-    pthread_t th;
-    bool running;
     atomic_int requests; /* requests its handler got */
     atomic_int aborts;   /* on_abort of a held request */
     struct gw_req *held; /* "/hang": never answered (control thread only) */
@@ -65,14 +63,6 @@ static struct gw_loopq *wq;
 static struct gw_server *wsrv;
 static struct gw_config wcfg;
 static struct gw_loopctx wctx;
-
-static void *
-control_main(void *arg)
-{
-    (void)arg;
-    (void)event_base_loop(ctl.base, EVLOOP_NO_EXIT_ON_EMPTY);
-    return NULL;
-}
 
 static void
 held_abort(struct gw_req *req, int err, void *arg)
@@ -165,57 +155,15 @@ w_on_request(struct gw_req *req, void *arg)
     assert_int_equal(gw_relay_request(ctl.hub, req), 0);
 }
 
-/* Runs fn on the control loop and waits for it. */
-struct ccall {
-    struct gw_loopmsg m;
-    void (*fn)(void);
-    atomic_int done;
-};
-
-static void
-ccall_run(struct gw_loopmsg *m)
-{
-    struct ccall *c = (struct ccall *)m;
-    c->fn();
-    atomic_store(&c->done, 1);
-}
-
-static void
-ccall_cancel(struct gw_loopmsg *m, int why)
-{
-    (void)why;
-    atomic_store(&((struct ccall *)m)->done, 1);
-}
-
-static void
-on_control(void (*fn)(void))
-{
-    struct ccall c = {.m = {.run = ccall_run, .cancel = ccall_cancel}, .fn = fn};
-    assert_int_equal(gw_loopq_post(ctl.q, &c.m), 0);
-    for (int i = 0; i < 20000 && !atomic_load(&c.done); i++) {
-        (void)event_base_loop(wbase, EVLOOP_NONBLOCK); /* the worker keeps running */
-        (void)usleep(200);
-    }
-    assert_true(atomic_load(&c.done));
-}
-
-static void
-do_break(void)
-{
-    (void)event_base_loopbreak(ctl.base);
-}
-
 /* Stops the control side: loop, queue, hub, server (as the process's shutdown does). */
 static void
 control_stop(void)
 {
-    if (!ctl.running) {
+    if (!ctl.loop.running) {
         return;
     }
-    on_control(do_break);
-    assert_int_equal(pthread_join(ctl.th, NULL), 0);
-    ctl.running = false;
-    gw_loopq_close(ctl.q);
+    ct_stop(&ctl.loop, wbase); /* the worker keeps running */
+    gw_loopq_close(ctl.loop.q);
     gw_relay_hub_free(ctl.hub);
     ctl.hub = NULL;
     gw_server_free(ctl.srv);
@@ -240,21 +188,20 @@ setup(void **state)
     config_init(&ctl.cfg);
     config_init(&wcfg);
     char err[256];
-    ctl.base = event_base_new();
-    ctl.q = gw_loopq_new(ctl.base);
-    ctl.srv = gw_server_new(ctl.base, &ctl.cfg, ctl_on_request, NULL, err, sizeof(err));
+    ctl.loop.base = event_base_new();
+    ctl.loop.q = gw_loopq_new(ctl.loop.base);
+    ctl.srv = gw_server_new(ctl.loop.base, &ctl.cfg, ctl_on_request, NULL, err, sizeof(err));
     assert_non_null(ctl.srv);
-    ctl.hub = gw_relay_hub_new(ctl.srv, ctl.q);
+    ctl.hub = gw_relay_hub_new(ctl.srv, ctl.loop.q);
     assert_non_null(ctl.hub);
     wbase = event_base_new();
     wq = gw_loopq_new(wbase);
     assert_non_null(wq);
     wsrv = gw_server_new(wbase, &wcfg, w_on_request, NULL, err, sizeof(err));
     assert_non_null(wsrv);
-    wctx = (struct gw_loopctx){.base = wbase, .q = wq, .ctl = ctl.q, .index = 1};
+    wctx = (struct gw_loopctx){.base = wbase, .q = wq, .ctl = ctl.loop.q, .index = 1};
     gw_loopctx_here = &wctx;
-    assert_int_equal(pthread_create(&ctl.th, NULL, control_main, NULL), 0);
-    ctl.running = true;
+    ct_start(&ctl.loop);
     return 0;
 }
 
@@ -267,8 +214,8 @@ teardown(void **state)
     gw_loopq_free(wq);
     gw_loopctx_here = NULL;
     event_base_free(wbase);
-    gw_loopq_free(ctl.q);
-    event_base_free(ctl.base);
+    gw_loopq_free(ctl.loop.q);
+    event_base_free(ctl.loop.base);
     buf_cleanup(&ctl.body);
     return 0;
 }

@@ -2,11 +2,12 @@
  * tests/unit/gateway/proxy/refuse_test.c: the one refusal path.  A refusal
  * gives its counter, its audit record in a real LMDB store (in a temporary
  * directory) and its exact S3 error document and status, and the document
- * goes out only once the record has committed (G7: the stubs below check the
+ * goes out only once the record has committed (G7: the stubs check the
  * store's commit count at the moment of the answer); a refusal whose record
  * cannot be queued gives 503 SlowDown instead.  refuse.c is included
  * (STYLE R12) and the gateway/http/http.h and access.h functions it calls are
- * stubbed here, so the test links without the server.
+ * stubbed (tests/unit/gateway/refuse_harness.h), so the test links without
+ * the server.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,132 +21,8 @@
 #include <cmocka.h>
 
 #include "gateway/proxy/refuse.c"
+#include "tests/unit/gateway/refuse_harness.h"
 #include "tests/unit/testlib.h"
-
-/* ---- stubs for gateway/http/http.h: a request, and what would be sent ---- */
-
-struct gw_req {
-    const char *path;
-    const char *id;
-    char idbuf[GW_REQ_ID_MAX + 1]; /* gw_req_set_id */
-    int status;
-    char ctype[64];
-    char body[GW_S3ERR_MAX_BODY + 1];
-    size_t len;
-    int calls;
-    int aborts;                   /* gw_resp_abort */
-    uint64_t committed_at_end;    /* the store's committed records when it was answered or cut */
-    const struct gw_req_ops *ops; /* gw_req_set_ops */
-    void *ops_arg;
-    const char *trace;    /* what gw_access_trace_id answers */
-    char noted_code[64];  /* gw_access_note_error */
-    char noted_lock[64];  /* gw_access_note_fence */
-    uint64_t noted_token; /* gw_access_note_fence */
-};
-
-/* ---- stubs for gateway/http/access.h ---- */
-
-void
-gw_access_note_error(struct gw_req *req, const char *code)
-{
-    (void)snprintf(req->noted_code, sizeof(req->noted_code), "%s", code);
-}
-
-void
-gw_access_note_fence(struct gw_req *req, const char *lock, uint64_t token)
-{
-    (void)snprintf(req->noted_lock, sizeof(req->noted_lock), "%s", lock != NULL ? lock : "");
-    req->noted_token = token;
-}
-
-const char *
-gw_access_trace_id(const struct gw_req *req)
-{
-    return req->trace;
-}
-
-static struct store *g_store; /* the store under test, for the stubs' commit count */
-
-static uint64_t
-committed(void)
-{
-    struct store_stats st;
-    if (g_store == NULL) {
-        return 0;
-    }
-    store_stats_get(g_store, &st);
-    return st.audit_appended;
-}
-
-void
-gw_req_set_ops(struct gw_req *req, const struct gw_req_ops *ops, void *arg)
-{
-    req->ops = ops;
-    req->ops_arg = arg;
-}
-
-void
-gw_resp_abort(struct gw_req *req)
-{
-    req->aborts++;
-    req->committed_at_end = committed();
-}
-
-const char *
-gw_req_path(const struct gw_req *req)
-{
-    return req->path;
-}
-
-const char *
-gw_req_id(const struct gw_req *req)
-{
-    return req->id;
-}
-
-int
-gw_req_set_id(struct gw_req *req, const char *id)
-{
-    assert_true(strlen(id) <= GW_REQ_ID_MAX);
-    (void)snprintf(req->idbuf, sizeof(req->idbuf), "%s", id);
-    req->id = req->idbuf;
-    return 0;
-}
-
-const char *
-gw_req_method(const struct gw_req *req)
-{
-    (void)req;
-    return "PUT";
-}
-
-const char *
-gw_req_peer(const struct gw_req *req)
-{
-    (void)req;
-    return "192.0.2.7:51234";
-}
-
-const char *
-gw_req_header(const struct gw_req *req, const char *name)
-{
-    (void)req;
-    return strcmp(name, "user-agent") == 0 ? "test-agent/1" : NULL;
-}
-
-void
-gw_resp_simple(struct gw_req *req, int status, const char *content_type, const void *body,
-               size_t len)
-{
-    req->calls++;
-    req->committed_at_end = committed();
-    req->status = status;
-    (void)snprintf(req->ctype, sizeof(req->ctype), "%s", content_type);
-    assert_true(len <= GW_S3ERR_MAX_BODY);
-    memcpy(req->body, body, len);
-    req->body[len] = '\0';
-    req->len = len;
-}
 
 #define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 
@@ -179,7 +56,7 @@ setup(void **state)
     struct env *e = calloc(1, sizeof(*e));
     e->dir = tl_dir_new("refuse");
     e->st = open_store(e->dir, false);
-    g_store = e->st;
+    rf_bind(e->st);
     e->s3.name = "PutObject";
     (void)snprintf(e->s3.bucket, sizeof(e->s3.bucket), "data");
     (void)snprintf(e->s3.key, sizeof(e->s3.key), "a&b");
@@ -203,7 +80,7 @@ teardown(void **state)
     g_coalesce_ms = 0;
     struct env *e = *state;
     store_close(e->st);
-    g_store = NULL;
+    rf_bind(NULL);
     tl_dir_free(e->dir);
     e->dir = NULL;
     free(e);
@@ -243,7 +120,7 @@ reopen(struct env *e, bool read_only)
 {
     store_close(e->st);
     e->st = open_store(e->dir, read_only);
-    g_store = read_only ? NULL : e->st;
+    rf_bind(read_only ? NULL : e->st);
 }
 
 /* Into s: the records committed so far (the store is reopened, writable again after). */

@@ -7,8 +7,9 @@
  * gone before the commit frees everything; a worker queue closed with the
  * hop pending cuts and frees it; one closed before the commit frees it on
  * the control side.  refuse.c is included (STYLE R12) with the http.h and
- * access.h functions stubbed, as in refuse_test.c; make SAN=thread unit runs
- * it under ThreadSanitizer, make SAN=address,undefined under ASan (leaks).
+ * access.h functions stubbed (tests/unit/gateway/refuse_harness.h, as in
+ * refuse_test.c); make SAN=thread unit runs it under ThreadSanitizer,
+ * make SAN=address,undefined under ASan (leaks).
  */
 #include <event2/event.h>
 #include <pthread.h>
@@ -27,133 +28,8 @@
 #include "gateway/net/loopctx.h"
 #include "gateway/net/loopmsg.h"
 #include "gateway/proxy/refuse.c"
+#include "tests/unit/gateway/refuse_harness.h"
 #include "tests/unit/testlib.h"
-
-/* ---- stubs for gateway/http/http.h and access.h: a request, what would be sent ---- */
-
-struct gw_req {
-    const char *id;
-    char idbuf[GW_REQ_ID_MAX + 1];
-    int status;
-    int calls;
-    int aborts;
-    int wrong_thread;          /* touched off the worker's thread */
-    uint64_t committed_at_end; /* the store's committed records when it was answered or cut */
-    const struct gw_req_ops *ops;
-    void *ops_arg;
-};
-
-static pthread_t worker_thread;
-static struct store *g_store;
-
-static void
-touch(struct gw_req *req)
-{
-    req->wrong_thread += !pthread_equal(pthread_self(), worker_thread);
-}
-
-static uint64_t
-committed(void)
-{
-    struct store_stats st;
-    store_stats_get(g_store, &st);
-    return st.audit_appended;
-}
-
-void
-gw_access_note_error(struct gw_req *req, const char *code)
-{
-    (void)code;
-    touch(req);
-}
-
-void
-gw_access_note_fence(struct gw_req *req, const char *lock, uint64_t token)
-{
-    (void)lock;
-    (void)token;
-    touch(req);
-}
-
-const char *
-gw_access_trace_id(const struct gw_req *req)
-{
-    (void)req;
-    return NULL;
-}
-
-void
-gw_req_set_ops(struct gw_req *req, const struct gw_req_ops *ops, void *arg)
-{
-    touch(req);
-    req->ops = ops;
-    req->ops_arg = arg;
-}
-
-void
-gw_resp_abort(struct gw_req *req)
-{
-    touch(req);
-    req->aborts++;
-    req->committed_at_end = committed();
-}
-
-const char *
-gw_req_path(const struct gw_req *req)
-{
-    (void)req;
-    return "/data/k";
-}
-
-const char *
-gw_req_id(const struct gw_req *req)
-{
-    return req->id;
-}
-
-int
-gw_req_set_id(struct gw_req *req, const char *id)
-{
-    touch(req);
-    (void)snprintf(req->idbuf, sizeof(req->idbuf), "%s", id);
-    req->id = req->idbuf;
-    return 0;
-}
-
-const char *
-gw_req_method(const struct gw_req *req)
-{
-    (void)req;
-    return "PUT";
-}
-
-const char *
-gw_req_peer(const struct gw_req *req)
-{
-    (void)req;
-    return "192.0.2.7:51234";
-}
-
-const char *
-gw_req_header(const struct gw_req *req, const char *name)
-{
-    (void)req;
-    (void)name;
-    return NULL;
-}
-
-void
-gw_resp_simple(struct gw_req *req, int status, const char *content_type, const void *body,
-               size_t len)
-{
-    (void)content_type;
-    (void)body;
-    (void)len;
-    touch(req);
-    req->calls++;
-    req->status = status;
-    req->committed_at_end = committed();
-}
 
 /* ---- the control thread (the store's completions) and the worker (this thread) ---- */
 
@@ -190,14 +66,13 @@ static int
 setup(void **state)
 {
     (void)state;
-    worker_thread = pthread_self();
     ctl.dir = tl_dir_new("refuse_worker");
     struct store_opts o;
     char errbuf[256];
     store_opts_init(&o);
     o.data_dir = ctl.dir;
     assert_int_equal(store_open(&o, &ctl.st, errbuf, sizeof(errbuf)), 0);
-    g_store = ctl.st;
+    rf_bind(ctl.st); /* this thread is the worker */
     atomic_store(&ctl.stop, false);
     atomic_store(&ctl.dispatched, 0);
     wk.base = event_base_new();
@@ -221,7 +96,7 @@ teardown(void **state)
     gw_loopctx_here = NULL;
     event_base_free(wk.base);
     store_close(ctl.st);
-    g_store = NULL;
+    rf_bind(NULL);
     tl_dir_free(ctl.dir);
     gw_metrics_locks_free();
     return 0;
@@ -269,7 +144,7 @@ static void
 test_answered_on_the_worker_after_commit(void **state)
 {
     (void)state;
-    struct gw_req req = {.id = "r1"};
+    struct gw_req req = {.path = "/data/k", .id = "r1"};
     const struct gw_refusal r = stale();
     gw_refuse(ctl.st, &req, &s3, "alice", &r);
     assert_int_equal(req.calls, 0);
@@ -289,7 +164,7 @@ static void
 test_client_gone_before_commit(void **state)
 {
     (void)state;
-    struct gw_req req = {.id = "r2"};
+    struct gw_req req = {.path = "/data/k", .id = "r2"};
     const struct gw_refusal r = stale();
     gw_refuse(ctl.st, &req, &s3, "alice", &r);
     req.ops->on_abort(&req, ERR_CLOSED, req.ops_arg); /* the server forgets req */
@@ -298,7 +173,7 @@ test_client_gone_before_commit(void **state)
     assert_int_equal(req.calls, 0);
     assert_int_equal(req.aborts, 0);
     assert_int_equal(req.wrong_thread, 0);
-    assert_int_equal(committed(), 1);
+    assert_int_equal(rf_committed(), 1);
 }
 
 /* The worker's queue closed with the hop pending: the waiting request is cut, the wait freed. */
@@ -306,7 +181,7 @@ static void
 test_queue_closed_with_hop_pending(void **state)
 {
     (void)state;
-    struct gw_req req = {.id = "r3"};
+    struct gw_req req = {.path = "/data/k", .id = "r3"};
     const struct gw_refusal r = stale();
     gw_refuse(ctl.st, &req, &s3, "alice", &r);
     wait_dispatched(1); /* posted to the worker's queue, not run: its loop did not turn */
@@ -322,7 +197,7 @@ static void
 test_queue_closed_before_commit(void **state)
 {
     (void)state;
-    struct gw_req req = {.id = "r4"};
+    struct gw_req req = {.path = "/data/k", .id = "r4"};
     const struct gw_refusal r = stale();
     gw_refuse(ctl.st, &req, &s3, "alice", &r);
     req.ops->on_abort(&req, ERR_CLOSED, req.ops_arg);
