@@ -1,5 +1,6 @@
 #include "common/log.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,10 @@
 #include "common/err.h"
 #include "common/jsonstr.h"
 
-enum log_level log_threshold = LOG_INFO;
+_Atomic enum log_level log_threshold = LOG_INFO;
 
-static bool log_json; /* log_set_format("json") */
+/* log_set_format("json"); atomic, as log_threshold: a reload sets it while worker loops log */
+static atomic_bool log_json;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "none"};
 
@@ -22,7 +24,7 @@ log_set_level(const char *name)
 {
     for (int i = LOG_DEBUG; i <= LOG_NONE; i++) {
         if (strcmp(name, level_names[i]) == 0) {
-            log_threshold = (enum log_level)i;
+            atomic_store_explicit(&log_threshold, (enum log_level)i, memory_order_relaxed);
             return 0;
         }
     }
@@ -33,7 +35,7 @@ int
 log_set_format(const char *name)
 {
     if (strcmp(name, "text") == 0 || strcmp(name, "json") == 0) {
-        log_json = name[0] == 'j';
+        atomic_store_explicit(&log_json, name[0] == 'j', memory_order_relaxed);
         return 0;
     }
     return ERR_INVAL;
@@ -105,7 +107,7 @@ vlog(enum log_level level, const char *module, const char *func, const char *fmt
     size_t mlen = m < 0 ? 0 : ((size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1);
     char line[8192];
     size_t len;
-    if (log_json) {
+    if (atomic_load_explicit(&log_json, memory_order_relaxed)) {
         len = json_line(line, sizeof(line), stamp, level, module, func, msg, mlen);
     } else {
         int n = snprintf(line, sizeof(line), "%s %s %s %s: %.*s", stamp, level_names[level], module,

@@ -21,6 +21,7 @@
 #define COMMON_LOG_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdnoreturn.h>
 
 enum log_level {
@@ -35,8 +36,11 @@ enum log_level {
 #define LOG_MODULE "-"
 #endif
 
-/* The current threshold; lines below it are dropped unevaluated. */
-extern enum log_level log_threshold;
+/*
+ * The current threshold; lines below it are dropped unevaluated.  Atomic: a
+ * reload (SIGHUP, on the control loop) sets it while worker loops log.
+ */
+extern _Atomic enum log_level log_threshold;
 
 /*
  * log_set_level - set the threshold by name ("debug", "info", "warn", "error", "none").
@@ -46,7 +50,7 @@ int log_set_level(const char *name);
 
 /*
  * log_set_format - "text" or "json".  Returns 0, or ERR_INVAL for another name
- * (format unchanged).  Call from one thread, before or between lines.
+ * (format unchanged).  A line being written keeps the format it started with.
  */
 int log_set_format(const char *name);
 
@@ -60,7 +64,7 @@ noreturn void log_fatal(const char *module, const char *func, const char *fmt, .
 
 #define LOG_AT(lvl, ...)                                                                           \
     do {                                                                                           \
-        if ((lvl) >= log_threshold) {                                                              \
+        if ((lvl) >= atomic_load_explicit(&log_threshold, memory_order_relaxed)) {                 \
             log_write((lvl), LOG_MODULE, __func__, __VA_ARGS__);                                   \
         }                                                                                          \
     } while (0)
