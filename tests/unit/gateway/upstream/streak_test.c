@@ -189,12 +189,32 @@ test_no_streak_given_is_its_own(void **state)
 
 /* ---- two loops' threads at once, and /readyz reading ---- */
 
-#define ROUNDS 20000 /* failures per thread */
+/* Failures per thread.  The threads must meet on the count often enough that
+ * an increment that is not one atomic add loses some: at 1000000 a normal
+ * build lost thousands in every run on two idle cores (at 20000, none), but on
+ * a loaded machine, where the two seldom run at once, it may lose none.  Under
+ * ThreadSanitizer, ~10x slower, 100003 lose some in every run (its atomics are
+ * calls: a wider window; a load and a store each atomic are no race to it),
+ * and what it reports itself, the count, time or text touched unguarded,
+ * needs no more.  Each is 1 mod 7: see the _Static_assert below. */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#ifdef UNDER_TSAN
+#define ROUNDS 100003
+#else
+#define ROUNDS 1000000
+#endif
 
 struct feeder {
     struct two_loops *t;
     int loop;          /* which client it feeds through */
     bool answers;      /* also records a response every 7th round */
+    atomic_bool *go;   /* both start together, once both threads run */
     atomic_bool *done; /* set when it has finished */
 };
 
@@ -204,8 +224,16 @@ feeding(void *arg)
     struct feeder *fd = arg;
     char text[32];
     (void)snprintf(text, sizeof(text), "loop %d: refused", fd->loop);
+    while (!atomic_load(fd->go)) {
+        /* spin: a thread that ran alone would meet no other */
+    }
     for (int i = 0; i < ROUNDS; i++) {
-        fail_on(fd->t, fd->loop, text);
+        /* a text now and then, the count every time: the threads meet on the
+         * count often enough that an increment that is not one add loses some */
+        if (i % 16 == 0) {
+            gw_upstream_note_connect_err(fd->t->up[fd->loop], "%s", text);
+        }
+        gw_upstream_note_connect_failed(fd->t->up[fd->loop]);
         if (fd->answers && i % 7 == 6) {
             gw_upstream_note_reached(fd->t->up[fd->loop]);
         }
@@ -232,12 +260,13 @@ read_until_done(struct two_loops *t, atomic_bool *done0, atomic_bool *done1)
 static void
 run_two_feeders(struct two_loops *t, bool answers)
 {
-    atomic_bool done0 = false, done1 = false;
-    struct feeder f0 = {.t = t, .loop = 0, .answers = answers, .done = &done0};
-    struct feeder f1 = {.t = t, .loop = 1, .answers = answers, .done = &done1};
+    atomic_bool go = false, done0 = false, done1 = false;
+    struct feeder f0 = {.t = t, .loop = 0, .answers = answers, .go = &go, .done = &done0};
+    struct feeder f1 = {.t = t, .loop = 1, .answers = answers, .go = &go, .done = &done1};
     pthread_t a, b;
     assert_int_equal(pthread_create(&a, NULL, feeding, &f0), 0);
     assert_int_equal(pthread_create(&b, NULL, feeding, &f1), 0);
+    atomic_store(&go, true);
     read_until_done(t, &done0, &done1);
     assert_int_equal(pthread_join(a, NULL), 0);
     assert_int_equal(pthread_join(b, NULL), 0);
@@ -254,7 +283,7 @@ test_two_threads_feed_one_streak(void **state)
     assert_int_equal(fails(t), 2 * ROUNDS);
     assert_true(unreachable_all(t, why, sizeof(why)));
     /* failures and answers interleaved: each thread's last answer comes one
-     * failure before its end (round 19998 of 20000), so whatever the
+     * failure before its end (its next-to-last round), so whatever the
      * interleaving at most those two last failures remain; one answer ends it */
     _Static_assert(ROUNDS % 7 == 1, "each thread's last answer is its next-to-last round");
     gw_upstream_note_reached(t->up[0]);
