@@ -74,6 +74,7 @@ struct serve {
     struct gw_relay_hub *relay;       /* owned; what they hand to this loop's server */
     struct gw_workers *workers;       /* owned; the loops beside this one, or NULL */
     struct gw_fair_table *fair;       /* a reference; the client table the loops share */
+    struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
     bool drained;                     /* this loop's server has drained */
     bool workers_ended;               /* every worker loop has ended */
 };
@@ -420,11 +421,16 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
 }
 
 /* The proxy's data path on upstream.client; the internal S3 client on libcurl
- * (one client when that is curl too).  Returns 0 or ERR_NOMEM. */
+ * (one client when that is curl too).  Several loops: one unreachable streak
+ * for every loop's proxy client, so /readyz answers for the process (DESIGN
+ * "Worker loops"); one loop: the client's own.  Returns 0 or ERR_NOMEM. */
 static int
 open_upstreams(struct serve *s)
 {
-    return gw_loop_upstreams_open(s->base, s->cfg, s->loops, &s->up, &s->up_s3);
+    if (s->loops > 1 && (s->reach = gw_upstream_streak_new()) == NULL) {
+        return ERR_NOMEM;
+    }
+    return gw_loop_upstreams_open(s->base, s->cfg, s->loops, s->reach, &s->up, &s->up_s3);
 }
 
 /* The worker loops beside this one (workers > 1), once this loop's server is up. */
@@ -445,6 +451,7 @@ start_workers(struct serve *s, char *errbuf, size_t errlen)
         .tmpl = &s->router,
         .ctl_srv = s->srv,
         .fair = s->fair,
+        .reach = s->reach,
         .ctlq = s->ctlq,
         .hub = s->fence != NULL ? s->hub : NULL,
         .relay = s->relay,
@@ -505,6 +512,8 @@ serve_cleanup(struct serve *s)
     store_close(s->store);       /* commits what is queued and runs the last callbacks, */
     gw_fence_free(s->fence);     /* ... some of them the fence's (advances in flight) */
     gw_workers_free(s->workers); /* after the last callbacks: some hop to a worker's queue */
+    /* after every loop's upstream client */
+    gw_upstream_streak_free(s->reach);
     gw_sigv4_keycache_free(s->kc);
     if (s->sig_term != NULL) {
         event_free(s->sig_term);

@@ -221,7 +221,8 @@ gw_workers_set_cond_caps(struct gw_workers *ws, const struct gw_cond_caps *caps)
 
 int
 gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg, uint32_t loops,
-                       struct gw_upstream **up, struct gw_upstream **up_s3)
+                       struct gw_upstream_streak *reach, struct gw_upstream **up,
+                       struct gw_upstream **up_s3)
 {
     uint32_t max = cfg->upstream.max_connections;
     loops = loops > 0 ? loops : 1;
@@ -234,6 +235,7 @@ gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg, uin
         .max_connections = max == 0 ? 0 : (max + loops - 1) / loops,
         .ca_file = cfg->upstream.ca_file,
         .tls_verify = cfg->upstream.tls_verify,
+        .streak = reach,
     };
     *up_s3 = NULL;
     *up = gw_upstream_new(base, &uo);
@@ -241,6 +243,7 @@ gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg, uin
         return ERR_NOMEM;
     }
     uo.engine = GW_UPSTREAM_CURL;
+    uo.streak = NULL; /* the S3 client's own calls are not the proxy's reachability */
     *up_s3 = cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? *up : gw_upstream_new(base, &uo);
     if (*up_s3 == NULL) {
         gw_upstream_free(*up);
@@ -319,7 +322,7 @@ worker_init(struct worker *w, struct gw_workers *ws, uint32_t index, char *errbu
         (void)snprintf(errbuf, errlen, "out of memory");
         return ERR_NOMEM;
     }
-    if (gw_loop_upstreams_open(w->base, o->cfg, ws->n + 1, &w->up, &w->up_s3) != 0 ||
+    if (gw_loop_upstreams_open(w->base, o->cfg, ws->n + 1, o->reach, &w->up, &w->up_s3) != 0 ||
         (w->kc = gw_sigv4_keycache_new()) == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
         return ERR_NOMEM;

@@ -24,6 +24,7 @@
 struct event_base;
 struct gw_config;
 struct gw_upstream;
+struct gw_upstream_streak;
 struct gw_cond_caps;
 struct gw_fair_table;
 struct gw_fence_hub;
@@ -45,6 +46,8 @@ struct gw_workers_opts {
     uint32_t n;                   /* worker loops to start (>= 1) */
     void (*exited)(void *arg);    /* every worker loop has ended (on the control loop) */
     void *arg;
+    /* the unreachable streak every loop's proxy client feeds (/readyz reads it) */
+    struct gw_upstream_streak *reach;
 };
 
 /*
@@ -87,10 +90,14 @@ void gw_workers_free(struct gw_workers *ws);
  * gw_loop_upstreams_open - one loop's upstream clients on base: the proxy's
  * (upstream.client) and the internal S3 client's (libcurl; the same one when
  * that is curl too), each with its share of upstream.max_connections among
- * loops.  Returns 0 or ERR_NOMEM (nothing left open).
+ * loops.  The proxy's client feeds reach (borrowed, outlives the clients;
+ * NULL: a streak of its own), the unreachable streak every loop's proxy
+ * client shares; a separate S3 client keeps its own, as with one loop.
+ * Returns 0 or ERR_NOMEM (nothing left open).
  */
 int gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg, uint32_t loops,
-                           struct gw_upstream **up, struct gw_upstream **up_s3);
+                           struct gw_upstream_streak *reach, struct gw_upstream **up,
+                           struct gw_upstream **up_s3);
 
 /* gw_config_workers - the loops `workers` asks for (0: the CPUs this process may use). */
 uint32_t gw_config_workers(const struct gw_config *cfg);

@@ -59,9 +59,10 @@ readiness(const struct gw_router *rt, char *text, size_t len)
                        why != NULL ? why : "self-test running");
         return false;
     }
-    if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, &why)) {
-        /* the last transfers could not connect: this gateway cannot forward */
-        (void)snprintf(text, len, "upstream unreachable: %s\n", why);
+    char up_why[GW_UPSTREAM_WHY_MAX];
+    if (rt->upstream != NULL && gw_upstream_unreachable(rt->upstream, up_why, sizeof(up_why))) {
+        /* the last transfers, on any loop (the streak is the process's), could not connect */
+        (void)snprintf(text, len, "upstream unreachable: %s\n", up_why);
         return false;
     }
     (void)snprintf(text, len, "%s", "");
@@ -100,13 +101,12 @@ static void
 status_page(struct gw_router *rt, struct gw_req *req)
 {
     char why[512];
-    const char *unreach = NULL;
     const struct gw_config *cfg = gw_req_config(req);
     struct gw_status_ready rd = {
         .ready = readiness(rt, why, sizeof(why)),
         .why = why,
         .upstream = cfg->upstream.endpoint,
-        .upstream_ok = rt->upstream == NULL || !gw_upstream_unreachable(rt->upstream, &unreach),
+        .upstream_ok = rt->upstream == NULL || !gw_upstream_unreachable(rt->upstream, NULL, 0),
         .gateway = cfg->gateway_id,
     };
     gw_status_page_handle(req, rt->elect, rt->store, &rd);

@@ -274,7 +274,7 @@ gw_curl_xfer_result(struct gw_curl_xfer *x, CURLcode rc)
 
 /* ---- driving libcurl ---- */
 
-/* Feeds the connect-failure streak gw_upstream_unreachable reads (dispatch.c). */
+/* Feeds the connect-failure streak gw_upstream_unreachable reads (streak.c). */
 static void
 note_reach(struct gw_curl *up, struct gw_curl_xfer *x, CURLcode rc)
 {

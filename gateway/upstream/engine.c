@@ -1,6 +1,7 @@
 /*
  * gateway/upstream/engine.c: the set-up every engine's constructor shares
- * (engine.h): the client's header with its base and a copy of the options.
+ * (engine.h): the client's header with its base, a copy of the options and
+ * the unreachable streak it feeds.
  * The engines call it; it calls nothing back.
  */
 #include "gateway/upstream/engine.h"
@@ -31,12 +32,15 @@ gw_upstream_alloc(size_t size, const struct gw_upstream_ops *ops, struct event_b
         return NULL;
     }
     up->opts.ca_file = up->ca_file;
+    gw_upstream_streak_init(&up->own_streak);
+    up->streak = opts->streak != NULL ? opts->streak : &up->own_streak;
     return up;
 }
 
 void
 gw_upstream_dealloc(struct gw_upstream *up)
 {
+    gw_upstream_streak_cleanup(&up->own_streak);
     free(up->ca_file);
     free(up);
 }

@@ -8,9 +8,10 @@
  * (gateway/upstream/upstream.c) calls through it and never asks which
  * engine it holds, as h2o's httpclient and curl's vtls backends do.  The
  * client's header also holds what every engine keeps alike: the loop, a copy
- * of the options (gw_upstream_alloc, engine.c), and the unreachable streak,
- * which both engines feed through the gw_upstream_note_* calls (streak.c)
- * and upstream.c reads for gw_upstream_unreachable.  Internal to
+ * of the options (gw_upstream_alloc, engine.c), and the unreachable streak
+ * it feeds (its own, or the one its options name, shared by every loop's
+ * client), which both engines feed through the gw_upstream_note_* calls
+ * (streak.c) and gw_upstream_unreachable reads.  Internal to
  * gateway/upstream/.
  *
  *   curl.c, curl_xfer.c, curl.h   libcurl multi on the loop: the internal S3
@@ -22,7 +23,39 @@
 #ifndef GW_UPSTREAM_ENGINE_H
 #define GW_UPSTREAM_ENGINE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "gateway/upstream/upstream.h"
+
+/*
+ * The unreachable streak (upstream.h), fed by the clients of every loop
+ * that shares it: the count and the time are atomics, read and written
+ * without a lock (a response ends the streak with one load when it is
+ * already 0, so the loops' requests share no written cache line); the text
+ * changes only at a failure, under the mutex.
+ */
+struct gw_upstream_streak {
+    atomic_uint_least32_t fails;   /* transfers in a row that could not connect */
+    atomic_uint_least64_t fail_ms; /* when the last of them ended (mono ms) */
+    pthread_mutex_t mu;            /* guards why */
+    char why[GW_UPSTREAM_WHY_MAX]; /* the text for the last connect failure */
+};
+
+/* gw_upstream_streak_init / _cleanup - an embedded streak, empty / its mutex destroyed. */
+void gw_upstream_streak_init(struct gw_upstream_streak *s);
+void gw_upstream_streak_cleanup(struct gw_upstream_streak *s);
+
+/*
+ * The streak's own feed, from any thread (the engines call the
+ * gw_upstream_note_* wrappers below).
+ * gw_upstream_streak_failed   one more transfer that could not connect, as of now_ms.
+ * gw_upstream_streak_why      the text for the last failure (copied, cut to fit).
+ * gw_upstream_streak_reached  a transfer got a response: the streak ends.
+ */
+void gw_upstream_streak_failed(struct gw_upstream_streak *s, uint64_t now_ms);
+void gw_upstream_streak_why(struct gw_upstream_streak *s, const char *text);
+void gw_upstream_streak_reached(struct gw_upstream_streak *s);
 
 /* What an engine does; each installs one table.  Contracts as in upstream.h. */
 struct gw_upstream_ops {
@@ -38,13 +71,13 @@ struct gw_upstream_ops {
 };
 
 struct gw_upstream {
-    const struct gw_upstream_ops *ops; /* the engine that made this client */
-    struct event_base *base;           /* borrowed */
-    struct gw_upstream_opts opts;      /* copied; opts.ca_file points at ca_file */
-    char *ca_file;                     /* owned copy */
-    uint32_t connect_fails;            /* transfers in a row that could not connect */
-    uint64_t connect_fail_ms;          /* when the last of them ended (mono ms) */
-    char connect_err[160];             /* the text for the last connect failure */
+    const struct gw_upstream_ops *ops;     /* the engine that made this client */
+    struct event_base *base;               /* borrowed */
+    struct gw_upstream_opts opts;          /* copied; opts.ca_file points at ca_file */
+    char *ca_file;                         /* owned copy */
+    struct gw_upstream_streak *streak;     /* borrowed: opts.streak, or &own_streak */
+    struct gw_upstream_streak own_streak;  /* embedded; used when opts.streak is NULL */
+    char connect_err[GW_UPSTREAM_WHY_MAX]; /* this client's last connect failure (its logs) */
 };
 
 struct gw_xfer {
@@ -65,9 +98,11 @@ void *gw_upstream_alloc(size_t size, const struct gw_upstream_ops *ops, struct e
 void gw_upstream_dealloc(struct gw_upstream *up);
 
 /*
- * The unreachable streak (gw_upstream_unreachable), fed by both engines.
+ * The unreachable streak (gw_upstream_unreachable), fed by both engines on
+ * up's loop; each goes to the streak up feeds (up->streak).
  * gw_upstream_note_connect_err  sets the text for a connection that did not
- *                               come up (printf-style; cut to fit).  Does not count.
+ *                               come up (printf-style; cut to fit) in
+ *                               up->connect_err and in the streak.  Does not count.
  * gw_upstream_note_connect_failed  a transfer ended without ever connecting:
  *                               one more in the streak, as of now.
  * gw_upstream_note_reached      a transfer got a response: the streak ends.

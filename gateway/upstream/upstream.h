@@ -12,7 +12,9 @@
  * callback, pausing either side on request, so memory per transfer is
  * bounded whatever the object size.  The contract below holds for both.
  *
- * Event-loop thread only.  No callback runs before gw_upstream_xfer_start returns.
+ * Event-loop thread only, except the unreachable streak (gw_upstream_streak_*,
+ * gw_upstream_unreachable), which any thread may feed and read.  No callback
+ * runs before gw_upstream_xfer_start returns.
  * <curl/curl.h> is included only by gateway/upstream/curl*.c (STYLE R1).
  *
  * Room gateway/upstream/ (the gateway's side of the store; the only room with
@@ -23,7 +25,8 @@
  *   engine.h / engine.c  the engine family: the operations table, the headers
  *                        each engine's structs start with, the constructors /
  *                        the set-up every constructor shares
- *   streak.c             the unreachable streak both engines feed
+ *   streak.c             the unreachable streak both engines feed, one per
+ *                        process when the loops' clients share it
  *   curl.c / curl_xfer.c the curl engine: the multi handle on the loop /
  *                        one transfer's libcurl callbacks; curl.h its structs
  *   lean.c / lean_conn.c the lean engine: transfers, the pool, the wait queue /
@@ -45,6 +48,7 @@
 
 struct event_base;
 struct gw_upstream;
+struct gw_upstream_streak;
 struct gw_xfer;
 
 enum gw_upstream_engine {
@@ -60,6 +64,9 @@ struct gw_upstream_opts {
                                  wait for one, bounded by timeout_ms */
     const char *ca_file;      /* borrowed during gw_upstream_new; NULL = system CAs */
     bool tls_verify;          /* verify peer certificate and host name */
+    struct gw_upstream_streak *streak; /* borrowed, outlives the client: the unreachable
+                                          streak it feeds and gw_upstream_unreachable reads,
+                                          shared with other loops' clients; NULL: its own */
 };
 
 /* What to send.  Every pointer is borrowed only until gw_upstream_xfer_start returns. */
@@ -120,19 +127,42 @@ struct gw_upstream *gw_upstream_new(struct event_base *base, const struct gw_ups
 
 #define GW_UPSTREAM_DOWN_AFTER   3     /* connect failures in a row: unreachable */
 #define GW_UPSTREAM_DOWN_HOLD_MS 10000 /* for this long after the last of them */
+#define GW_UPSTREAM_WHY_MAX      160   /* the text for a connect failure, NUL included */
 
 /*
- * gw_upstream_unreachable - whether the upstream looks unreachable: the last
- * GW_UPSTREAM_DOWN_AFTER transfers failed to connect (refused, unresolvable,
- * TLS handshake failed, or timed out before connecting), no transfer got a
- * response since, and the last failure is younger than
- * GW_UPSTREAM_DOWN_HOLD_MS.  It clears by itself: at the first transfer that
- * gets a response, or when no failure came for the hold time (the next
- * forwarded request tries again).  For /readyz (DESIGN G10).
- * [out] why  when true: the text for the last failure, borrowed from
- *            up, valid until the next transfer ends.
+ * The unreachable streak: the transfers that failed to connect (refused,
+ * unresolvable, TLS handshake failed, or timed out before connecting) since
+ * the last one that got a response.  A client feeds the streak named by its
+ * options, or one of its own.  With `workers: N` every loop's proxy client
+ * feeds one streak, so the upstream's reachability is the process's (DESIGN
+ * "Worker loops"): "in a row" is in the order the loops record their
+ * outcomes, whatever loop each came from.  Failures on different loops add
+ * up, a response on any loop ends the streak, and the text and the hold run
+ * from the last failure on any loop.  Outcomes that end at the same moment
+ * on two loops are recorded in some order, each whole.  Any thread may feed
+ * and read a streak.
  */
-bool gw_upstream_unreachable(const struct gw_upstream *up, const char **why);
+
+/* gw_upstream_streak_new - an empty streak to share (gw_upstream_opts.streak); NULL: no memory. */
+struct gw_upstream_streak *gw_upstream_streak_new(void);
+
+/* gw_upstream_streak_free - free s, after every client that feeds it.  NULL-safe. */
+void gw_upstream_streak_free(struct gw_upstream_streak *s);
+
+/*
+ * gw_upstream_streak_unreachable - whether the upstream looks unreachable:
+ * the last GW_UPSTREAM_DOWN_AFTER transfers recorded in s failed to connect,
+ * no transfer recorded in s got a response since, and the last failure is
+ * younger than GW_UPSTREAM_DOWN_HOLD_MS.  It clears by itself: at the first
+ * transfer that gets a response, or when no failure came for the hold time
+ * (the next forwarded request tries again).  For /readyz (DESIGN G10).
+ * [out] why  when true and len > 0: the text for the last failure, copied
+ *            (cut to fit, NUL-terminated); else untouched.  May be NULL when len is 0.
+ */
+bool gw_upstream_streak_unreachable(struct gw_upstream_streak *s, char *why, size_t len);
+
+/* gw_upstream_unreachable - gw_upstream_streak_unreachable on the streak up feeds. */
+bool gw_upstream_unreachable(const struct gw_upstream *up, char *why, size_t len);
 
 /*
  * gw_upstream_conns - the connections open now (busy and idle) and those idle

@@ -157,16 +157,30 @@ def test_full_audit_queue_answers_slowdown_never_an_unaudited_refusal(gateway, b
 # ---- /readyz while the upstream cannot be reached (G10) ----
 
 
+def _metrics_ready(gw):
+    m = requests.get(f"{gw.url}/metrics", timeout=10).text
+    return [ln for ln in m.splitlines() if ln.startswith("fencegate_ready ")]
+
+
 def test_readyz_unready_while_upstream_refuses_connections(gateway, rgw):
+    """Three forwarded requests that cannot connect make the gateway unready,
+    and /metrics says so too.  With FG_TEST_WORKERS=2 each request lands on
+    whichever loop the kernel picks (SO_REUSEPORT), so the loops' failures
+    must add up: the streak is the process's, not one loop's (DESIGN "Worker
+    loops")."""
     port = _closed_port()
     gw = gateway({"upstream": {"endpoint": f"http://127.0.0.1:{port}"}})
     r = requests.get(f"{gw.url}/readyz", timeout=10)
     assert r.status_code == 200, r.text  # nothing has failed yet
+    assert _metrics_ready(gw) == ["fencegate_ready 1"]
     for i in range(3):
+        # a new connection each: with several loops they spread over them
         assert requests.get(f"{gw.url}/somebucket/k{i}", timeout=10).status_code == 502
     r = requests.get(f"{gw.url}/readyz", timeout=10)
     assert r.status_code == 503, r.text
     assert "upstream unreachable" in r.text
+    assert str(port) in r.text  # the last failure's text, from whichever loop
+    assert _metrics_ready(gw) == ["fencegate_ready 0"]
     assert requests.get(f"{gw.url}/healthz", timeout=10).status_code == 200  # alive, not ready
 
     # the upstream comes back: the first transfer that gets an answer clears it
@@ -199,7 +213,8 @@ def test_readyz_unready_while_upstream_refuses_connections(gateway, rgw):
     try:
         assert requests.get(f"{gw.url}/somebucket/k", timeout=10).status_code == 404
         r = requests.get(f"{gw.url}/readyz", timeout=10)
-        assert r.status_code == 200, r.text
+        assert r.status_code == 200, r.text  # an answer on any loop clears it
+        assert _metrics_ready(gw) == ["fencegate_ready 1"]
     finally:
         stop.set()
         t.join()

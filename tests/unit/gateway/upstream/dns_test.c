@@ -251,9 +251,9 @@ static void
 test_nxdomain_fails(void **state)
 {
     struct dfx *d = *state;
-    const char *why = NULL;
+    char why[GW_UPSTREAM_WHY_MAX] = "";
     for (int i = 0; i < GW_UPSTREAM_DOWN_AFTER; i++) {
-        assert_false(gw_upstream_unreachable(d->f.up, &why));
+        assert_false(gw_upstream_unreachable(d->f.up, why, sizeof(why)));
         get_host(d, "nowhere.test", 3000);
         assert_int_equal(d->f.c.err, ERR_UPSTREAM);
         assert_int_equal(d->f.c.heads, 0);
@@ -261,14 +261,14 @@ test_nxdomain_fails(void **state)
     assert_int_equal(d->dns.a_queries, GW_UPSTREAM_DOWN_AFTER);
     assert_string_equal(d->dns.last, "nowhere.test");
     assert_int_equal(d->f.srv.accepts, 0);
-    assert_true(gw_upstream_unreachable(d->f.up, &why));
+    assert_true(gw_upstream_unreachable(d->f.up, why, sizeof(why)));
     print_message("unreachable: %s\n", why);
     assert_non_null(strstr(why, "could not resolve nowhere.test: "));
     assert_true(strncmp(why, "nowhere.test:", 13) == 0);
 
     get_host(d, KNOWN_NAME, 3000); /* a response ends the streak */
     assert_int_equal(d->f.c.err, 0);
-    assert_false(gw_upstream_unreachable(d->f.up, &why));
+    assert_false(gw_upstream_unreachable(d->f.up, why, sizeof(why)));
 }
 
 /* A server that never answers: connect_timeout_ms bounds the lookup (ERR_TIMEOUT). */
