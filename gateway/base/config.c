@@ -242,7 +242,7 @@ static const struct gw_json_table_field top_fields[] = {
     FSTR("log_format", TOP(log_format), 0, 1, 0, "text", V_LOGFMT),
     FSTR("access_log", TOP(access_log), 0, 1, 0, "off", V_NONE),
     FBOOL("allow_anonymous", TOP(allow_anonymous), false),
-    FU32("workers", TOP(workers), 0, GW_CONFIG_MAX_WORKERS, 1),
+    FU32("workers", TOP(workers), 0, GW_CONFIG_MAX_WORKERS, 0),
     FLIST("virtual_host_domains", TOP(virtual_host_domains), V_DOMAIN),
     FCUSTOM("upstream", TOP(upstream), gw_config_on_upstream),
     FCUSTOM("auth", TOP(auth), on_auth),

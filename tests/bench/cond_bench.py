@@ -15,6 +15,7 @@ runs it on its own RGW, after its other figures.
         [--rgw-env FILE] [--n-small 300] [--n-large 40]
 """
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -25,6 +26,8 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+# the single-loop figures of docs/PERFORMANCE.md: conftest gives gateways 2 loops otherwise
+os.environ.setdefault("FG_TEST_WORKERS", "1")
 import conftest  # noqa: E402
 
 

@@ -66,7 +66,7 @@ wait_code "http://127.0.0.1:$ORG_PORT/bench/obj" 200 || { echo "origin down" >&2
 # gw_config ACCESS_LOG FILE: the gateway's configuration, access_log as given
 gw_config() {
     cat >"$2" <<JSON
-{"listen": ["127.0.0.1:$GW_PORT"], "data_dir": "$T/gw-data", "log_level": "warn",
+{"listen": ["127.0.0.1:$GW_PORT"], "data_dir": "$T/gw-data", "log_level": "warn", "workers": 1,
  "access_log": "$1",
  "upstream": {"endpoint": "http://127.0.0.1:$ORG_PORT", "region": "us-east-1",
   "addressing": "path", "access_key": "ORIGINIGNORESTHIS", "secret_key": "origin-ignores-this"}}

@@ -206,6 +206,7 @@ cat >"$T/gw.json" <<EOF
   "listen": ["127.0.0.1:$GW_PORT"],
   "data_dir": "$T/gw-data",
   "log_level": "warn",
+  "workers": 1,
   "upstream": {
     "endpoint": "$RGW_ENDPOINT",
     "region": "us-east-1",

@@ -80,7 +80,7 @@ class Gw:
         self.work = work
         self.port = free_port()
         cfg = {"listen": [f"127.0.0.1:{self.port}"], "data_dir": f"{work}/data",
-               "gateway_id": "bench",
+               "gateway_id": "bench", "workers": 1,
                "fencing": {"commit_margin_ms": 100, "complete_margin_ms": 200},
                "upstream": {"endpoint": f"http://127.0.0.1:{free_port()}", "region": "us-east-1",
                             "addressing": "path", "access_key_env": "FG_UP_AK",

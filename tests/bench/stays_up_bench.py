@@ -223,6 +223,8 @@ def metrics(gw):
 
 def main():
     sys.path.insert(0, str(HERE.parent / "integration"))
+    # the single-loop figures of docs/PERFORMANCE.md: conftest gives gateways 2 loops otherwise
+    os.environ.setdefault("FG_TEST_WORKERS", "1")
     import conftest as C
     import requests
 

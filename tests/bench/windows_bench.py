@@ -26,6 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
+# the single-loop figures of docs/PERFORMANCE.md: conftest gives gateways 2 loops otherwise
+os.environ.setdefault("FG_TEST_WORKERS", "1")
 import conftest as C  # noqa: E402  (the integration harness: Rgw, Gateway)
 import requests  # noqa: E402
 

@@ -146,6 +146,11 @@ def free_port():
         return s.getsockname()[1]
 
 
+def run_workers():
+    """The `workers` every gateway of the run gets: FG_TEST_WORKERS, or 2."""
+    return int(os.environ.get("FG_TEST_WORKERS") or 2)
+
+
 def deep_merge(base, overrides):
     """A copy of dict base with overrides merged in recursively.
 
@@ -512,9 +517,11 @@ class Gateway:
             # short test leases cheap (README "Write windows").
             "fencing": {"commit_margin_ms": 100, "complete_margin_ms": 200},
         }
-        if os.environ.get("FG_TEST_WORKERS"):
-            # the event loops of every gateway of the run (make integration-workers)
-            base["workers"] = int(os.environ["FG_TEST_WORKERS"])
+        # The event loops of every gateway of the run: two unless
+        # FG_TEST_WORKERS says otherwise (make integration-one-loop: 1), so
+        # the cross-loop paths run in every test and the suite runs alike on
+        # any machine (the product's default is one loop per CPU).
+        base["workers"] = run_workers()
         self.config = deep_merge(base, overrides)
         # url/port follow the first listener, data_dir the merged config, so
         # overrides of either (a shared data_dir, a fixed port) just work.

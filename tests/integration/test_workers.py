@@ -249,3 +249,15 @@ def test_relayed_request_counted_once(gateway, rgw, bucket):
     assert _metric(gw, "fencegate_requests_received_total") - received == TRIES + 2
     assert _metric(gw, "fencegate_requests_total",
                    '{operation="CreateBucket",code="200"}') - answered == TRIES
+
+
+def test_default_is_one_loop_per_cpu(gateway):
+    """Without `workers` the gateway serves on one loop per CPU it may use
+    (sched_getaffinity, as nginx's `worker_processes auto`); the tests'
+    default of two (conftest) is taken out of the config."""
+    cpus = min(len(os.sched_getaffinity(0)), 256)
+    if cpus < 2:
+        pytest.skip("one CPU: one loop, and nothing to tell it from workers: 1")
+    gw = gateway({"workers": None})
+    assert "\"workers\"" not in gw.config_path.read_text()
+    assert f"{cpus} event loops serve clients (workers: 0)" in gw.log()

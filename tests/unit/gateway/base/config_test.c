@@ -183,6 +183,7 @@ test_defaults(void **state)
     }
     assert_string_equal(cfg->log_level, "info");
     assert_false(cfg->allow_anonymous);
+    assert_int_equal(cfg->workers, 0); /* one loop per CPU (gw_config_workers) */
     assert_null(cfg->virtual_host_domains);
     assert_string_equal(cfg->upstream.region, "us-east-1");
     assert_int_equal(cfg->upstream.addressing, GW_ADDR_PATH);
@@ -238,7 +239,7 @@ test_all_keys(void **state)
     struct gw_config *cfg = load_ok(
         "{\"listen\":[\"[::1]:0\",{\"address\":\"0.0.0.0:9443\",\"tls_cert\":\"c.pem\","
         "\"tls_key\":\"k.pem\"}],\"data_dir\":\"d\",\"gateway_id\":\"gw-1\",\"log_level\":\"warn\","
-        "\"allow_anonymous\":true,\"virtual_host_domains\":[\"s3.example.com\",\"localhost\"],"
+        "\"allow_anonymous\":true,\"workers\":1,\"virtual_host_domains\":[\"s3.example.com\",\"localhost\"],"
         "\"upstream\":{\"endpoint\":\"https://s3.example.net:8443/\",\"region\":\"eu-west-1\","
         "\"addressing\":\"virtual\",\"access_key\":\"AK\",\"secret_key\":\"SK\","
         "\"ca_file\":\"/etc/ca.pem\",\"tls_verify\":false,\"connect_timeout_ms\":100,"
@@ -269,6 +270,7 @@ test_all_keys(void **state)
     assert_string_equal(cfg->gateway_id, "gw-1");
     assert_string_equal(cfg->log_level, "warn");
     assert_true(cfg->allow_anonymous);
+    assert_int_equal(cfg->workers, 1);
     assert_string_equal(cfg->virtual_host_domains[1], "localhost");
     assert_string_equal(cfg->upstream.endpoint, "https://s3.example.net:8443");
     assert_string_equal(cfg->upstream.region, "eu-west-1");
