@@ -118,7 +118,8 @@ $(BUILD)/tests/helpers/preload/%.so: tests/helpers/preload/%.c
 	$(CC) -O2 -g -std=c11 -fPIC -shared $(WARN) -Wno-missing-prototypes -o $@ $< -ldl
 
 # Under ThreadSanitizer, check is the unit tests and the integration tests
-# where the gateway's threads meet: the store's writer thread and its
+# where the gateway's threads meet, each gateway on two event loops
+# (conftest.py): the cross-loop tests, the store's writer thread and its
 # completions (fenced writes, the barrier, refusals waiting for their audit
 # commit, kill -9 around a commit), the access log's writer, and /metrics.
 # The long runs marked slow are left out: about 60 s here.  Every integration
