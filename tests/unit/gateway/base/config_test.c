@@ -239,7 +239,8 @@ test_all_keys(void **state)
     struct gw_config *cfg = load_ok(
         "{\"listen\":[\"[::1]:0\",{\"address\":\"0.0.0.0:9443\",\"tls_cert\":\"c.pem\","
         "\"tls_key\":\"k.pem\"}],\"data_dir\":\"d\",\"gateway_id\":\"gw-1\",\"log_level\":\"warn\","
-        "\"allow_anonymous\":true,\"workers\":1,\"virtual_host_domains\":[\"s3.example.com\",\"localhost\"],"
+        "\"allow_anonymous\":true,\"workers\":1,\"virtual_host_domains\":[\"s3.example.com\","
+        "\"localhost\"],"
         "\"upstream\":{\"endpoint\":\"https://s3.example.net:8443/\",\"region\":\"eu-west-1\","
         "\"addressing\":\"virtual\",\"access_key\":\"AK\",\"secret_key\":\"SK\","
         "\"ca_file\":\"/etc/ca.pem\",\"tls_verify\":false,\"connect_timeout_ms\":100,"
