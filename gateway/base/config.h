@@ -49,6 +49,13 @@ struct gw_principal {
     bool admin;       /* "admin": sees every lock, fence and audit record; may revoke */
 };
 
+/* "accept": how connections reach the worker loops (DESIGN "Worker loops", "Accepting"). */
+enum gw_accept {
+    GW_ACCEPT_REUSEPORT = 0, /* every loop its own SO_REUSEPORT socket; the kernel picks */
+    GW_ACCEPT_ACCEPTOR,      /* the control loop accepts, and hands each connection to
+                                the loop with the fewest */
+};
+
 /* fencing.conditional_writes: fenced overwrites sent as conditional writes
  * (DESIGN "Conditional writes"). */
 enum gw_cond_writes {
@@ -95,8 +102,9 @@ struct gw_config {
                                                             (admin_listen[0..nadmin_listen));
                                                             none: they are on the S3 ones */
     size_t nadmin_listen;
-    uint32_t workers; /* event loops serving clients; 0: the CPUs this process may use
-                         (gw_config_workers); 1: one loop, the control loop (default) */
+    uint32_t workers;      /* event loops serving clients; 0: the CPUs this process may use
+                              (gw_config_workers, the default); 1: one loop, the control loop */
+    enum gw_accept accept; /* how the loops get their connections; default reuseport */
 
     char *data_dir; /* owned; LMDB environment and other state */
     char

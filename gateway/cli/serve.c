@@ -74,6 +74,7 @@ struct serve {
     struct gw_relay_hub *relay;       /* owned; what they hand to this loop's server */
     struct gw_workers *workers;       /* owned; the loops beside this one, or NULL */
     struct gw_fair_table *fair;       /* a reference; the client table the loops share */
+    struct gw_handout *handout;       /* owned; "accept": "acceptor" with several loops */
     struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
     bool drained;                     /* this loop's server has drained */
     bool workers_ended;               /* every worker loop has ended */
@@ -440,8 +441,7 @@ start_workers(struct serve *s, char *errbuf, size_t errlen)
     if (s->loops <= 1) {
         return 0;
     }
-    s->ctlq = gw_loopq_new(s->base);
-    if (s->ctlq == NULL || (s->hub = gw_fence_hub_new(s->fence, s->ctlq)) == NULL ||
+    if ((s->hub = gw_fence_hub_new(s->fence, s->ctlq)) == NULL ||
         (s->relay = gw_relay_hub_new(s->srv, s->ctlq)) == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
         return ERR_NOMEM;
@@ -451,6 +451,7 @@ start_workers(struct serve *s, char *errbuf, size_t errlen)
         .tmpl = &s->router,
         .ctl_srv = s->srv,
         .fair = s->fair,
+        .handout = s->handout,
         .reach = s->reach,
         .ctlq = s->ctlq,
         .hub = s->fence != NULL ? s->hub : NULL,
@@ -463,8 +464,11 @@ start_workers(struct serve *s, char *errbuf, size_t errlen)
     if (s->workers == NULL) {
         return ERR_IO;
     }
-    log_info("%u event loops serve clients (workers: %u)", (unsigned)s->loops,
-             (unsigned)s->cfg->workers);
+    log_info("%u event loops serve clients (workers: %u)%s", (unsigned)s->loops,
+             (unsigned)s->cfg->workers,
+             s->handout != NULL ? ", the control loop handing out every connection (accept: "
+                                  "acceptor)"
+                                : "");
     return 0;
 }
 
@@ -512,6 +516,7 @@ serve_cleanup(struct serve *s)
     store_close(s->store);       /* commits what is queued and runs the last callbacks, */
     gw_fence_free(s->fence);     /* ... some of them the fence's (advances in flight) */
     gw_workers_free(s->workers); /* after the last callbacks: some hop to a worker's queue */
+    gw_handout_free(s->handout); /* after every server that joined it */
     /* after every loop's upstream client */
     gw_upstream_streak_free(s->reach);
     gw_sigv4_keycache_free(s->kc);
@@ -701,11 +706,20 @@ gw_cmd_serve(int argc, char **argv)
     s.router.proxy = s.proxy;
     s.router.kc = s.kc;
     s.router.ready = true;
-    /* several loops: one client table for all, and this loop's listeners shareable */
+    /* several loops: one client table for all, and this loop's listeners shareable,
+     * or this loop the acceptor that hands connections to the others */
     struct gw_server_opts so = {.loops = s.loops, .reuseport = s.loops > 1};
-    if (s.loops > 1 && (so.fair = s.fair = gw_fair_table_new()) == NULL) {
+    if (s.loops > 1 && ((so.fair = s.fair = gw_fair_table_new()) == NULL ||
+                        (s.ctlq = gw_loopq_new(s.base)) == NULL)) {
         log_error("out of memory");
         goto out;
+    }
+    if (s.loops > 1 && s.cfg->accept == GW_ACCEPT_ACCEPTOR) {
+        if ((so.handout = s.handout = gw_handout_new(s.loops, s.ctlq)) == NULL) {
+            log_error("out of memory");
+            goto out;
+        }
+        so.q = s.ctlq;
     }
     s.srv = gw_server_new_opts(s.base, s.cfg, gw_router_on_request, &s.router, &so, errbuf,
                                sizeof(errbuf));

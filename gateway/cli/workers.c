@@ -343,8 +343,12 @@ worker_init(struct worker *w, struct gw_workers *ws, uint32_t index, char *errbu
     w->router.elect = NULL; /* the election's requests are relayed (o->relay) */
     w->router.probe = NULL;
     w->router.relay = o->relay;
-    struct gw_server_opts so = {
-        .fair = o->fair, .loops = ws->n + 1, .reuseport = true, .first = o->ctl_srv};
+    struct gw_server_opts so = {.fair = o->fair,
+                                .loops = ws->n + 1,
+                                .reuseport = true,
+                                .first = o->ctl_srv,
+                                .handout = o->handout,
+                                .q = w->q};
     w->srv =
         gw_server_new_opts(w->base, o->cfg, gw_router_on_request, &w->router, &so, errbuf, errlen);
     return w->srv != NULL ? 0 : ERR_IO;

@@ -40,6 +40,7 @@ struct gw_workers_opts {
     const struct gw_router *tmpl; /* the control loop's router: copied, loop-owned parts replaced */
     struct gw_server *ctl_srv;    /* the control loop's server: the ports its workers bind */
     struct gw_fair_table *fair;   /* the client-address table every loop's server shares */
+    struct gw_handout *handout;   /* the acceptor's hand-out (every loop joins it), or NULL */
     struct gw_loopq *ctlq;        /* the control loop's queue */
     struct gw_fence_hub *hub;     /* the fence's control side, or NULL (nothing fenced) */
     struct gw_relay_hub *relay;   /* the control side of the relay */

@@ -364,6 +364,7 @@ gw_http_fair_idle(struct gw_conn *c)
     struct gw_server *srv = c->srv;
     if (c->is_idle) {
         TAILQ_REMOVE(&srv->idle, c, idle_link);
+        srv->nidle--;
     }
     c->is_idle = idle;
     c->idle_linger = linger;
@@ -373,6 +374,7 @@ gw_http_fair_idle(struct gw_conn *c)
     } else if (idle) {
         TAILQ_INSERT_TAIL(&srv->idle, c, idle_link);
     }
+    srv->nidle += idle ? 1 : 0;
     gw_http_accept_gate(srv); /* at the limit, accept only while one can be shed */
 }
 

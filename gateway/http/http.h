@@ -107,6 +107,8 @@ struct bufferevent;
 struct event_base;
 struct gw_config;
 struct gw_server;
+struct gw_handout;
+struct gw_loopq;
 struct gw_req;
 
 /* Handler callbacks for one request; all optional except where noted. */
@@ -163,7 +165,32 @@ struct gw_server_opts {
      * or the bind fails with "Address in use"), and open no admin listener:
      * those stay on the first server alone */
     const struct gw_server *first;
+    /* NULL (every server accepts on its own SO_REUSEPORT sockets), or the
+     * connections' hand-out shared by the servers (gw_handout_new, borrowed:
+     * it outlives them): the first server (first NULL) is the acceptor, alone
+     * on the S3 listeners, and hands each connection to the loop with the
+     * fewest; a server with first set binds nothing and takes what it is
+     * handed on its loop's queue q (DESIGN "Worker loops", "Accepting") */
+    struct gw_handout *handout;
+    struct gw_loopq *q;
 };
+
+/*
+ * The hand-out of accepted connections to the loops (gateway/http/handout.c),
+ * config "accept": "acceptor".  One per process; the servers join it when
+ * they are created (on the control thread, before the worker threads start)
+ * and count their connections into it; the acceptor reads those counts.
+ */
+/*
+ * gw_handout_new - a hand-out for up to loops servers.  ctlq: the acceptor's
+ * (control) loop's queue, where the other loops wake it when they free room
+ * after it paused at limits.max_connections (borrowed; must outlive every
+ * message posted to it).  NULL when out of memory.
+ */
+struct gw_handout *gw_handout_new(size_t loops, struct gw_loopq *ctlq);
+
+/* gw_handout_free - free h (NULL-safe) once every server that joined it is freed. */
+void gw_handout_free(struct gw_handout *h);
 
 /*
  * gw_server_new_opts - gw_server_new for one of several servers on one set of

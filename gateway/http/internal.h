@@ -13,6 +13,7 @@
 #define GW_HTTP_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 
 #include "gateway/http/access.h"
 #include "gateway/http/http.h"
+#include "gateway/net/loopmsg.h"
 
 struct bufferevent;
 struct event;
@@ -164,10 +166,69 @@ struct gw_server {
     size_t nconns;                           /* length of conns */
     gw_http_conn_fn *shed; /* gw_http_conn_free, installed by gw_server_new: fair.c closes
                               an idle connection through it, not by calling up into server.c */
-    int64_t date_sec;      /* second of the cached Date value */
-    char date[40];         /* cached IMF-fixdate for the Date header */
-    char *rbuf; /* owned; GW_HTTP_BODY_READ bytes for direct body reads, or NULL until used */
+    /* listen.c's admission and attach of an accepted socket, installed by gw_server_new:
+     * the hand-out (gate.c) serves a connection through it on the loop it chose */
+    void (*attach)(struct gw_server *srv, int fd, const char *peer, size_t idx);
+    int64_t date_sec; /* second of the cached Date value */
+    char date[40];    /* cached IMF-fixdate for the Date header */
+    char *rbuf;       /* owned; GW_HTTP_BODY_READ bytes for direct body reads, or NULL until used */
+    size_t nidle;     /* length of idle */
+    struct gw_handout *handout;   /* borrowed: "accept": "acceptor" (handout.c), or NULL */
+    struct gw_handout_slot *slot; /* this server's slot in it */
+    struct gw_handoff *parked;    /* the acceptor's: accepted while no loop had room, oldest
+                                     first (its listeners are paused meanwhile) */
+    size_t nparked;               /* their count */
+    struct event *flush;          /* the acceptor's: owned; its turn, run from its loop */
 };
+
+/* An accepted connection the acceptor parked, or handed to another loop (gate.c). */
+struct gw_handoff {
+    struct gw_loopmsg m;          /* posted to the chosen loop's queue */
+    struct gw_handoff *next;      /* in the acceptor's parked list */
+    struct gw_handout_slot *slot; /* the loop it was handed to */
+    int fd;                       /* owned */
+    size_t idx;                   /* its listener */
+    char peer[64];                /* "ip:port" */
+};
+
+/*
+ * One loop's slot in the hand-out (gateway/http/handout.c).  The loop's own
+ * thread stores open and idle (gw_http_accept_gate, whenever they change);
+ * the acceptor adds to pending when it hands a connection over and the loop
+ * takes it off when it has taken the connection in (counted in open by then)
+ * or dropped it.  One cache line each: the loops write their own only.
+ */
+struct gw_handout_slot {
+    struct gw_server *srv;  /* its server (its loop's thread only) */
+    struct gw_loopq *q;     /* its loop's queue: where the acceptor posts connections */
+    _Atomic size_t open;    /* srv->nconns */
+    _Atomic size_t idle;    /* srv->nidle */
+    _Atomic size_t pending; /* handed over, not yet taken in */
+} __attribute__((aligned(64)));
+
+struct gw_handout {
+    struct gw_handout_slot *slot; /* slot[0..n): slot 0 the acceptor's */
+    size_t cap;                   /* slots allocated */
+    size_t n;                     /* servers joined (the control thread, before the loops run) */
+    size_t next;                  /* the acceptor's: where the next tie-break starts */
+    struct gw_loopq *ctlq;        /* the acceptor's loop's queue */
+    atomic_bool paused;           /* the acceptor paused its listeners: no loop had room */
+};
+
+/*
+ * gw_http_handout_join - srv (created on the control thread, before the loops
+ * run) takes the next slot of h, for connections posted to q.
+ * Returns 0, or ERR_NOMEM (more servers than gw_handout_new's loops).
+ */
+MUST_USE int gw_http_handout_join(struct gw_handout *h, struct gw_server *srv, struct gw_loopq *q);
+
+/*
+ * gw_http_handout_pick - the acceptor's choice for the next connection: of
+ * the slots below share (open + pending < share), the one with the fewest
+ * (ties taken in turn); else the one with the most idle connections (it
+ * sheds one); else NULL: no loop has room.  Acceptor's thread.
+ */
+struct gw_handout_slot *gw_http_handout_pick(struct gw_handout *h, size_t share);
 
 struct gw_conn {
     struct gw_server *srv;          /* owner */
@@ -307,6 +368,23 @@ void gw_http_pause_accepting(struct gw_server *srv);
  * turns idle.  In gate.c, which calls only gw_http_server_limits in the room.
  */
 void gw_http_accept_gate(struct gw_server *srv);
+
+/* gw_http_handout_start - the acceptor's (srv in slot 0 of its hand-out) turn event;
+ * nothing for the other loops.  Returns 0 or ERR_NOMEM. */
+MUST_USE int gw_http_handout_start(struct gw_server *srv);
+
+/*
+ * gw_http_handout_give - the acceptor accepted fd (owned) from peer on its S3
+ * listener idx (from its listener's callback): hand it to the loop with room
+ * and the fewest connections (gw_http_handout_pick), serving it here if that
+ * is this loop, or park it until a loop has room; then pause or resume the
+ * listeners (gate.c).
+ */
+void gw_http_handout_give(struct gw_server *srv, int fd, const char *peer, size_t idx);
+
+/* gw_http_handout_stop - close the acceptor's parked connections and free its turn event
+ * (drain, free; any server). */
+void gw_http_handout_stop(struct gw_server *srv);
 
 /* gw_http_now_ms - the monotonic clock in ms (conn_io.c). */
 uint64_t gw_http_now_ms(void);

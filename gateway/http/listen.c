@@ -42,32 +42,21 @@ peer_name(const struct sockaddr *sa, socklen_t len, char *out, size_t outlen)
     }
 }
 
-/* evconnlistener callback: one accepted socket */
+/*
+ * Admits the connection fd from peer on listener idx of srv and serves it
+ * (srv->attach: the hand-out calls it on the loop it chose).  The caller
+ * runs the accept gate after.
+ */
 static void
-on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+accept_attach(struct gw_server *srv, evutil_socket_t fd, const char *peer, size_t idx)
 {
-    struct gw_server *srv = arg;
-    size_t idx = 0;
-    while (idx < srv->nlisten && srv->lev[idx] != lev) {
-        idx++;
-    }
     struct gw_http_limits lim;
     gw_http_server_limits(&lim, srv);
-    if (srv->draining || idx == srv->nlisten) {
-        (void)evutil_closesocket(fd);
-        gw_http_pause_accepting(srv);
-        return;
-    }
-    char peer[64];
-    peer_name(sa, (socklen_t)salen, peer, sizeof(peer));
     bool full = false;
     struct gw_client *cl = gw_http_fair_admit(srv, peer, &lim, &full);
     if (cl == NULL) {
         /* over its address's share (logged there), or at the limit with nothing idle */
         (void)evutil_closesocket(fd);
-        if (full) {
-            gw_http_accept_gate(srv);
-        }
         return;
     }
     int one = 1;
@@ -95,6 +84,29 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
     if (gw_http_conn_attach(srv, bev, peer, srv->tls[idx] != NULL, kind, cl) != 0) {
         log_warn("%s: out of memory", peer);
     }
+}
+
+/* evconnlistener callback: one accepted socket */
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+    struct gw_server *srv = arg;
+    size_t idx = 0;
+    while (idx < srv->nlisten && srv->lev[idx] != lev) {
+        idx++;
+    }
+    if (srv->draining || idx == srv->nlisten) {
+        (void)evutil_closesocket(fd);
+        gw_http_pause_accepting(srv);
+        return;
+    }
+    char peer[64];
+    peer_name(sa, (socklen_t)salen, peer, sizeof(peer));
+    if (srv->handout != NULL && idx < srv->ns3) {
+        gw_http_handout_give(srv, fd, peer, idx); /* to the loop with the fewest */
+        return;
+    }
+    accept_attach(srv, fd, peer, idx);
     gw_http_accept_gate(srv);
 }
 
@@ -109,17 +121,39 @@ on_accept_error(struct evconnlistener *lev, void *arg)
     log_warn("accept: %s", evutil_socket_error_to_string(err));
 }
 
+/* Listener i's TLS context, when l has a certificate (port: for the messages). */
+static int
+listen_tls(struct gw_server *srv, size_t i, const struct gw_listen *l, const char *port,
+           char *errbuf, size_t errlen)
+{
+    if (l->tls_cert == NULL && l->tls_key == NULL) {
+        return 0;
+    }
+    if (l->tls_cert == NULL || l->tls_key == NULL) {
+        (void)snprintf(errbuf, errlen, "listen %s:%s: tls_cert and tls_key go together", l->host,
+                       port);
+        return ERR_INVAL;
+    }
+    return gw_tls_new(l->tls_cert, l->tls_key, &srv->tls[i], errbuf, errlen);
+}
+
 /*
  * Binds listener i to l's host and port (or to port when not 0: a worker
  * server takes the first server's ports), with SO_REUSEPORT when reuseport
- * (several servers, one socket each, on one port).
+ * (several servers, one socket each, on one port).  With bind false (a loop
+ * that is handed its connections), only records port and loads the TLS
+ * context.
  */
 static int
 listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, uint16_t port_over,
-           bool reuseport, const char *what, char *errbuf, size_t errlen)
+           bool reuseport, bool bind, const char *what, char *errbuf, size_t errlen)
 {
     char port[8];
     (void)snprintf(port, sizeof(port), "%u", (unsigned)(port_over != 0 ? port_over : l->port));
+    if (!bind) {
+        srv->port[i] = port_over;
+        return listen_tls(srv, i, l, port, errbuf, errlen);
+    }
     struct addrinfo hints;
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -155,16 +189,9 @@ listen_one(struct gw_server *srv, size_t i, const struct gw_listen *l, uint16_t 
             srv->port[i] = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
     }
-    if (l->tls_cert != NULL || l->tls_key != NULL) {
-        if (l->tls_cert == NULL || l->tls_key == NULL) {
-            (void)snprintf(errbuf, errlen, "listen %s:%s: tls_cert and tls_key go together",
-                           l->host, port);
-            return ERR_INVAL;
-        }
-        rc = gw_tls_new(l->tls_cert, l->tls_key, &srv->tls[i], errbuf, errlen);
-        if (rc != 0) {
-            return rc;
-        }
+    rc = listen_tls(srv, i, l, port, errbuf, errlen);
+    if (rc != 0) {
+        return rc;
     }
     log_info("listening on %s:%u%s%s", l->host, (unsigned)srv->port[i],
              srv->tls[i] != NULL ? " (TLS)" : "", what);
@@ -193,6 +220,7 @@ gw_server_new_opts(struct event_base *base, const struct gw_config *cfg, gw_requ
     }
     srv->base = base;
     srv->shed = gw_http_conn_free;
+    srv->attach = accept_attach;
     srv->cfg = cfg;
     srv->on_request = on_request;
     srv->arg = arg;
@@ -203,7 +231,17 @@ gw_server_new_opts(struct event_base *base, const struct gw_config *cfg, gw_requ
         goto fail;
     }
     const struct gw_server *first = opts->first;
-    bool reuseport = opts->reuseport || first != NULL;
+    if (opts->handout != NULL && gw_http_handout_join(opts->handout, srv, opts->q) != 0) {
+        (void)snprintf(errbuf, errlen, "more loops than the hand-out was made for");
+        goto fail;
+    }
+    if (opts->handout != NULL && gw_http_handout_start(srv) != 0) {
+        (void)snprintf(errbuf, errlen, "out of memory");
+        goto fail;
+    }
+    /* handed its connections: a loop beside the acceptor binds nothing */
+    bool bind = opts->handout == NULL || first == NULL;
+    bool reuseport = opts->handout == NULL && (opts->reuseport || first != NULL);
     for (size_t i = 0; i < cfg->nlisten && i < GW_CONFIG_MAX_LISTEN; i++) {
         srv->nlisten = i + 1;
         srv->ns3 = srv->nlisten;
@@ -213,7 +251,7 @@ gw_server_new_opts(struct event_base *base, const struct gw_config *cfg, gw_requ
                            cfg->listen[i].host, i);
             goto fail;
         }
-        if (listen_one(srv, i, &cfg->listen[i], port, reuseport, "", errbuf, errlen) != 0) {
+        if (listen_one(srv, i, &cfg->listen[i], port, reuseport, bind, "", errbuf, errlen) != 0) {
             goto fail;
         }
     }
@@ -221,7 +259,8 @@ gw_server_new_opts(struct event_base *base, const struct gw_config *cfg, gw_requ
     for (size_t i = 0; first == NULL && i < cfg->nadmin_listen && i < GW_CONFIG_MAX_LISTEN; i++) {
         size_t k = srv->ns3 + i;
         srv->nlisten = k + 1;
-        if (listen_one(srv, k, &cfg->admin_listen[i], 0, false, " (admin)", errbuf, errlen) != 0) {
+        if (listen_one(srv, k, &cfg->admin_listen[i], 0, false, true, " (admin)", errbuf, errlen) !=
+            0) {
             goto fail;
         }
     }
@@ -255,6 +294,7 @@ gw_server_drain(struct gw_server *srv, void (*done)(void *arg), void *arg)
     srv->drain_done = done;
     srv->drain_arg = arg;
     free_listeners(srv);
+    gw_http_handout_stop(srv);
     struct gw_conn *c = NULL;
     TAILQ_FOREACH (c, &srv->conns, link) {
         if (c->req == NULL && !c->head_started && !c->closing) {
@@ -277,6 +317,7 @@ gw_server_free(struct gw_server *srv)
     srv->drain_done = NULL;
     srv->draining = true;
     free_listeners(srv);
+    gw_http_handout_stop(srv);
     struct gw_conn *c = TAILQ_FIRST(&srv->conns);
     while (c != NULL) {
         struct gw_conn *next = TAILQ_NEXT(c, link);

@@ -447,6 +447,7 @@ gw_http_conn_free(struct gw_conn *c)
     TAILQ_REMOVE(&srv->conns, c, link);
     if (c->is_idle) {
         TAILQ_REMOVE(&srv->idle, c, idle_link);
+        srv->nidle--;
     }
     if (c->client != NULL) {
         if (c->relayed) {
@@ -458,8 +459,8 @@ gw_http_conn_free(struct gw_conn *c)
     srv->nconns--;
     GW_GAUGE_DEC(client_conns_open);
     free(c);
-    if (srv->accepting_paused) {
-        gw_http_accept_gate(srv);
+    if (srv->accepting_paused || srv->handout != NULL) {
+        gw_http_accept_gate(srv); /* with the hand-out: publish the count (gate.c) */
     }
     if (srv->draining && srv->nconns == 0 && srv->drain_done != NULL) {
         void (*done)(void *) = srv->drain_done;

@@ -46,6 +46,10 @@
 # Tuning: BENCH_SECS (10), BENCH_REPEATS (2), BENCH_BYTES (1048576),
 # BENCH_CONNS (per N: 8 x N, at least 16), BENCH_WRK_THREADS (the load CPUs,
 # at most 8), BENCH_ORIGIN_WORKERS (half the CPUs, at least 1), BENCH_KEEP=1.
+# BENCH_ACCEPT: the gateway's "accept" modes to run ("reuseport", the
+# default, and/or "acceptor": target gw-acceptor, at N > 1 only; its scaling
+# is against gw at the first N).  BENCH_CLOSE=1: every request on a new
+# connection (wrk sends "Connection: close"), the acceptor's worst case.
 # Fails if a target answers wrongly, or if the gateway forwards a body that
 # does not match the signed hash; asserts nothing about speed.  Every process started
 # here is stopped by PID in the EXIT trap; nothing is killed by name.
@@ -165,9 +169,10 @@ ORG_PID=$!
 wait_code "http://127.0.0.1:$ORG_PORT/bench/" 403 || die "origin does not answer: $(tail -3 "$T/nginx-origin/error.log")"
 
 # Does this build know "workers"?  (check-config refuses unknown keys.)
-gw_json() { # N PORT: a gateway config; "workers" only when the build has it
+gw_json() { # N PORT [ACCEPT]: a gateway config; "workers" only when the build has it
     local w=""
     [ "$HAS_WORKERS" = 1 ] && w="\"workers\": $1,"
+    [ -n "${3:-}" ] && w="$w \"accept\": \"$3\","
     mkdir -p "$T/gw-data-$1"
     cat <<EOF
 {"listen": ["127.0.0.1:$2"], "data_dir": "$T/gw-data-$1", "log_level": "warn", $w
@@ -189,6 +194,7 @@ local f = assert(io.open(os.getenv("BENCH_BODY"), "rb"))
 wrk.method = "PUT"
 wrk.body = f:read("*a")
 f:close()
+if os.getenv("BENCH_CLOSE") == "1" then wrk.headers["Connection"] = "close" end
 local h = os.getenv("BENCH_HEADERS")
 if h and h ~= "" then
     local hf = assert(io.open(h, "r"))
@@ -211,7 +217,9 @@ start_target() {
         TGT_PID=$! TGT_NGINX=peer-$n
         wait_code "http://127.0.0.1:$TGT_PORT/bench/" 403 || die "nginx does not answer"
     else
-        gw_json "$n" "$TGT_PORT" >"$T/gw-$n.json"
+        local acc=""
+        [ "$tg" = gw-acceptor ] && acc=acceptor
+        gw_json "$n" "$TGT_PORT" "$acc" >"$T/gw-$n.json"
         taskset -c "$srv" "$BIN" serve -c "$T/gw-$n.json" </dev/null >"$T/gw-$n.log" 2>&1 &
         TGT_PID=$!
         wait_code "http://127.0.0.1:$TGT_PORT/readyz" 200 || die "gateway not ready: $(tail -5 "$T/gw-$n.log")"
@@ -242,24 +250,37 @@ check() {
     got=$(curl -s -o /dev/null -w '%{http_code}' -T "$T/body" "${hdr[@]}" "http://127.0.0.1:$TGT_PORT/bench/obj")
     case $got in 200 | 201 | 204) ;; *) die "PUT via $tg: HTTP $got" ;; esac
     cmp -s "$T/origin/bench/obj" "$T/body" || die "PUT via $tg: the origin holds other bytes"
-    if [ "$tg" = gw ]; then
+    if [ "$tg" != nginx ]; then
         head -c "$BYTES" /dev/urandom >"$T/other"
         got=$(curl -s -o /dev/null -w '%{http_code}' -T "$T/other" "${hdr[@]}" "http://127.0.0.1:$TGT_PORT/bench/obj")
         case $got in 4??) ;; *) die "PUT of other bytes under the signed hash via gw: HTTP $got, want 4xx" ;; esac
     fi
 }
 
+TARGETS=()
+for m in ${BENCH_ACCEPT:-reuseport}; do
+    case $m in
+    reuseport) TARGETS+=(gw) ;;
+    acceptor) TARGETS+=(gw-acceptor) ;;
+    *) die "BENCH_ACCEPT: \"reuseport\" and/or \"acceptor\", not '$m'" ;;
+    esac
+done
+TARGETS+=(nginx)
 RES=$T/results.tsv
 : >"$RES"
 T0=$(date +%s)
 for ((r = 0; r < REPEATS; r++)); do
     for n in "${COUNTS[@]}"; do
-        order=(gw nginx)
-        [ $((r % 2)) = 1 ] && order=(nginx gw)
+        order=("${TARGETS[@]}")
+        if [ $((r % 2)) = 1 ]; then
+            order=()
+            for ((k = ${#TARGETS[@]} - 1; k >= 0; k--)); do order+=("${TARGETS[k]}"); done
+        fi
         for tg in "${order[@]}"; do
-            if [ "$tg" = gw ] && [ "$HAS_WORKERS" = 0 ] && [ "$n" != 1 ]; then
+            if [ "$tg" != nginx ] && [ "$HAS_WORKERS" = 0 ] && [ "$n" != 1 ]; then
                 continue
             fi
+            [ "$tg" = gw-acceptor ] && [ "$n" = 1 ] && continue # one loop: nothing to hand out
             read -r srv load <<<"$(cpus "$n")"
             start_target "$tg" "$n"
             # shellcheck disable=SC2046
@@ -273,7 +294,7 @@ for ((r = 0; r < REPEATS; r++)); do
             headers "$tg"
             # shellcheck disable=SC2046
             c0=$(cpu_ticks $(target_pids "$tg"))
-            BENCH_BODY=$T/body BENCH_HEADERS=$T/headers taskset -c "$load" "$WRK" -t"$thr" -c"$conns" \
+            BENCH_BODY=$T/body BENCH_HEADERS=$T/headers BENCH_CLOSE=${BENCH_CLOSE:-0} taskset -c "$load" "$WRK" -t"$thr" -c"$conns" \
                 -d"${SECS}s" --latency -s "$T/wrk.lua" "http://127.0.0.1:$TGT_PORT/bench/obj" >"$T/wrk.out" 2>&1 ||
                 die "wrk failed: $(cat "$T/wrk.out")"
             # shellcheck disable=SC2046
@@ -290,10 +311,12 @@ ELAPSED=$(($(date +%s) - T0))
 
 echo
 echo "== fencegate cores benchmark: signed-payload PUT $((BYTES / 1024)) KiB, $(date -u +%Y-%m-%d)," \
-    "$NCPU CPUs, ${SECS}s x $REPEATS repeats, $ELAPSED s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$NCPU CPUs, ${SECS}s x $REPEATS repeats, $ELAPSED s, load average $(cut -d' ' -f1-3 /proc/loadavg)" \
+    "$([ "${BENCH_CLOSE:-0}" = 1 ] && echo ", a new connection per request")"
 echo
 # medians over the repeats of req/s, p50, p99 and CPU per request; ratio: req/s over the first N's
-awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}" -v counts="${COUNTS[*]}" -v hasw="$HAS_WORKERS" '
+awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}" -v counts="${COUNTS[*]}" \
+    -v hasw="$HAS_WORKERS" -v targets="${TARGETS[*]}" '
     function med(s,   a, k, i, j, t) {
         k = split(s, a, " ")
         for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -306,16 +329,18 @@ awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}"
         printf "| target | N | conns | req/s | MiB/s | p50 ms | p99 ms | CPU us/req | CPUs busy | scaling | gw/nginx CPU |\n"
         printf "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
         nc = split(counts, cs, " ")
-        for (t = 1; t <= 2; t++) {
-            tg = t == 1 ? "gw" : "nginx"
+        nt = split(targets, ts, " ")
+        for (t = 1; t <= nt; t++) {
+            tg = ts[t]
             for (i = 1; i <= nc; i++) {
                 n = cs[i]; key = tg SUBSEP n
+                if (tg == "gw-acceptor" && n == 1) continue
                 if (!(key in rps)) { printf "| %s | %s | - | n/a (no workers key) | | | | | | | |\n", tg, n; continue }
                 r = med(rps[key]); c = med(cpu[key])
-                f = tg SUBSEP first
+                f = (tg == "gw-acceptor" ? "gw" : tg) SUBSEP first
                 sc = (f in rps) && med(rps[f]) > 0 ? sprintf("%.2fx", r / med(rps[f])) : "-"
                 rel = "-"
-                if (tg == "gw" && (("nginx" SUBSEP n) in cpu) && med(cpu["nginx" SUBSEP n]) > 0)
+                if (tg != "nginx" && (("nginx" SUBSEP n) in cpu) && med(cpu["nginx" SUBSEP n]) > 0)
                     rel = sprintf("%.2fx", c / med(cpu["nginx" SUBSEP n]))
                 printf "| %s | %s | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %.2f | %s | %s |\n", tg, n, conns[key], r,
                     r * bytes / 1048576, med(p50[key]), med(p99[key]), c, med(busy[key]), sc, rel
@@ -325,4 +350,5 @@ awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}"
 echo
 echo "CPUs busy: the target's CPU seconds per second of the run (below N: the load generator or the origin held it back);"
 echo "scaling: req/s at N over req/s at N=${COUNTS[0]}, same target; gw/nginx CPU: CPU per request, gateway over nginx at the same N"
-echo "command: FENCEGATE_BIN=$BIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS bash tests/bench/cores_bench.sh ${COUNTS[*]}"
+echo "command: FENCEGATE_BIN=$BIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS BENCH_ACCEPT=\"${BENCH_ACCEPT:-reuseport}\"" \
+    "BENCH_CLOSE=${BENCH_CLOSE:-0}${BENCH_CONNS:+ BENCH_CONNS=$BENCH_CONNS} bash tests/bench/cores_bench.sh ${COUNTS[*]}"

@@ -184,6 +184,7 @@ test_defaults(void **state)
     assert_string_equal(cfg->log_level, "info");
     assert_false(cfg->allow_anonymous);
     assert_int_equal(cfg->workers, 0); /* one loop per CPU (gw_config_workers) */
+    assert_int_equal(cfg->accept, GW_ACCEPT_REUSEPORT);
     assert_null(cfg->virtual_host_domains);
     assert_string_equal(cfg->upstream.region, "us-east-1");
     assert_int_equal(cfg->upstream.addressing, GW_ADDR_PATH);
@@ -239,7 +240,8 @@ test_all_keys(void **state)
     struct gw_config *cfg = load_ok(
         "{\"listen\":[\"[::1]:0\",{\"address\":\"0.0.0.0:9443\",\"tls_cert\":\"c.pem\","
         "\"tls_key\":\"k.pem\"}],\"data_dir\":\"d\",\"gateway_id\":\"gw-1\",\"log_level\":\"warn\","
-        "\"allow_anonymous\":true,\"workers\":1,\"virtual_host_domains\":[\"s3.example.com\","
+        "\"allow_anonymous\":true,\"workers\":1,\"accept\":\"acceptor\","
+        "\"virtual_host_domains\":[\"s3.example.com\","
         "\"localhost\"],"
         "\"upstream\":{\"endpoint\":\"https://s3.example.net:8443/\",\"region\":\"eu-west-1\","
         "\"addressing\":\"virtual\",\"access_key\":\"AK\",\"secret_key\":\"SK\","
@@ -272,6 +274,7 @@ test_all_keys(void **state)
     assert_string_equal(cfg->log_level, "warn");
     assert_true(cfg->allow_anonymous);
     assert_int_equal(cfg->workers, 1);
+    assert_int_equal(cfg->accept, GW_ACCEPT_ACCEPTOR);
     assert_string_equal(cfg->virtual_host_domains[1], "localhost");
     assert_string_equal(cfg->upstream.endpoint, "https://s3.example.net:8443");
     assert_string_equal(cfg->upstream.region, "eu-west-1");
@@ -346,6 +349,8 @@ test_wrong_types(void **state)
                "limits.max_headers: expected an integer");
     expect_err(MIN_PREFIX ",\"allow_anonymous\":\"yes\"}",
                "allow_anonymous: expected true or false");
+    expect_err(MIN_PREFIX ",\"accept\":\"kernel\"}",
+               "accept: must be \"reuseport\" or \"acceptor\"");
     expect_err(MIN_PREFIX ",\"fences\":{}}", "fences: expected an array of objects");
     expect_err(MIN_PREFIX ",\"fences\":[7]}", "fences[0]: expected an object");
     expect_err(MIN_PREFIX ",\"principals\":\"x\"}", "principals: expected an array of objects");

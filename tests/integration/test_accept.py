@@ -1,0 +1,165 @@
+"""Accepting with the acceptor (DESIGN "Worker loops", "Accepting"):
+`"accept": "acceptor"` has the control loop accept every connection on the
+S3 ports and hand it to the loop with the fewest open connections, so the
+loops share the connections evenly, whatever the kernel's hash would have
+done, and limits.max_connections holds for the process, not per loop.
+Which loop took a request is read from the debug log ("... on loop N")."""
+import http.client
+import socket
+import subprocess
+import time
+
+import requests
+
+from conftest import free_port
+from test_workers import takes_of
+
+LOOPS = 4
+
+
+def acceptor(gateway, bucket, loops=LOOPS, **extra):
+    cfg = {"workers": loops, "accept": "acceptor", "log_level": "debug"}
+    cfg.update(extra)
+    return gateway(cfg)
+
+
+def head(gw, path, rid):
+    return (f"GET {path} HTTP/1.1\r\nHost: {gw.host}\r\n"
+            f"x-amz-request-id: {rid}\r\n\r\n").encode()
+
+
+def loops_of(gw, rids):
+    """rid -> the loop that took it from its client (a relayed request is
+    taken again on loop 0: the first take is its client's loop)."""
+    takes = takes_of(gw, rids)
+    out = {}
+    for rid, t in takes.items():
+        direct = [loop for loop, relayed in t if not relayed]
+        assert len(direct) == 1, (rid, t)
+        out[rid] = direct[0]
+    return out
+
+
+def answer(s):
+    """The answer to the request just sent on s: (status, its request id)."""
+    r = http.client.HTTPResponse(s)
+    r.begin()
+    r.read()
+    return r.status, r.getheader("x-fencegate-request-id") or r.getheader("x-amz-request-id")
+
+
+def ask(gw, conns, bucket, tag):
+    """One request on each open connection, in turn; returns their ids."""
+    rids = []
+    for i, s in enumerate(conns):
+        s.sendall(head(gw, f"/{bucket}/", f"{tag}{i}"))
+        st, rid = answer(s)
+        assert st == 200, st
+        rids.append(rid)
+    return rids
+
+
+def test_connections_are_shared_evenly(gateway, rgw, bucket):
+    """2 x LOOPS kept-alive connections: each loop takes exactly two (by the
+    kernel's hash alone, that happens 4 % of the time)."""
+    gw = acceptor(gateway, bucket)
+    assert "the control loop handing out every connection" in gw.log()
+    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+             for _ in range(2 * LOOPS)]
+    try:
+        time.sleep(0.3)  # every hand-over taken in before the counts are read again
+        rids = ask(gw, conns, bucket, "even")
+        per = loops_of(gw, rids)
+        counts = [list(per.values()).count(n) for n in range(LOOPS)]
+        assert counts == [2] * LOOPS, counts
+        # a connection stays on its loop
+        again = loops_of(gw, ask(gw, conns, bucket, "again"))
+        assert list(again.values()) == [per[r] for r in rids]
+    finally:
+        for s in conns:
+            s.close()
+    # closed ones free their loops: new connections fill them again evenly
+    time.sleep(0.3)
+    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(LOOPS)]
+    try:
+        time.sleep(0.3)
+        per = loops_of(gw, ask(gw, conns, bucket, "refill"))
+        assert sorted(per.values()) == list(range(LOOPS)), per
+    finally:
+        for s in conns:
+            s.close()
+
+
+def test_max_connections_holds_for_the_process(gateway, rgw, bucket):
+    """limits.max_connections 4 on two loops: four busy connections are
+    admitted, wherever they land; a fifth waits in the backlog (not refused)
+    and is served as soon as a worker loop's connection closes: the worker
+    wakes the paused acceptor."""
+    gw = acceptor(gateway, bucket, loops=2,
+                  limits={"max_connections": 4, "max_connections_per_client": 8})
+    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(4)]
+    extra = None
+    try:
+        time.sleep(0.3)
+        per = loops_of(gw, ask(gw, conns, bucket, "busy"))
+        assert sorted(per.values()) == [0, 0, 1, 1], per
+        for s in conns:  # busy: a head begun, so none is idle to be shed
+            s.sendall(f"GET /{bucket}/ HTTP/1.1\r\nHost: {gw.host}\r\n".encode())
+        time.sleep(0.3)
+        extra = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+        extra.sendall(head(gw, f"/{bucket}/", "fifth"))
+        extra.settimeout(1.5)
+        try:
+            got = extra.recv(100)
+            raise AssertionError(f"a fifth connection was served or closed: {got!r}")
+        except socket.timeout:
+            pass
+        assert "not accepting more" in gw.log()
+        worker = [i for i, rid in enumerate(per) if per[rid] == 1][0]
+        conns[worker].close()
+        extra.settimeout(10)
+        assert answer(extra)[0] == 200
+    finally:
+        for s in conns:
+            s.close()
+        if extra is not None:
+            extra.close()
+
+
+def test_tls_connections_are_handed_out(gateway, rgw, bucket, tmp_path):
+    """A TLS listener: the loops the acceptor hands connections to finish the
+    handshake with the listener's certificate, and serve."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    port = free_port()
+    gw = gateway({"workers": 2, "accept": "acceptor", "log_level": "debug",
+                  "listen": [{"address": f"127.0.0.1:{port}", "tls_cert": str(cert),
+                              "tls_key": str(key)}]}, port=port, wait=False)
+    url = f"https://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if requests.get(f"{url}/healthz", timeout=5, verify=str(cert)).status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        assert time.monotonic() < deadline, gw.log()[-2000:]
+        time.sleep(0.1)
+    rids = []
+    for _ in range(4):  # new connections, in turn on each loop
+        r = requests.get(f"{url}/{bucket}/", timeout=10, verify=str(cert))
+        assert r.status_code == 200, r.text
+        rids.append(r.headers.get("x-fencegate-request-id") or r.headers["x-amz-request-id"])
+    assert set(loops_of(gw, rids).values()) == {0, 1}
+
+
+def test_unknown_accept_mode_is_refused(gateway, tmp_path):
+    gw = gateway({"accept": "kernel"}, wait=False)
+    deadline = time.monotonic() + 10
+    while gw.proc.poll() is None:
+        assert time.monotonic() < deadline, "the gateway started with accept: kernel"
+        time.sleep(0.05)
+    assert gw.proc.returncode != 0
+    assert 'accept: must be "reuseport" or "acceptor"' in gw.log()
