@@ -135,8 +135,8 @@ static const struct gw_json_table_choice cond_choices[] = {
 };
 
 static const struct gw_json_table_choice accept_choices[] = {
-    {"reuseport", GW_ACCEPT_REUSEPORT},
     {"acceptor", GW_ACCEPT_ACCEPTOR},
+    {"reuseport", GW_ACCEPT_REUSEPORT},
     {NULL, 0},
 };
 
@@ -249,7 +249,7 @@ static const struct gw_json_table_field top_fields[] = {
     FSTR("access_log", TOP(access_log), 0, 1, 0, "off", V_NONE),
     FBOOL("allow_anonymous", TOP(allow_anonymous), false),
     FU32("workers", TOP(workers), 0, GW_CONFIG_MAX_WORKERS, 0),
-    FENUM("accept", TOP(accept), 0, GW_ACCEPT_REUSEPORT, accept_choices),
+    FENUM("accept", TOP(accept), 0, GW_ACCEPT_ACCEPTOR, accept_choices),
     FLIST("virtual_host_domains", TOP(virtual_host_domains), V_DOMAIN),
     FCUSTOM("upstream", TOP(upstream), gw_config_on_upstream),
     FCUSTOM("auth", TOP(auth), on_auth),

@@ -51,9 +51,9 @@ struct gw_principal {
 
 /* "accept": how connections reach the worker loops (DESIGN "Worker loops", "Accepting"). */
 enum gw_accept {
-    GW_ACCEPT_REUSEPORT = 0, /* every loop its own SO_REUSEPORT socket; the kernel picks */
-    GW_ACCEPT_ACCEPTOR,      /* the control loop accepts, and hands each connection to
-                                the loop with the fewest */
+    GW_ACCEPT_ACCEPTOR = 0, /* the control loop accepts, and hands each connection to the
+                               loop with room and the fewest (default) */
+    GW_ACCEPT_REUSEPORT,    /* every loop its own SO_REUSEPORT socket; the kernel's hash picks */
 };
 
 /* fencing.conditional_writes: fenced overwrites sent as conditional writes
@@ -104,7 +104,7 @@ struct gw_config {
     size_t nadmin_listen;
     uint32_t workers;      /* event loops serving clients; 0: the CPUs this process may use
                               (gw_config_workers, the default); 1: one loop, the control loop */
-    enum gw_accept accept; /* how the loops get their connections; default reuseport */
+    enum gw_accept accept; /* how the loops get their connections; default acceptor */
 
     char *data_dir; /* owned; LMDB environment and other state */
     char

@@ -46,9 +46,9 @@
 # Tuning: BENCH_SECS (10), BENCH_REPEATS (2), BENCH_BYTES (1048576),
 # BENCH_CONNS (per N: 8 x N, at least 16), BENCH_WRK_THREADS (the load CPUs,
 # at most 8), BENCH_ORIGIN_WORKERS (half the CPUs, at least 1), BENCH_KEEP=1.
-# BENCH_ACCEPT: the gateway's "accept" modes to run ("reuseport", the
-# default, and/or "acceptor": target gw-acceptor, at N > 1 only; its scaling
-# is against gw at the first N).  BENCH_CLOSE=1: every request on a new
+# BENCH_ACCEPT: "accept" modes to run beside the build's default (target gw):
+# "acceptor" and/or "reuseport", as targets gw-acceptor and gw-reuseport, at
+# N > 1 only (their scaling is against gw at the first N).  BENCH_CLOSE=1: every request on a new
 # connection (wrk sends "Connection: close"), the acceptor's worst case.
 # Fails if a target answers wrongly, or if the gateway forwards a body that
 # does not match the signed hash; asserts nothing about speed.  Every process started
@@ -218,7 +218,7 @@ start_target() {
         wait_code "http://127.0.0.1:$TGT_PORT/bench/" 403 || die "nginx does not answer"
     else
         local acc=""
-        [ "$tg" = gw-acceptor ] && acc=acceptor
+        case $tg in gw-*) acc=${tg#gw-} ;; esac
         gw_json "$n" "$TGT_PORT" "$acc" >"$T/gw-$n.json"
         taskset -c "$srv" "$BIN" serve -c "$T/gw-$n.json" </dev/null >"$T/gw-$n.log" 2>&1 &
         TGT_PID=$!
@@ -257,12 +257,11 @@ check() {
     fi
 }
 
-TARGETS=()
-for m in ${BENCH_ACCEPT:-reuseport}; do
+TARGETS=(gw)
+for m in ${BENCH_ACCEPT:-}; do
     case $m in
-    reuseport) TARGETS+=(gw) ;;
-    acceptor) TARGETS+=(gw-acceptor) ;;
-    *) die "BENCH_ACCEPT: \"reuseport\" and/or \"acceptor\", not '$m'" ;;
+    acceptor | reuseport) TARGETS+=("gw-$m") ;;
+    *) die "BENCH_ACCEPT: \"acceptor\" and/or \"reuseport\", not '$m'" ;;
     esac
 done
 TARGETS+=(nginx)
@@ -280,7 +279,7 @@ for ((r = 0; r < REPEATS; r++)); do
             if [ "$tg" != nginx ] && [ "$HAS_WORKERS" = 0 ] && [ "$n" != 1 ]; then
                 continue
             fi
-            [ "$tg" = gw-acceptor ] && [ "$n" = 1 ] && continue # one loop: nothing to hand out
+            case $tg in gw-*) [ "$n" = 1 ] && continue ;; esac # one loop: one way to accept
             read -r srv load <<<"$(cpus "$n")"
             start_target "$tg" "$n"
             # shellcheck disable=SC2046
@@ -334,10 +333,10 @@ awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}"
             tg = ts[t]
             for (i = 1; i <= nc; i++) {
                 n = cs[i]; key = tg SUBSEP n
-                if (tg == "gw-acceptor" && n == 1) continue
+                if (tg ~ /^gw-/ && n == 1) continue
                 if (!(key in rps)) { printf "| %s | %s | - | n/a (no workers key) | | | | | | | |\n", tg, n; continue }
                 r = med(rps[key]); c = med(cpu[key])
-                f = (tg == "gw-acceptor" ? "gw" : tg) SUBSEP first
+                f = (tg ~ /^gw-/ ? "gw" : tg) SUBSEP first
                 sc = (f in rps) && med(rps[f]) > 0 ? sprintf("%.2fx", r / med(rps[f])) : "-"
                 rel = "-"
                 if (tg != "nginx" && (("nginx" SUBSEP n) in cpu) && med(cpu["nginx" SUBSEP n]) > 0)
@@ -350,5 +349,5 @@ awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}"
 echo
 echo "CPUs busy: the target's CPU seconds per second of the run (below N: the load generator or the origin held it back);"
 echo "scaling: req/s at N over req/s at N=${COUNTS[0]}, same target; gw/nginx CPU: CPU per request, gateway over nginx at the same N"
-echo "command: FENCEGATE_BIN=$BIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS BENCH_ACCEPT=\"${BENCH_ACCEPT:-reuseport}\"" \
+echo "command: FENCEGATE_BIN=$BIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS BENCH_ACCEPT=\"${BENCH_ACCEPT:-}\"" \
     "BENCH_CLOSE=${BENCH_CLOSE:-0}${BENCH_CONNS:+ BENCH_CONNS=$BENCH_CONNS} bash tests/bench/cores_bench.sh ${COUNTS[*]}"

@@ -1,8 +1,9 @@
 """Accepting with the acceptor (DESIGN "Worker loops", "Accepting"):
-`"accept": "acceptor"` has the control loop accept every connection on the
-S3 ports and hand it to the loop with the fewest open connections, so the
-loops share the connections evenly, whatever the kernel's hash would have
-done, and limits.max_connections holds for the process, not per loop.
+`"accept": "acceptor"`, the default, has the control loop accept every
+connection on the S3 ports and hand it to the loop with room and the fewest
+open connections, so the loops share the connections evenly, whatever the
+kernel's hash would have done, and limits.max_connections holds for the
+process, not per loop; "reuseport" leaves the choice to the kernel.
 Which loop took a request is read from the debug log ("... on loop N")."""
 import http.client
 import socket
@@ -155,6 +156,19 @@ def test_tls_connections_are_handed_out(gateway, rgw, bucket, tmp_path):
     assert set(loops_of(gw, rids).values()) == {0, 1}
 
 
+def test_reuseport_lets_the_kernel_spread_them(gateway, rgw, bucket):
+    """"accept": "reuseport": every loop listens on the port itself and the
+    kernel's hash spreads new connections; over 16 both loops take some
+    (all on one: 2^-15), and nothing is handed out."""
+    gw = acceptor(gateway, bucket, loops=2, accept="reuseport")
+    assert "handing out" not in gw.log()
+    rids = []
+    for _ in range(16):
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+            rids += ask(gw, [s], bucket, "hash")
+    assert set(loops_of(gw, rids).values()) == {0, 1}
+
+
 def test_unknown_accept_mode_is_refused(gateway, tmp_path):
     gw = gateway({"accept": "kernel"}, wait=False)
     deadline = time.monotonic() + 10
@@ -162,4 +176,4 @@ def test_unknown_accept_mode_is_refused(gateway, tmp_path):
         assert time.monotonic() < deadline, "the gateway started with accept: kernel"
         time.sleep(0.05)
     assert gw.proc.returncode != 0
-    assert 'accept: must be "reuseport" or "acceptor"' in gw.log()
+    assert 'accept: must be "acceptor" or "reuseport"' in gw.log()

@@ -184,7 +184,7 @@ test_defaults(void **state)
     assert_string_equal(cfg->log_level, "info");
     assert_false(cfg->allow_anonymous);
     assert_int_equal(cfg->workers, 0); /* one loop per CPU (gw_config_workers) */
-    assert_int_equal(cfg->accept, GW_ACCEPT_REUSEPORT);
+    assert_int_equal(cfg->accept, GW_ACCEPT_ACCEPTOR);
     assert_null(cfg->virtual_host_domains);
     assert_string_equal(cfg->upstream.region, "us-east-1");
     assert_int_equal(cfg->upstream.addressing, GW_ADDR_PATH);
@@ -240,7 +240,7 @@ test_all_keys(void **state)
     struct gw_config *cfg = load_ok(
         "{\"listen\":[\"[::1]:0\",{\"address\":\"0.0.0.0:9443\",\"tls_cert\":\"c.pem\","
         "\"tls_key\":\"k.pem\"}],\"data_dir\":\"d\",\"gateway_id\":\"gw-1\",\"log_level\":\"warn\","
-        "\"allow_anonymous\":true,\"workers\":1,\"accept\":\"acceptor\","
+        "\"allow_anonymous\":true,\"workers\":1,\"accept\":\"reuseport\","
         "\"virtual_host_domains\":[\"s3.example.com\","
         "\"localhost\"],"
         "\"upstream\":{\"endpoint\":\"https://s3.example.net:8443/\",\"region\":\"eu-west-1\","
@@ -274,7 +274,7 @@ test_all_keys(void **state)
     assert_string_equal(cfg->log_level, "warn");
     assert_true(cfg->allow_anonymous);
     assert_int_equal(cfg->workers, 1);
-    assert_int_equal(cfg->accept, GW_ACCEPT_ACCEPTOR);
+    assert_int_equal(cfg->accept, GW_ACCEPT_REUSEPORT);
     assert_string_equal(cfg->virtual_host_domains[1], "localhost");
     assert_string_equal(cfg->upstream.endpoint, "https://s3.example.net:8443");
     assert_string_equal(cfg->upstream.region, "eu-west-1");
@@ -350,7 +350,7 @@ test_wrong_types(void **state)
     expect_err(MIN_PREFIX ",\"allow_anonymous\":\"yes\"}",
                "allow_anonymous: expected true or false");
     expect_err(MIN_PREFIX ",\"accept\":\"kernel\"}",
-               "accept: must be \"reuseport\" or \"acceptor\"");
+               "accept: must be \"acceptor\" or \"reuseport\"");
     expect_err(MIN_PREFIX ",\"fences\":{}}", "fences: expected an array of objects");
     expect_err(MIN_PREFIX ",\"fences\":[7]}", "fences[0]: expected an object");
     expect_err(MIN_PREFIX ",\"principals\":\"x\"}", "principals: expected an array of objects");
