@@ -277,6 +277,10 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
         log_warn("workers: %u event loops serve on until a restart (the new value takes one)",
                  (unsigned)s->loops);
     }
+    if (s->loops > 1 && (cfg->accept == GW_ACCEPT_ACCEPTOR) != (s->handout != NULL)) {
+        log_warn("accept: the loops keep getting connections as at start until a restart (the "
+                 "new value takes one)");
+    }
     if (s->uploads != NULL) {
         gw_upload_set_config(s->uploads, cfg);
     }

@@ -6,6 +6,9 @@ kernel's hash would have done, and limits.max_connections holds for the
 process, not per loop; "reuseport" leaves the choice to the kernel.
 Which loop took a request is read from the debug log ("... on loop N")."""
 import http.client
+import json
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -167,6 +170,27 @@ def test_reuseport_lets_the_kernel_spread_them(gateway, rgw, bucket):
         with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
             rids += ask(gw, [s], bucket, "hash")
     assert set(loops_of(gw, rids).values()) == {0, 1}
+
+
+def test_a_reload_keeps_the_way_of_accepting(gateway, rgw, bucket):
+    """SIGHUP with another "accept": the loops keep the way they started
+    with, the log says a restart takes it, and they keep serving."""
+    gw = acceptor(gateway, bucket, loops=2)
+    gw.config["accept"] = "reuseport"
+    gw.config_path.write_text(json.dumps(gw.config, indent=2) + "\n")
+    os.kill(gw.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while "accept: the loops keep getting connections as at start" not in gw.log():
+        assert time.monotonic() < deadline, gw.log()[-2000:]
+        time.sleep(0.05)
+    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(4)]
+    try:
+        time.sleep(0.3)
+        per = loops_of(gw, ask(gw, conns, bucket, "reloaded"))
+        assert sorted(per.values()) == [0, 0, 1, 1], per  # handed out, as before
+    finally:
+        for s in conns:
+            s.close()
 
 
 def test_unknown_accept_mode_is_refused(gateway, tmp_path):

@@ -207,7 +207,8 @@ def test_transfers_per_client_capped_with_slowdown(gateway, bucket):
 
 
 def test_oldest_idle_connection_is_shed_at_the_limit(gateway, bucket):
-    # one loop: with several, each sheds at its own share (README "Every core")
+    # one loop: with several, each sheds its own oldest idle connection, so the
+    # order below holds per loop, not across them (README "Every core")
     gw = gateway({"workers": 1,
                   "limits": {"max_connections": 8, "max_connections_per_client": 100}})
     idle = []
