@@ -2,9 +2,11 @@
 and one worker loop on the same port.  The fence stays on the control loop;
 a worker loop's fenced writes reach it by messages, and what only the
 control loop serves (the JSON API, the status page, /metrics, /healthz)
-crosses by the relay.  The kernel spreads connections over the two loops by
-hash, so the cross-loop cases are repeated on new connections until the
-gateway's log shows the two writes asked the fence from different loops."""
+crosses by the relay.  New connections spread over the two loops (the
+acceptor gives each to the loop with the fewest, so a client's next one may
+land on either; with "accept": "reuseport" the kernel's hash decides), so the
+cross-loop cases are repeated on new connections until the gateway's log
+shows the two writes asked the fence from different loops."""
 import os
 import re
 import signal
@@ -19,7 +21,7 @@ from rawhttp import recv_answer
 from relay import DelayRelay
 from test_fencing import LOCK, boto3_with_token, grant, rgw_body, wait_audit
 
-TRIES = 16  # each try is cross-loop with probability 1/2: 2^-16 that none is
+TRIES = 16  # tries until two ran cross-loop (by hash: 2^-16 that none does)
 
 
 def fenced(gateway, bucket, endpoint=None, **extra):
