@@ -101,8 +101,13 @@ measure() {
     local i
     for ((i = 0; i < 20; i++)); do # valgrind starts slowly: up to 5 minutes
         wait_code "http://127.0.0.1:$GW_PORT/readyz" 200 && break
+        kill -0 "$GW_PID" 2>/dev/null || break # it exited: no use waiting
     done
-    [ "$i" -lt 20 ] || { tail "$T/gw.log" >&2; exit 1; }
+    [ "$i" -lt 20 ] && kill -0 "$GW_PID" 2>/dev/null || {
+        echo "metrics_cost: the gateway did not become ready:" >&2
+        tail "$T/gw.log" >&2
+        exit 1
+    }
     for m in GET PUT; do
         requests "$m" 200 # warm: pool, allocator, first-use paths
         callgrind_control -i on "$GW_PID" >/dev/null 2>&1
