@@ -130,6 +130,36 @@ def test_max_connections_holds_for_the_process(gateway, rgw, bucket):
             extra.close()
 
 
+def test_at_the_limit_an_idle_connection_makes_room(gateway, rgw, bucket):
+    """limits.max_connections 4 on two loops, all four kept alive and idle:
+    each new client is served at once, handed to a loop that closes its
+    oldest idle connection for it (one of the four old ones)."""
+    gw = acceptor(gateway, bucket, loops=2,
+                  limits={"max_connections": 4, "max_connections_per_client": 8})
+    old = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(4)]
+    new = []
+    try:
+        time.sleep(0.3)
+        assert sorted(loops_of(gw, ask(gw, old, bucket, "idle")).values()) == [0, 0, 1, 1]
+        for i in range(2):
+            t0 = time.monotonic()
+            s = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+            new.append(s)
+            ask(gw, [s], bucket, f"new{i}")
+            assert time.monotonic() - t0 < 1.0
+        closed = 0
+        for s in old:
+            s.settimeout(0.5)
+            try:
+                closed += s.recv(1) == b""
+            except socket.timeout:
+                pass
+        assert closed == 2, closed
+    finally:
+        for s in old + new:
+            s.close()
+
+
 def test_tls_connections_are_handed_out(gateway, rgw, bucket, tmp_path):
     """A TLS listener: the loops the acceptor hands connections to finish the
     handshake with the listener's certificate, and serve."""
