@@ -26,8 +26,10 @@ witnesses instead of a version listing:
     passed on its last byte ("t_last") and before its worker got the answer,
     so if A's last byte went on after B's answer came, A committed after B;
   * the final version: it committed after every acknowledged write of its key.
-There, cross-key order is the known limit (a condition guards one key): it is
-reported, never counted as a failure; and acked-present can only be checked
+There, cross-key order is a known limit (a condition guards one key), and so
+is an A-B-A of content the watcher proves (content-aba: the late write's
+If-Match named an ETag that a newer epoch's identical bytes brought back):
+both are reported, never counted as a failure; and acked-present can only be checked
 through these witnesses, so it is reported as a note.
 
 Properties (each passes or fails; the last line is "N passed, N failed"):
@@ -180,14 +182,20 @@ def make_explain(attempts, acquires, nemesis):
     return explain
 
 
-def per_key_unversioned(p, attempts, versions, watch, relay, explain):
+def per_key_unversioned(p, aba, attempts, versions, watch, relay, explain):
     """per-key-order on an unversioned bucket, from the three witnesses of the
     module docstring; each violation found is a stale version committed after
-    a newer epoch's version of the same key."""
+    a newer epoch's version of the same key.  One the watcher proves to be an
+    A-B-A of content goes to aba instead (a known limit): the version the
+    stale write overwrote has the ETag of the version that was current when
+    that write was sent, so the write's If-Match named an ETag the newer epoch
+    had written again (same bytes, same MD5)."""
     # The watcher: per key, samples in the order they were taken.
     top = {}
     flagged = set()
+    history = collections.defaultdict(list)  # key -> [(t, vid, etag)] in sample order
     for o in sorted(watch, key=lambda o: o["t"]):
+        history[o["key"]].append((o["t"], o.get("vid"), o.get("etag")))
         e = o.get("epoch_sent")
         if e is None:
             continue
@@ -195,6 +203,16 @@ def per_key_unversioned(p, attempts, versions, watch, relay, explain):
         if t is not None and e < t["epoch_sent"] and o["vid"] not in flagged:
             flagged.add(o["vid"])
             a = attempts[o["vid"]]
+            # the version current when it was sent: another version than the one it
+            # overwrote, with the same ETag (it came back), is an A-B-A of content
+            before = [(vid, etag) for ts, vid, etag in history[o["key"]] if ts <= a["t"]]
+            if aba is not None and before and before[-1][1] is not None \
+                    and before[-1][1] == t.get("etag") and before[-1][0] != t["vid"]:
+                aba.bad(f"{o['key']}: epoch {e} ({o['vid']}, {a['outcome']}) seen current "
+                        f"{o['t'] - t['t']:.2f}s after epoch {t['epoch_sent']} ({t['vid']}), "
+                        f"whose ETag {t['etag']} is the one current when it was sent "
+                        f"[watcher; {explain({'meta': {'fg-vid': o['vid']}}, {'epoch': t['epoch_sent']})}]")
+                continue
             p.bad(f"{o['key']}: epoch {e} ({o['vid']}, {a['outcome']}) seen current "
                   f"{o['t'] - t['t']:.2f}s after epoch {t['epoch_sent']} ({t['vid']}) "
                   f"[watcher; {explain({'meta': {'fg-vid': o['vid']}}, {'epoch': t['epoch_sent']})}]")
@@ -331,7 +349,12 @@ def check(out):
     # ---- per-key-order (commit order = the store's version order per key)
     p = prop("per-key-order", "per key, no older epoch committed after a newer one")
     if not versioned:
-        per_key_unversioned(p, attempts, versions, watch, relay, explain)
+        aba = None  # only where the gateways sent conditions (mode cond)
+        if run["mode"] == "cond":
+            aba = prop("content-aba", "per key, a late older-epoch write let in by an If-Match "
+                       "whose ETag a newer epoch's identical bytes had brought back (DESIGN "
+                       "\"Conditional writes\": on the margin)", limit=True)
+        per_key_unversioned(p, aba, attempts, versions, watch, relay, explain)
     by_key = collections.defaultdict(list)
     for v in versions:
         if "epoch" in v:

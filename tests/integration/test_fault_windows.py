@@ -165,8 +165,9 @@ def synthetic_props(tmp_path, writes, versions, fences=(), audit=None, relay=Non
         json.dumps({"vid": vid, "t_last": t, "hold_ms": 2000}) + "\n"  # past the margin
         for vid, t in (relay or {}).items()))
     (out / "store-watch.jsonl").write_text("".join(
-        json.dumps({"t": t, "key": key, "vid": vid, "epoch": str(e)}) + "\n"
-        for t, key, vid, e in (watch or [])))
+        json.dumps({"t": w[0], "key": w[1], "vid": w[2], "epoch": str(w[3]),
+                    **({"etag": w[4]} if len(w) > 4 else {})}) + "\n"
+        for w in (watch or [])))
     lines = {"w0": [], "w1": []}
     # w0 holds epoch 1, then w1 epoch 2: one hand-over, and w0 writes on as a zombie.
     lines["w0"].append({"ev": "acquire", "status": 200, "token": 1, "w": "w0", "t": 1.0})
@@ -276,7 +277,8 @@ COND_WATCH = [(3.5, "L0/k0", "a1", 1), (4.5, "L0/k1", "a2", 1), (5.5, "L0/k0", "
 
 
 @pytest.mark.parametrize("case", ["clean", "watcher", "release-order", "final", "refused-seen",
-                                  "other-key-is-a-limit"])
+                                  "other-key-is-a-limit", "content-aba-is-a-limit",
+                                  "same-version-is-not-aba"])
 def test_checker_unversioned(tmp_path, case):
     writes, versions = list(GOOD_WRITES), list(COND_FINAL)
     relay, watch = dict(COND_RELAY), list(COND_WATCH)
@@ -299,10 +301,24 @@ def test_checker_unversioned(tmp_path, case):
         writes.append(("z2", "w0", "L0/k1", 1, "acked", 200, None, None))
         relay["z2"] = 6.0
         expect = {"cross-key-order": 1}
+    elif case == "content-aba-is-a-limit":  # z2 sent (t=7) under b1's ETag "X"; b2 and b3
+        # (epoch 2) write "Y" then "X" again; z2 lands on b3: its If-Match passed
+        watch[2] = (5.5, "L0/k0", "b1", 2, "X")
+        writes += [("z2", "w0", "L0/k0", 1, "unknown", None, None, None),
+                   ("b2", "w1", "L0/k0", 2, "unknown", None, None, None),
+                   ("b3", "w1", "L0/k0", 2, "unknown", None, None, None)]
+        watch += [(8.5, "L0/k0", "b2", 2, "Y"), (9.5, "L0/k0", "b3", 2, "X"),
+                  (10.5, "L0/k0", "z2", 1, "Z")]
+        expect = {"content-aba": 1}
+    elif case == "same-version-is-not-aba":  # z2 lands on the very version it was sent under
+        watch[2] = (5.5, "L0/k0", "b1", 2, "X")
+        writes.append(("z2", "w0", "L0/k0", 1, "unknown", None, None, None))
+        watch.append((7.5, "L0/k0", "z2", 1, "Z"))
+        expect = {"per-key-order": 1}
     props = synthetic_props(tmp_path, writes, versions, GOOD_FENCES, GOOD_AUDIT, relay, watch)
     assert {n: p.violations for n, p in props.items() if p.violations} == expect
-    assert [n for n, p in props.items() if not p.ok] == [n for n in expect
-                                                         if n != "cross-key-order"]
+    limits = ("cross-key-order", "content-aba")
+    assert [n for n, p in props.items() if not p.ok] == [n for n in expect if n not in limits]
     failed_count = check.report(props, {"mode": "cond", "gateways": 1, "workers": 2,
                                         "duration_s": 1, "window_keys": True})
-    assert failed_count == len([n for n in expect if n != "cross-key-order"])
+    assert failed_count == len([n for n in expect if n not in limits])
