@@ -74,7 +74,20 @@ on_wake_cancel(struct gw_loopmsg *m, int why)
     free(m);
 }
 
-/* On the chosen loop: serve the connection handed over. */
+/* This loop's counts, for the acceptor's choice (handout.c). */
+static void
+publish(struct gw_server *srv)
+{
+    atomic_store(&srv->slot->open, srv->nconns);
+    atomic_store(&srv->slot->idle, srv->nidle);
+}
+
+/*
+ * On the chosen loop: serve the connection handed over.  Its count moves
+ * from pending to open: open first, so the acceptor never sees the loop
+ * one lighter than it is and hands it a connection past its share (which
+ * would be shed or refused here instead of parked).
+ */
 static void
 on_handoff(struct gw_loopmsg *m)
 {
@@ -85,9 +98,10 @@ on_handoff(struct gw_loopmsg *m)
     } else {
         srv->attach(srv, ho->fd, ho->peer, ho->idx);
     }
+    publish(srv);
     (void)atomic_fetch_sub(&ho->slot->pending, 1);
     free(ho);
-    gw_http_accept_gate(srv); /* counted in open now, or dropped: publish */
+    gw_http_accept_gate(srv); /* dropped instead: room made, wake a paused acceptor */
 }
 
 static void
@@ -112,11 +126,11 @@ hand_over(struct gw_server *srv, struct gw_handout_slot *s)
     if (s == srv->slot) {
         srv->attach(srv, ho->fd, ho->peer, ho->idx);
         free(ho);
-        atomic_store(&srv->slot->open, srv->nconns);
-        atomic_store(&srv->slot->idle, srv->nidle);
+        publish(srv);
         return;
     }
     ho->slot = s;
+    log_debug("%s: connection handed to loop %zu", ho->peer, (size_t)(s - h->slot));
     ho->m = (struct gw_loopmsg){.run = on_handoff, .cancel = on_handoff_cancel};
     (void)atomic_fetch_add(&s->pending, 1);
     if (gw_loopq_post(s->q, &ho->m) != 0) {
@@ -205,8 +219,7 @@ static void
 handout_gate(struct gw_server *srv)
 {
     struct gw_handout *h = srv->handout;
-    atomic_store(&srv->slot->open, srv->nconns);
-    atomic_store(&srv->slot->idle, srv->nidle);
+    publish(srv);
     if (srv->slot != &h->slot[0]) {
         wake_acceptor(h);
     } else if (srv->parked == NULL) {

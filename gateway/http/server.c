@@ -52,6 +52,13 @@ static void conn_process(struct gw_conn *c);
 static void after_eof(struct gw_conn *c);
 static void abort_req(struct gw_conn *c, int err);
 
+/* The loop this thread runs, for the debug log (0: the control loop). */
+static unsigned
+loop_no(void)
+{
+    return gw_loopctx_here != NULL ? gw_loopctx_here->index : 0;
+}
+
 /* The llhttp error that stopped parsing, as a response; the connection closes. */
 static void
 parse_fail(struct gw_conn *c)
@@ -150,8 +157,8 @@ step_head(struct gw_conn *c)
     c->req = req;
     req->body_done = false;
     /* the loop that took it, and whether it came by the relay (one id on both loops) */
-    log_debug("%s %s %s %s on loop %u%s", req->id, c->peer, req->method, req->target,
-              gw_loopctx_here != NULL ? gw_loopctx_here->index : 0, c->relayed ? ", relayed" : "");
+    log_debug("%s %s %s %s on loop %u%s", req->id, c->peer, req->method, req->target, loop_no(),
+              c->relayed ? ", relayed" : "");
     c->srv->on_request(req, c->srv->arg);
     return true;
 }
@@ -458,6 +465,7 @@ gw_http_conn_free(struct gw_conn *c)
     }
     srv->nconns--;
     GW_GAUGE_DEC(client_conns_open);
+    log_debug("%s: connection closed on loop %u, %zu open there", c->peer, loop_no(), srv->nconns);
     free(c);
     if (srv->accepting_paused || srv->handout != NULL) {
         gw_http_accept_gate(srv); /* with the hand-out: publish the count (gate.c) */
@@ -700,6 +708,7 @@ gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *
     TAILQ_INSERT_TAIL(&srv->conns, c, link);
     srv->nconns++;
     GW_COUNT(client_conns_open);
+    log_debug("%s: connection opened on loop %u, %zu open there", peer, loop_no(), srv->nconns);
     c->timer = evtimer_new(srv->base, on_timer, c);
     c->kick = evtimer_new(srv->base, on_kick, c);
     if (c->timer == NULL || c->kick == NULL) {

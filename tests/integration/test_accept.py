@@ -8,6 +8,7 @@ Which loop took a request is read from the debug log ("... on loop N")."""
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,6 +26,34 @@ def acceptor(gateway, bucket, loops=LOOPS, **extra):
     cfg = {"workers": loops, "accept": "acceptor", "log_level": "debug"}
     cfg.update(extra)
     return gateway(cfg)
+
+
+def wait_open(gw, n, timeout=10):
+    """Waits until the gateway has exactly n client connections open and
+    none on its way to a loop, by its debug log's lines.  A close is the
+    loop's to see after the client's (the readiness probe's, one just closed
+    by the test), and a connection accepted is open only once its loop has
+    taken it in: until then the acceptor's counts, and so its choices, are
+    not the test's."""
+    deadline = time.monotonic() + timeout
+    while True:
+        log = gw.log()
+        opened = re.findall(r": connection opened on loop (\d+)", log)
+        now = len(opened) - len(re.findall(r": connection closed on loop \d+", log))
+        handed = len(re.findall(r": connection handed to loop \d+", log))
+        taken = sum(1 for loop in opened if loop != "0")  # a loop's own are never handed
+        if now == n and handed == taken:
+            return
+        assert time.monotonic() < deadline, (f"{now} connections open, not {n}", log[-3000:])
+        time.sleep(0.02)
+
+
+def connect(gw, n):
+    """n new connections, once the gateway has none and until it has taken all n."""
+    wait_open(gw, 0)
+    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(n)]
+    wait_open(gw, n)
+    return conns
 
 
 def head(gw, path, rid):
@@ -68,10 +97,8 @@ def test_connections_are_shared_evenly(gateway, rgw, bucket):
     kernel's hash alone, that happens 4 % of the time)."""
     gw = acceptor(gateway, bucket)
     assert "the control loop handing out every connection" in gw.log()
-    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10)
-             for _ in range(2 * LOOPS)]
+    conns = connect(gw, 2 * LOOPS)
     try:
-        time.sleep(0.3)  # every hand-over taken in before the counts are read again
         rids = ask(gw, conns, bucket, "even")
         per = loops_of(gw, rids)
         counts = [list(per.values()).count(n) for n in range(LOOPS)]
@@ -83,10 +110,8 @@ def test_connections_are_shared_evenly(gateway, rgw, bucket):
         for s in conns:
             s.close()
     # closed ones free their loops: new connections fill them again evenly
-    time.sleep(0.3)
-    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(LOOPS)]
+    conns = connect(gw, LOOPS)
     try:
-        time.sleep(0.3)
         per = loops_of(gw, ask(gw, conns, bucket, "refill"))
         assert sorted(per.values()) == list(range(LOOPS)), per
     finally:
@@ -101,10 +126,9 @@ def test_max_connections_holds_for_the_process(gateway, rgw, bucket):
     wakes the paused acceptor."""
     gw = acceptor(gateway, bucket, loops=2,
                   limits={"max_connections": 4, "max_connections_per_client": 8})
-    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(4)]
+    conns = connect(gw, 4)
     extra = None
     try:
-        time.sleep(0.3)
         per = loops_of(gw, ask(gw, conns, bucket, "busy"))
         assert sorted(per.values()) == [0, 0, 1, 1], per
         for s in conns:  # busy: a head begun, so none is idle to be shed
@@ -136,10 +160,9 @@ def test_at_the_limit_an_idle_connection_makes_room(gateway, rgw, bucket):
     oldest idle connection for it (one of the four old ones)."""
     gw = acceptor(gateway, bucket, loops=2,
                   limits={"max_connections": 4, "max_connections_per_client": 8})
-    old = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(4)]
+    old = connect(gw, 4)
     new = []
     try:
-        time.sleep(0.3)
         assert sorted(loops_of(gw, ask(gw, old, bucket, "idle")).values()) == [0, 0, 1, 1]
         for i in range(2):
             t0 = time.monotonic()
@@ -213,9 +236,8 @@ def test_a_reload_keeps_the_way_of_accepting(gateway, rgw, bucket):
     while "accept: the loops keep getting connections as at start" not in gw.log():
         assert time.monotonic() < deadline, gw.log()[-2000:]
         time.sleep(0.05)
-    conns = [socket.create_connection(("127.0.0.1", gw.port), timeout=10) for _ in range(4)]
+    conns = connect(gw, 4)
     try:
-        time.sleep(0.3)
         per = loops_of(gw, ask(gw, conns, bucket, "reloaded"))
         assert sorted(per.values()) == [0, 0, 1, 1], per  # handed out, as before
     finally:
