@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include "common/log.h"
 #include "common/num.h"
 #include "common/rand.h"
+#include "common/token.h"
 #include "gateway/base/metrics.h"
 #include "gateway/http/internal.h"
 
@@ -244,35 +246,36 @@ gw_resp_start(struct gw_req *req, int status)
     buf_reset(&req->resp_head);
 }
 
-static bool
-name_is(const char *name, const char *what)
-{
-    return str_caseeq(name, what);
-}
-
 int
 gw_resp_header(struct gw_req *req, const char *name, const char *value)
 {
     if (req->resp != GW_RESP_STARTED) {
         return ERR_INVAL;
     }
-    if (name[0] == '\0' || strpbrk(name, "\r\n: \t") != NULL || strpbrk(value, "\r\n") != NULL) {
+    size_t nlen = strlen(name);
+    if (!http_is_token(name, nlen) || strpbrk(value, "\r\n") != NULL) {
         return ERR_INVAL;
     }
-    if (name_is(name, "connection") || name_is(name, "keep-alive") ||
-        name_is(name, "transfer-encoding") || name_is(name, "content-length")) {
+    if (HTTP_NAME_IS(name, nlen, "connection") || HTTP_NAME_IS(name, nlen, "keep-alive") ||
+        HTTP_NAME_IS(name, nlen, "transfer-encoding") ||
+        HTTP_NAME_IS(name, nlen, "content-length")) {
         return 0; /* hop-by-hop: the server's business */
     }
-    if (name_is(name, "x-amz-request-id")) {
+    if (HTTP_NAME_IS(name, nlen, "x-amz-request-id")) {
         req->has_id_hdr = true;
-    } else if (name_is(name, "server")) {
+    } else if (HTTP_NAME_IS(name, nlen, "server")) {
         req->has_server_hdr = true;
-    } else if (name_is(name, "date")) {
+    } else if (HTTP_NAME_IS(name, nlen, "date")) {
         req->has_date_hdr = true;
     }
-    int rc = buf_append(&req->resp_head, name, strlen(name));
+    size_t vlen = strlen(value);
+    if (nlen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4) {
+        return ERR_TOOBIG;
+    }
+    int rc = buf_reserve(&req->resp_head, nlen + vlen + 4); /* then the appends only copy */
+    rc = rc != 0 ? rc : buf_append(&req->resp_head, name, nlen);
     rc = rc != 0 ? rc : buf_append(&req->resp_head, ": ", 2);
-    rc = rc != 0 ? rc : buf_append(&req->resp_head, value, strlen(value));
+    rc = rc != 0 ? rc : buf_append(&req->resp_head, value, vlen);
     return rc != 0 ? rc : buf_append(&req->resp_head, "\r\n", 2);
 }
 

@@ -9,48 +9,61 @@
 #include <strings.h>
 
 #include "common/buf.h"
+#include "common/token.h"
+
+/* A header name and its length. */
+struct hname {
+    const char *s;
+    size_t n;
+};
+#define HNAME(lit)                                                                                 \
+    {                                                                                              \
+        (lit), sizeof(lit) - 1                                                                     \
+    }
 
 /* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
  * credentials, which are replaced, and the fencing headers, which are ours). */
-static const char *const drop_request[] = {
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "expect",
-    "host",
-    "content-length",
-    "authorization",
-    "x-amz-date",
-    "x-amz-security-token",
-    "x-amz-content-sha256",
-    "x-fencing-token",
-    "x-fencing-lock",
-    NULL,
+static const struct hname drop_request[] = {
+    HNAME("connection"),
+    HNAME("keep-alive"),
+    HNAME("proxy-connection"),
+    HNAME("proxy-authorization"),
+    HNAME("te"),
+    HNAME("trailer"),
+    HNAME("transfer-encoding"),
+    HNAME("upgrade"),
+    HNAME("expect"),
+    HNAME("host"),
+    HNAME("content-length"),
+    HNAME("authorization"),
+    HNAME("x-amz-date"),
+    HNAME("x-amz-security-token"),
+    HNAME("x-amz-content-sha256"),
+    HNAME("x-fencing-token"),
+    HNAME("x-fencing-lock"),
+    {NULL, 0},
 };
 
 /* Headers that describe the aws-chunked framing, which the upstream never sees. */
-static const char *const drop_chunked[] = {
-    "x-amz-decoded-content-length",
-    "x-amz-trailer",
-    NULL,
+static const struct hname drop_chunked[] = {
+    HNAME("x-amz-decoded-content-length"),
+    HNAME("x-amz-trailer"),
+    {NULL, 0},
 };
 
 /* Response headers the server frames itself or that are hop-by-hop. */
-static const char *const drop_response[] = {
-    "connection",        "keep-alive", "proxy-connection", "te", "trailer",
-    "transfer-encoding", "upgrade",    "content-length",   NULL,
+static const struct hname drop_response[] = {
+    HNAME("connection"), HNAME("keep-alive"),     HNAME("proxy-connection"),
+    HNAME("te"),         HNAME("trailer"),        HNAME("transfer-encoding"),
+    HNAME("upgrade"),    HNAME("content-length"), {NULL, 0},
 };
 
+/* The lengths first: most names of a request are compared to none. */
 static bool
-in_list(const char *const *list, const char *name)
+in_list(const struct hname *list, const char *name, size_t nlen)
 {
-    for (size_t i = 0; list[i] != NULL; i++) {
-        if (str_caseeq(list[i], name)) {
+    for (size_t i = 0; list[i].s != NULL; i++) {
+        if (http_name_is(name, nlen, list[i].s, list[i].n)) {
             return true;
         }
     }
@@ -84,14 +97,15 @@ named_by_connection(const char *connection, const char *name)
 bool
 gw_proxy_hdr_drop_request(const char *name, const char *connection, bool chunked)
 {
-    return in_list(drop_request, name) || named_by_connection(connection, name) ||
-           (chunked && in_list(drop_chunked, name));
+    size_t nlen = strlen(name);
+    return in_list(drop_request, name, nlen) || named_by_connection(connection, name) ||
+           (chunked && in_list(drop_chunked, name, nlen));
 }
 
 bool
 gw_proxy_hdr_drop_response(const char *name)
 {
-    return in_list(drop_response, name);
+    return in_list(drop_response, name, strlen(name));
 }
 
 /*

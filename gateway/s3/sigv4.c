@@ -20,6 +20,7 @@
 #include "common/codec.h"
 #include "common/date.h"
 #include "common/num.h"
+#include "common/token.h"
 #include "gateway/s3/digest.h"
 
 #define KEYCACHE_SLOTS   16   /* distinct (secret, day, region, service) kept */
@@ -657,7 +658,7 @@ fail:
 static int
 is_lower_tchar(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    return http_is_tchar(c) && !(c >= 'A' && c <= 'Z');
 }
 
 int

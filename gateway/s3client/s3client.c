@@ -2,6 +2,7 @@
 #define LOG_MODULE "s3client"
 #include "gateway/s3client/s3client.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/token.h"
 #include "gateway/base/config.h"
 #include "gateway/s3/s3xml.h"
 #include "gateway/upstream/upstream.h"
@@ -235,16 +237,6 @@ msg_reserve(struct gw_s3client_msg *m, size_t n)
     return 0;
 }
 
-/* RFC 9110 5.6.2 token characters. */
-static bool
-is_tchar(unsigned char c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-        return true;
-    }
-    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
 static bool
 name_ok(const char *name)
 {
@@ -252,7 +244,7 @@ name_ok(const char *name)
         return false;
     }
     for (const char *p = name; *p != '\0'; p++) {
-        if (!is_tchar((unsigned char)*p)) {
+        if (!http_is_tchar((unsigned char)*p)) {
             return false;
         }
     }
@@ -318,7 +310,7 @@ check_req(const struct gw_s3client_sign_req *rq)
         return ERR_INVAL;
     }
     for (const char *p = rq->method; *p != '\0'; p++) {
-        if (!is_tchar((unsigned char)*p)) {
+        if (!http_is_tchar((unsigned char)*p)) {
             return ERR_INVAL;
         }
     }
@@ -351,25 +343,29 @@ add_header(struct gw_s3client_msg *m, size_t *n, const char *name, const char *v
 {
     size_t lname = m->data.len;
     size_t nlen = strlen(name);
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < nlen; i++) {
-        char c = name[i];
-        c = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
-        rc = buf_append(&m->data, &c, 1);
+    size_t vlen = strlen(value);
+    /* one reservation, then plain copies: this runs for every header of every request */
+    if (nlen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4) {
+        return ERR_TOOBIG;
     }
-    if (rc == 0) {
-        rc = buf_append(&m->data, "", 1);
-    }
-    size_t line = m->data.len;
-    if (rc == 0) {
-        rc = buf_append_strs(&m->data, name, ": ", value, (const char *)NULL);
-    }
-    if (rc == 0) {
-        rc = buf_append(&m->data, "", 1);
-    }
+    int rc = buf_reserve(&m->data, 2 * nlen + vlen + 4);
     if (rc != 0) {
         return rc;
     }
+    char *out = m->data.data + lname;
+    for (size_t i = 0; i < nlen; i++) {
+        char c = name[i];
+        out[i] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+    }
+    out[nlen] = '\0';
+    size_t line = lname + nlen + 1;
+    out = m->data.data + line;
+    memcpy(out, name, nlen);
+    memcpy(out + nlen, ": ", 2);
+    memcpy(out + nlen + 2, value, vlen);
+    out[nlen + 2 + vlen] = '\0';
+    m->data.len = line + nlen + 2 + vlen + 1;
+    m->data.data[m->data.len] = '\0';
     m->offs[2 * *n] = lname;
     m->offs[2 * *n + 1] = line;
     (*n)++;

@@ -136,7 +136,76 @@ parse_failed(struct gw_lean_xfer *x, llhttp_errno_t e)
     lean_xfer_end(x, ERR_UPSTREAM, false);
 }
 
-/* One line of the response head.  Returns true to go on, false to stop. */
+/* What one line of the response head came to; acted on once it is drained. */
+enum line_out {
+    LINE_MORE,     /* more head to come */
+    LINE_FINAL,    /* the final response's head is complete */
+    LINE_BAD_HEAD, /* gw_upmsg_head_line refused it (rc says why) */
+    LINE_BAD_HTTP, /* llhttp refused it (e says why) */
+    LINE_MISMATCH, /* the two parsers disagree on where the head ends */
+};
+
+/* The line's n bytes (its LF included) through both parsers. */
+static enum line_out
+line_parse(struct gw_lean_xfer *x, const char *line, size_t n, int *rc, llhttp_errno_t *e)
+{
+    struct lean_conn *c = x->c;
+    *rc = gw_upmsg_head_line(&x->head, line, n);
+    *e = HPE_OK;
+    if (*rc < 0) {
+        return LINE_BAD_HEAD;
+    }
+    *e = llhttp_execute(&c->parser, line, n);
+    if (*e == HPE_PAUSED) {
+        llhttp_resume(&c->parser); /* the end of a message without a body */
+    } else if (*e != HPE_OK) {
+        return LINE_BAD_HTTP;
+    }
+    if ((*rc == 1) != c->final_head) {
+        return LINE_MISMATCH;
+    }
+    return *rc == 1 ? LINE_FINAL : LINE_MORE;
+}
+
+/* Acts on a drained line's outcome (which may end x).  Returns true to go on. */
+static bool
+line_act(struct gw_lean_xfer *x, enum line_out o, int rc, llhttp_errno_t e)
+{
+    switch (o) {
+    case LINE_MORE:
+        return true;
+    case LINE_BAD_HEAD:
+        origin_warn(x, rc == ERR_TOOBIG ? "response head too big" : "malformed response head",
+                    ERR_UPSTREAM);
+        lean_xfer_end(x, rc == ERR_NOMEM ? ERR_NOMEM : ERR_UPSTREAM, false);
+        return false;
+    case LINE_BAD_HTTP:
+        parse_failed(x, e);
+        return false;
+    case LINE_MISMATCH:
+        origin_warn(x, "response head ends elsewhere for llhttp", ERR_UPSTREAM);
+        lean_xfer_end(x, ERR_UPSTREAM, false);
+        return false;
+    case LINE_FINAL:
+        break;
+    }
+    x->head_done = true;
+    gw_upstream_note_reached(&x->up->pub);
+    int hr = x->cbs.on_head == NULL
+                 ? 0
+                 : x->cbs.on_head(x->arg, x->head.status, x->head.hdrs, x->head.n);
+    if (x->cancelled) {
+        return false;
+    }
+    if (hr < 0) {
+        lean_xfer_end(x, hr, false);
+        return false;
+    }
+    return true;
+}
+
+/* One line of the response head that may lie across the buffer's extents.
+ * Returns true to go on, false to stop. */
 static bool
 head_line(struct gw_lean_xfer *x, struct evbuffer *in)
 {
@@ -159,41 +228,48 @@ head_line(struct gw_lean_xfer *x, struct evbuffer *in)
         lean_xfer_end(x, ERR_NOMEM, false);
         return false;
     }
-    int rc = gw_upmsg_head_line(&x->head, line, n);
-    llhttp_errno_t e = rc < 0 ? HPE_OK : llhttp_execute(&c->parser, line, n);
+    int rc = 0;
+    llhttp_errno_t e = HPE_OK;
+    enum line_out o = line_parse(x, line, n, &rc, &e);
     (void)evbuffer_drain(in, n);
-    if (rc < 0) {
-        origin_warn(x, rc == ERR_TOOBIG ? "response head too big" : "malformed response head",
-                    ERR_UPSTREAM);
-        lean_xfer_end(x, rc == ERR_NOMEM ? ERR_NOMEM : ERR_UPSTREAM, false);
+    return line_act(x, o, rc, e);
+}
+
+/*
+ * The response head's lines that lie whole in the buffer's first extent (a
+ * head usually comes in one read): parsed in place, drained at once, and the
+ * outcome acted on only then, since acting may end x and free the buffer.
+ * A line across extents, or none yet, goes to head_line.  Returns true to
+ * go on, false to stop.
+ */
+static bool
+head_lines(struct gw_lean_xfer *x, struct evbuffer *in)
+{
+    struct evbuffer_iovec v;
+    if (evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
         return false;
     }
-    if (e == HPE_PAUSED) {
-        llhttp_resume(&c->parser); /* the end of a message without a body */
-    } else if (e != HPE_OK) {
-        parse_failed(x, e);
-        return false;
+    const char *base = v.iov_base;
+    size_t used = 0;
+    for (;;) {
+        const char *nl = memchr(base + used, '\n', v.iov_len - used);
+        if (nl == NULL) {
+            break;
+        }
+        size_t n = (size_t)(nl - (base + used)) + 1;
+        int rc = 0;
+        llhttp_errno_t e = HPE_OK;
+        enum line_out o = line_parse(x, base + used, n, &rc, &e);
+        used += n;
+        if (o != LINE_MORE || x->ended || x->cancelled || x->complete || x->recv_paused) {
+            (void)evbuffer_drain(in, used);
+            return line_act(x, o, rc, e);
+        }
     }
-    if ((rc == 1) != c->final_head) {
-        origin_warn(x, "response head ends elsewhere for llhttp", ERR_UPSTREAM);
-        lean_xfer_end(x, ERR_UPSTREAM, false);
-        return false;
+    if (used == 0) {
+        return head_line(x, in);
     }
-    if (rc != 1) {
-        return true;
-    }
-    x->head_done = true;
-    gw_upstream_note_reached(&x->up->pub);
-    int hr = x->cbs.on_head == NULL
-                 ? 0
-                 : x->cbs.on_head(x->arg, x->head.status, x->head.hdrs, x->head.n);
-    if (x->cancelled) {
-        return false;
-    }
-    if (hr < 0) {
-        lean_xfer_end(x, hr, false);
-        return false;
-    }
+    (void)evbuffer_drain(in, used);
     return true;
 }
 
@@ -271,7 +347,7 @@ lean_conn_input(struct gw_lean_xfer *x)
         x->got_bytes = true;
         lean_xfer_touch(x);
         if (!x->head_done) {
-            if (!head_line(x, in)) {
+            if (!head_lines(x, in)) {
                 break;
             }
         } else {

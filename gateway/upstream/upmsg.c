@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "common/num.h"
+#include "common/token.h"
 
 struct gw_upmsg_head_off {
     size_t name;      /* offset of the NUL-terminated name in buf */
@@ -12,30 +13,6 @@ struct gw_upmsg_head_off {
     size_t value;     /* offset of the NUL-terminated, trimmed value */
     size_t value_len; /* its length */
 };
-
-/* RFC 9110 section 5.6.2: tchar. */
-static bool
-is_tchar(unsigned char c)
-{
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-        return true;
-    }
-    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool
-is_token(const char *s, size_t len)
-{
-    if (len == 0) {
-        return false;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (!is_tchar((unsigned char)s[i])) {
-            return false;
-        }
-    }
-    return true;
-}
 
 /* RFC 9110 section 5.6.3: OWS is spaces and tabs. */
 static void
@@ -136,7 +113,7 @@ add_field(struct gw_upmsg_head *h, const char *line, size_t len)
         return append(h, "", 1);
     }
     const char *colon = memchr(line, ':', len);
-    if (colon == NULL || !is_token(line, (size_t)(colon - line))) {
+    if (colon == NULL || !http_is_token(line, (size_t)(colon - line))) {
         return ERR_UPSTREAM; /* RFC 9112 section 5.1: no space before the colon either */
     }
     if (h->n == h->cap && grow(h) != 0) {
@@ -252,7 +229,7 @@ gw_upmsg_req_url_ok(const char *url)
 bool
 gw_upmsg_req_method_ok(const char *method)
 {
-    return is_token(method, strlen(method));
+    return http_is_token(method, strlen(method));
 }
 
 int
@@ -261,19 +238,15 @@ gw_upmsg_req_header_check(const char *h, int64_t body_length, enum gw_upmsg_req_
 {
     static const char *const names[] = {"Accept", "Expect", "Transfer-Encoding", "Content-Length"};
     const char *colon = strchr(h, ':');
-    if (colon == NULL || !is_token(h, (size_t)(colon - h))) {
+    if (colon == NULL || !http_is_token(h, (size_t)(colon - h))) {
         return ERR_INVAL;
     }
     size_t nlen = (size_t)(colon - h);
     const char *value = colon + 1;
-    const char *p = value;
-    for (; *p != '\0'; p++) {
-        unsigned char c = (unsigned char)*p;
-        if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            return ERR_INVAL; /* CR, LF and other controls could split the request */
-        }
+    size_t vlen = strlen(value);
+    if (!http_value_clean(value, vlen)) {
+        return ERR_INVAL; /* CR, LF and other controls could split the request */
     }
-    size_t vlen = (size_t)(p - value); /* the scan above found the end */
     trim(&value, &vlen);
     *empty = vlen == 0;
     *kind = GW_UPMSG_REQ_HDR_OTHER;

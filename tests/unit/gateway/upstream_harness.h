@@ -77,6 +77,8 @@ enum srv_mode {
     M_CLOSE_DELIM, /* 200 without Content-Length: resp_len pattern bytes, then close */
     M_EARLY,       /* at the head: 403 and Connection: close, then half-close; the body
                       is read and dropped (a lingering close, as servers do) */
+    M_TRICKLE,     /* trickle_text (a head and its body), trickle_step bytes a
+                      millisecond (0: all in one write), so lines lie across reads */
 };
 
 enum conn_state { S_HEAD, S_BODY, S_DEAD };
@@ -93,10 +95,12 @@ struct sconn {
     bool pattern_ok; /* every body byte matched pat() */
     bool chunked;    /* response is chunked */
     uint64_t resp_left, resp_off;
-    uint64_t fed;    /* response bytes queued to the bufferevent */
-    int served;      /* requests answered on this connection */
-    bool close_done; /* M_CLOSE_DELIM: close once the output is flushed */
-    bool half_close; /* M_EARLY: shut the write side once the output is flushed */
+    uint64_t fed;          /* response bytes queued to the bufferevent */
+    int served;            /* requests answered on this connection */
+    bool close_done;       /* M_CLOSE_DELIM: close once the output is flushed */
+    bool half_close;       /* M_EARLY: shut the write side once the output is flushed */
+    struct event *trickle; /* M_TRICKLE: the timer that writes the next piece */
+    size_t trickle_off;    /* bytes of TRICKLE_TEXT written */
 };
 
 struct srv {
@@ -106,28 +110,56 @@ struct srv {
     LIST_HEAD(sconn_list, sconn) conns;
     enum srv_mode mode;
     uint64_t resp_len;
-    const char *xml;    /* M_OK: if set, the body is this text instead (an S3 answer) */
-    int accepts;        /* TCP connections accepted */
-    int requests;       /* complete requests (head and whole body) */
-    int closed;         /* connections the client closed */
-    int eofs_early;     /* connections closed before their declared body ended */
-    char head[16384];   /* the last request head, NUL-terminated */
-    uint64_t cl;        /* its Content-Length (UINT64_MAX: none) */
-    uint64_t live_got;  /* body bytes of the current request so far */
-    bool body_ok;       /* the last complete body matched pat() */
-    uint64_t pushed;    /* response bytes the kernel took (fed minus still queued) */
-    int drop_after;     /* > 0: a connection that served this many closes at the next head */
-    int dropped;        /* connections closed so */
-    int heads;          /* request heads received */
-    struct gw_tls *tls; /* set: connections are TLS (gateway/http/tls.h) */
+    const char *xml;          /* M_OK: if set, the body is this text instead (an S3 answer) */
+    int accepts;              /* TCP connections accepted */
+    int requests;             /* complete requests (head and whole body) */
+    int closed;               /* connections the client closed */
+    int eofs_early;           /* connections closed before their declared body ended */
+    char head[16384];         /* the last request head, NUL-terminated */
+    uint64_t cl;              /* its Content-Length (UINT64_MAX: none) */
+    uint64_t live_got;        /* body bytes of the current request so far */
+    bool body_ok;             /* the last complete body matched pat() */
+    uint64_t pushed;          /* response bytes the kernel took (fed minus still queued) */
+    int drop_after;           /* > 0: a connection that served this many closes at the next head */
+    int dropped;              /* connections closed so */
+    int heads;                /* request heads received */
+    size_t trickle_step;      /* M_TRICKLE: bytes a millisecond, 0 all at once */
+    const char *trickle_text; /* M_TRICKLE: the whole answer, as it goes on the wire */
+    bool trickle_close;       /* M_TRICKLE: close once it is sent */
+    struct gw_tls *tls;       /* set: connections are TLS (gateway/http/tls.h) */
 };
 
 static inline void
 sconn_free(struct sconn *c)
 {
     LIST_REMOVE(c, link);
+    if (c->trickle != NULL) {
+        event_free(c->trickle);
+    }
     bufferevent_free(c->bev);
     free(c);
+}
+
+/* M_TRICKLE's timer: the next piece of the answer. */
+static inline void
+srv_trickle(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct sconn *c = arg;
+    const char *text = c->srv->trickle_text;
+    size_t total = strlen(text);
+    size_t step = c->srv->trickle_step == 0 ? total : c->srv->trickle_step;
+    size_t n = total - c->trickle_off < step ? total - c->trickle_off : step;
+    evbuffer_add(bufferevent_get_output(c->bev), text + c->trickle_off, n);
+    c->trickle_off += n;
+    if (c->trickle_off < total) {
+        struct timeval ms = {0, 1000};
+        evtimer_add(c->trickle, &ms);
+    } else if (c->srv->trickle_close) {
+        c->close_done = true; /* srv_write closes once it is flushed */
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    }
 }
 
 static inline void
@@ -173,6 +205,14 @@ srv_respond(struct sconn *c, bool head_req)
     switch (s->mode) {
     case M_SILENT:
         c->state = S_DEAD;
+        return;
+    case M_TRICKLE:
+        if (c->trickle == NULL) {
+            c->trickle = evtimer_new(s->base, srv_trickle, c);
+            assert_non_null(c->trickle);
+        }
+        c->trickle_off = 0;
+        srv_trickle(-1, 0, c);
         return;
     case M_BIGHEAD:
         evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\n");

@@ -261,6 +261,53 @@ test_interim_responses_skipped(void **state)
     assert_int_equal(f->c.body_got, 100);
 }
 
+/* The answer's head in pieces of 1, 7 and 64 bytes a millisecond, and whole:
+ * lines across reads, an interim head before the final one, the body right
+ * behind the head; with a 6,000-byte line, one across the input buffer's
+ * extents too (libevent adds an extent past 4 KiB buffered). */
+static void
+test_head_in_pieces(void **state)
+{
+    struct fx *f = *state;
+    static char big[8192];
+    (void)snprintf(big, sizeof(big),
+                   "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+                   "Content-Length: 5\r\nX-Reply: yes\r\nX-Big: %06000d\r\n\r\nhello",
+                   7);
+    static const struct {
+        size_t step;
+        const char *text;
+    } runs[] = {
+        {1, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+            "X-Reply: yes\r\n\r\nhello"},
+        {7, "HTTP/1.1 200 OK\r\nX-Reply: yes\r\nContent-Length: 5\r\n\r\nhello"},
+        {64, big},
+        {0, big},
+    };
+    f->srv.mode = M_TRICKLE;
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        f->srv.trickle_step = runs[i].step;
+        f->srv.trickle_text = runs[i].text;
+        cli_init(&f->c, f);
+        assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+        assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+        assert_int_equal(f->c.err, 0);
+        assert_int_equal(f->c.heads, 1);
+        assert_int_equal(f->c.status, 200);
+        assert_string_equal(f->c.reply, "yes");
+        assert_int_equal(f->c.body_got, 5);
+    }
+    /* and a connection that closes inside the head fails the transfer */
+    f->srv.trickle_step = 7;
+    f->srv.trickle_text = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Rep";
+    f->srv.trickle_close = true;
+    cli_init(&f->c, f);
+    assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+    assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+    assert_int_not_equal(f->c.err, 0);
+    assert_int_equal(f->c.heads, 0);
+}
+
 static void
 test_start_from_callbacks(void **state)
 {
@@ -343,6 +390,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_empty_body_put, setup, teardown),
         cmocka_unit_test_setup_teardown(test_path_sent_as_is, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exact_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_head_in_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interim_responses_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_from_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_delimited, setup, teardown),
