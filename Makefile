@@ -61,7 +61,7 @@ HELPER_BINS := $(HELPER_SRCS:%.c=$(BUILD)/%)
 PRELOAD_SRCS := $(wildcard tests/helpers/preload/*.c)
 PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
 
-.PHONY: all check check-deploy unit integration integration-tsan integration-one-loop js-deps js-client js-unit py-client go-client lint check-deps check-circles fuzz fuzz-smoke bench bench-proxy bench-proxy-rgw bench-cond \
+.PHONY: all check check-deploy unit integration integration-tsan integration-one-loop js-deps js-client js-unit py-client go-client lint check-deps check-circles fuzz fuzz-smoke bench bench-proxy bench-request-cost bench-proxy-rgw bench-cond \
         bench-cores bench-cores-kit \
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass fault-cond deps run demo clean format lint-refs install install-files uninstall deb
@@ -267,6 +267,13 @@ bench-stays-up: $(BIN)
 # perf profile of the gateway under GET 1 KiB).
 bench-proxy: $(BIN)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/proxy_bench_dav.sh
+
+# Instructions per small request (callgrind), the gateway without and with
+# principals, in front of an nginx dav origin: a figure the machine's load
+# cannot disturb.  BENCH_BASELINE=BIN adds another build side by side (about 3
+# minutes, 6 with a baseline).
+bench-request-cost: $(BIN)
+	bash tests/bench/request_cost.sh $(BIN) $(BENCH_BASELINE)
 
 # Worker loops against nginx worker processes: signed-payload PUT 1 MiB at each
 # count in BENCH_CORES (tests/bench/cores_bench.sh; about 2 minutes for "1 2").

@@ -160,6 +160,17 @@ str_concat(char *out, size_t outlen, ...)
     return rc;
 }
 
+void
+str_copy(char *out, size_t outlen, const char *s)
+{
+    if (outlen == 0) {
+        return;
+    }
+    size_t n = strnlen(s, outlen - 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
 /* lower - c in ASCII lower case (strcasecmp's C-locale folding). */
 static unsigned char
 lower(unsigned char c)

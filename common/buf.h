@@ -67,6 +67,13 @@ MUST_USE int buf_append_strs(struct buf *b, ...) __attribute__((sentinel));
 MUST_USE int str_concat(char *out, size_t outlen, ...) __attribute__((sentinel));
 
 /*
+ * str_copy - s into out[0..outlen), cut to fit and NUL-terminated (nothing
+ * when outlen is 0): snprintf(out, outlen, "%s", s) without the format
+ * interpreter, which costs several hundred instructions a call.
+ */
+void str_copy(char *out, size_t outlen, const char *s);
+
+/*
  * str_caseeq - a and b (NUL-terminated) are equal ignoring ASCII case:
  * strcasecmp(a, b) == 0 in the C locale, with the first bytes compared before
  * the call, where most header-name lookups already differ.

@@ -1,6 +1,8 @@
 /* common/codec.c: hex and percent codecs (see codec.h). */
 #include "common/codec.h"
 
+#include <string.h>
+
 int
 hex_digit(int c)
 {
@@ -48,9 +50,24 @@ int
 pct_decode(const char *s, size_t n, bool plus_space, char *out, size_t cap, size_t *outlen)
 {
     size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '%') {
+    for (size_t i = 0; i < n;) {
+        size_t j = i; /* a run of bytes that decode to themselves, copied whole */
+        while (j < n && s[j] != '%' && (s[j] != '+' || !plus_space)) {
+            j++;
+        }
+        if (j > i) {
+            if (cap - o < j - i) {
+                return ERR_TOOBIG;
+            }
+            if (out != NULL) {
+                memcpy(out + o, s + i, j - i);
+            }
+            o += j - i;
+            i = j;
+            continue;
+        }
+        char c = ' '; /* a '+' as space */
+        if (s[i] == '%') {
             if (n - i < 3) {
                 return ERR_INVAL;
             }
@@ -61,9 +78,8 @@ pct_decode(const char *s, size_t n, bool plus_space, char *out, size_t cap, size
             }
             c = (char)(hi << 4 | lo);
             i += 2;
-        } else if (c == '+' && plus_space) {
-            c = ' ';
         }
+        i++;
         if (o == cap) {
             return ERR_TOOBIG;
         }

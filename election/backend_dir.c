@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "election/sha256.h"
 
@@ -158,7 +159,7 @@ static int
 make_parents(struct dir_backend *d, const char *key)
 {
     char path[ELECT_KEY_MAX + 1];
-    (void)snprintf(path, sizeof(path), "%s", key);
+    str_copy(path, sizeof(path), key);
     for (char *p = path; (p = strchr(p, '/')) != NULL; p++) {
         *p = '\0';
         if (mkdirat(d->rootfd, path, 0700) == 0) {

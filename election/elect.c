@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "election/elect_int.h"
 #include "election/sha256.h"
@@ -308,7 +309,7 @@ elect_acquire(struct elect *e, const char *lock, const char *holder, uint32_t le
     if (err != 0) {
         return err;
     }
-    (void)snprintf(c->holder, sizeof(c->holder), "%s", holder);
+    str_copy(c->holder, sizeof(c->holder), holder);
     c->lease_ms = lease_ms;
     c->deadline = wait_deadline(e, c->arrived, wait_ms);
     call_submit(c, callp);
@@ -349,7 +350,7 @@ rewrite_call(struct elect *e, const char *lock, uint64_t token, const char *leas
     /* A malformed lease_id cannot match: it is kept and refused as ERR_DENIED
      * after the record is read, like any other wrong one (G5). */
     if (lease_id_ok(lease_id)) {
-        (void)snprintf(c->lease_id, sizeof(c->lease_id), "%s", lease_id);
+        str_copy(c->lease_id, sizeof(c->lease_id), lease_id);
     }
     call_submit(c, callp);
     return 0;
@@ -413,7 +414,7 @@ elect_peek(struct elect *e, const char *lock, struct elect_info *info)
         return 0;
     }
     memset(info, 0, sizeof(*info));
-    (void)snprintf(info->lock, sizeof(info->lock), "%s", lock);
+    str_copy(info->lock, sizeof(info->lock), lock);
     if (e->store != NULL) {
         struct store_elect se;
         int err = store_elect_get(e->store, lock, &se);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "election/elect_int.h"
 
@@ -26,15 +27,15 @@ void
 elect_info_fill(struct elect *e, struct elect_lock *lk, uint64_t now, struct elect_info *info)
 {
     memset(info, 0, sizeof(*info));
-    (void)snprintf(info->lock, sizeof(info->lock), "%s", lk->name);
+    str_copy(info->lock, sizeof(info->lock), lk->name);
     info->token = lk->latest;
     if (!lk->have || lk->rec.epoch != lk->latest) {
         return;
     }
     info->known = true;
     const struct elect_lockfile *r = &lk->rec;
-    (void)snprintf(info->holder, sizeof(info->holder), "%s", r->holder);
-    (void)snprintf(info->granted_by, sizeof(info->granted_by), "%s", r->granted_by);
+    str_copy(info->holder, sizeof(info->holder), r->holder);
+    str_copy(info->granted_by, sizeof(info->granted_by), r->granted_by);
     info->lease_ms = r->lease_ms;
     info->released = r->expired;
     info->acquired_at_ms = r->acquired_at_ms;
@@ -119,7 +120,7 @@ elect_call_complete(struct elect_call *c, int err, bool with_lease)
             return;
         }
         if (with_lease) {
-            (void)snprintf(info.lease_id, sizeof(info.lease_id), "%s", c->lease_id);
+            str_copy(info.lease_id, sizeof(info.lease_id), c->lease_id);
         }
         cb(c->arg, err, &info);
         volatile char *p = info.lease_id;

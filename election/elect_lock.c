@@ -12,6 +12,7 @@
 #include "store/store.h"
 
 #define LOG_MODULE "election"
+#include "common/buf.h"
 #include "common/log.h"
 
 static size_t
@@ -40,7 +41,7 @@ elect_lock_find(struct elect *e, const char *name, bool create)
     if (lk == NULL) {
         return NULL;
     }
-    (void)snprintf(lk->name, sizeof(lk->name), "%s", name);
+    str_copy(lk->name, sizeof(lk->name), name);
     lk->e = e;
     TAILQ_INIT(&lk->queue);
     TAILQ_INIT(&lk->waiting);

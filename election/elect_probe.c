@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "election/elect_int.h"
 #include "store/store.h"
@@ -49,7 +50,7 @@ static void
 probe_refuse(struct elect *e, const char *why)
 {
     e->probe = PROBE_REFUSED;
-    (void)snprintf(e->reason, sizeof(e->reason), "%s", why);
+    str_copy(e->reason, sizeof(e->reason), why);
     log_error("election backend %s refused: %s; no leases will be granted on it",
               elect_backend_name(e->be), why);
     probe_cleanup(e);
@@ -85,7 +86,7 @@ on_probe_write(void *arg, int err, const struct elect_obj_meta *meta)
             probe_retry(e, "creating the probe object", err);
             return;
         }
-        (void)snprintf(e->probe_etag, sizeof(e->probe_etag), "%s", meta->etag);
+        str_copy(e->probe_etag, sizeof(e->probe_etag), meta->etag);
         e->probe_step = 2;
         break;
     case 2: /* second create of the same key: must be refused */
@@ -109,7 +110,7 @@ on_probe_write(void *arg, int err, const struct elect_obj_meta *meta)
                 return;
             }
             memcpy(e->probe_stale, e->probe_etag, sizeof(e->probe_stale));
-            (void)snprintf(e->probe_etag, sizeof(e->probe_etag), "%s", meta->etag);
+            str_copy(e->probe_etag, sizeof(e->probe_etag), meta->etag);
             e->probe_step = 5;
             break;
         }
@@ -293,7 +294,7 @@ on_gc_list(void *arg, int err, const char *const *keys, size_t n, bool truncated
             ep >= lk->latest) {
             continue;
         }
-        (void)snprintf(e->gc_keys[e->gc_n], sizeof(e->gc_keys[0]), "%s", keys[i]);
+        str_copy(e->gc_keys[e->gc_n], sizeof(e->gc_keys[0]), keys[i]);
         e->gc_n++;
     }
     gc_next_delete(e);
@@ -408,7 +409,7 @@ check_start(struct elect *e, const char *lock, uint64_t epoch, elect_check_fn *c
         return ERR_NOMEM;
     }
     k->e = e;
-    (void)snprintf(k->lock, sizeof(k->lock), "%s", lock);
+    str_copy(k->lock, sizeof(k->lock), lock);
     k->epoch = epoch;
     k->cb = cb;
     k->wcb = wcb;

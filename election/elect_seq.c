@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "election/elect_int.h"
 #include "election/sha256.h"
@@ -359,17 +360,17 @@ do_create(struct elect_call *c)
     struct elect_lockfile *r = &c->rec;
     memset(r, 0, sizeof(*r));
     r->epoch = c->token;
-    (void)snprintf(r->lock, sizeof(r->lock), "%s", lk->name);
-    (void)snprintf(r->holder, sizeof(r->holder), "%s", c->holder);
+    str_copy(r->lock, sizeof(r->lock), lk->name);
+    str_copy(r->holder, sizeof(r->holder), c->holder);
     r->lease_ms = c->lease_ms;
     r->acquired_at_ms = wall;
     r->renewed_at_ms = wall;
     r->expired = false;
     elect_sha256_hex(c->lease_id, strlen(c->lease_id), r->lease_sha256);
-    (void)snprintf(r->granted_by, sizeof(r->granted_by), "%s", e->granted_by);
+    str_copy(r->granted_by, sizeof(r->granted_by), e->granted_by);
     /* The same grant_id on every attempt for this epoch: a read-back that
      * finds it proves one of our attempts landed. */
-    (void)snprintf(r->grant_id, sizeof(r->grant_id), "%s", c->grant_id);
+    str_copy(r->grant_id, sizeof(r->grant_id), c->grant_id);
     r->renewals = 0;
     char key[ELECT_KEY_MAX + 1];
     int err = elect_lockfile_encode(r, c->body, sizeof(c->body), &c->body_len);
@@ -412,7 +413,7 @@ static void
 granted(struct elect_call *c, const char *etag)
 {
     struct elect *e = c->e;
-    (void)snprintf(c->etag, sizeof(c->etag), "%s", etag);
+    str_copy(c->etag, sizeof(c->etag), etag);
     c->step = STEP_STORE;
     if (e->store == NULL) {
         grant_done(c, 0);
@@ -542,7 +543,7 @@ on_w_get(void *arg, int err, const char *body, size_t len, const struct elect_ob
         elect_seq_end(c, err, true);
         return;
     }
-    (void)snprintf(c->etag, sizeof(c->etag), "%s", meta->etag);
+    str_copy(c->etag, sizeof(c->etag), meta->etag);
     if (c->token >= lk->latest) {
         elect_observe(lk, &c->rec, meta->etag, meta, c->read_sent, clock_mono_ms());
     }
@@ -574,7 +575,7 @@ elect_seq_rewrite(struct elect_call *c)
     c->read_fresh = false;
     if (lk->have && lk->rec.epoch == c->token && lk->etag[0] != '\0') {
         c->rec = lk->rec;
-        (void)snprintf(c->etag, sizeof(c->etag), "%s", lk->etag);
+        str_copy(c->etag, sizeof(c->etag), lk->etag);
         w_check(c);
         return;
     }

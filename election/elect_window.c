@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/lockname.h"
 #include "election/elect_int.h"
 
@@ -69,7 +70,7 @@ elect_observe(struct elect_lock *lk, const struct elect_lockfile *rec, const cha
         lk->win_until = 0;
     }
     lk->rec = *rec;
-    (void)snprintf(lk->etag, sizeof(lk->etag), "%s", etag);
+    str_copy(lk->etag, sizeof(lk->etag), etag);
     lk->have = true;
     lk->obs.lease_ms = rec->lease_ms;
     lk->obs.released = rec->expired;

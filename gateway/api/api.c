@@ -120,7 +120,7 @@ static int
 on_fence(void *arg, const char *lock, const struct store_fence *f)
 {
     struct fence_list *fl = arg;
-    (void)snprintf(fl->last, sizeof(fl->last), "%s", lock);
+    str_copy(fl->last, sizeof(fl->last), lock);
     if (!gw_api_may_see(fl->principal, lock)) { /* hidden: still moves the cursor */
         return 0;
     }

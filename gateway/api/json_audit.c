@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/date.h"
 #include "common/jsonstr.h"
 #include "common/num.h"
@@ -27,7 +28,7 @@ gw_json_audit_time_format(int64_t ms, char out[GW_AUDIT_TIME_LEN])
         (void)snprintf(out, GW_AUDIT_TIME_LEN, "%" PRId64, ms);
         return;
     }
-    (void)snprintf(out, GW_AUDIT_TIME_LEN, "%s", t);
+    str_copy(out, GW_AUDIT_TIME_LEN, t);
 }
 
 /* Parse n digits at s into *v, within [lo, hi]. */

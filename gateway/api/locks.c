@@ -450,13 +450,13 @@ on_name(void *arg, const char *lock, const struct store_elect *se)
 {
     struct lpage *pg = arg;
     (void)se;
-    (void)snprintf(pg->last, sizeof(pg->last), "%s", lock);
+    str_copy(pg->last, sizeof(pg->last), lock);
     if (!list_visible(pg->who, lock)) {
         return 0;
     }
     struct lentry *en = &pg->ent[pg->n++];
     en->pg = pg;
-    (void)snprintf(en->info.lock, sizeof(en->info.lock), "%s", lock);
+    str_copy(en->info.lock, sizeof(en->info.lock), lock);
     return 0;
 }
 
@@ -603,7 +603,7 @@ list_locks(struct gw_req *req, struct elect *e, struct store *st,
         char name[ELECT_LOCK_MAX + 1];
         memcpy(name, en->info.lock, sizeof(name));
         if (elect_peek(e, name, &en->info) != 0) {
-            (void)snprintf(en->info.lock, sizeof(en->info.lock), "%s", name);
+            str_copy(en->info.lock, sizeof(en->info.lock), name);
             continue;
         }
         if (en->info.known || en->info.token == 0) {
@@ -710,12 +710,12 @@ gw_api_locks_handle(struct gw_req *req, struct elect *e, struct store *st,
     lc->e = e;
     lc->act = act;
     lc->st = st;
-    (void)snprintf(lc->admin, sizeof(lc->admin), "%s", principal != NULL ? principal->name : "");
+    str_copy(lc->admin, sizeof(lc->admin), principal != NULL ? principal->name : "");
     if (act == A_REVOKE) {
         const char *ua = gw_req_header(req, "user-agent");
-        (void)snprintf(lc->client, sizeof(lc->client), "%s", gw_req_peer(req));
-        (void)snprintf(lc->request_id, sizeof(lc->request_id), "%s", gw_req_id(req));
-        (void)snprintf(lc->user_agent, sizeof(lc->user_agent), "%s", ua != NULL ? ua : "");
+        str_copy(lc->client, sizeof(lc->client), gw_req_peer(req));
+        str_copy(lc->request_id, sizeof(lc->request_id), gw_req_id(req));
+        str_copy(lc->user_agent, sizeof(lc->user_agent), ua != NULL ? ua : "");
     }
     memcpy(lc->lock, lock, n + 1);
     buf_init(&lc->body, LOCKS_MAX_BODY);

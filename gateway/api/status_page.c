@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/buf.h"
 #include "common/jsonstr.h"
 #include "common/log.h"
 #include "election/elect.h"
@@ -281,12 +282,12 @@ on_refusal(void *arg, const struct store_audit_rec *rec)
     x->kind = rec->kind;
     x->token = rec->token;
     x->current = rec->current;
-    (void)snprintf(x->lock, sizeof(x->lock), "%s", rec->lock);
-    (void)snprintf(x->principal, sizeof(x->principal), "%s", rec->principal);
-    (void)snprintf(x->method, sizeof(x->method), "%s", rec->method);
-    (void)snprintf(x->bucket, sizeof(x->bucket), "%s", rec->bucket);
-    (void)snprintf(x->key, sizeof(x->key), "%s", rec->key);
-    (void)snprintf(x->request_id, sizeof(x->request_id), "%s", rec->request_id);
+    str_copy(x->lock, sizeof(x->lock), rec->lock);
+    str_copy(x->principal, sizeof(x->principal), rec->principal);
+    str_copy(x->method, sizeof(x->method), rec->method);
+    str_copy(x->bucket, sizeof(x->bucket), rec->bucket);
+    str_copy(x->key, sizeof(x->key), rec->key);
+    str_copy(x->request_id, sizeof(x->request_id), rec->request_id);
     (void)snprintf(x->trace_id, sizeof(x->trace_id), "%s",
                    rec->trace_id != NULL ? rec->trace_id : "");
     return 0;
@@ -457,7 +458,7 @@ on_cached(void *arg, const char *lock, const struct store_elect *e)
     }
     struct row *r = &pg->rows[pg->n++];
     r->pg = pg;
-    (void)snprintf(r->lock, sizeof(r->lock), "%s", lock);
+    str_copy(r->lock, sizeof(r->lock), lock);
     r->cached = e->epoch;
     r->learned_ms = e->learned_ms;
     r->err = ERR_NOTFOUND;
@@ -490,10 +491,10 @@ gw_status_page_handle(struct gw_req *req, struct elect *el, struct store *st,
     pg->el = el;
     pg->st = st;
     pg->rd = *rd;
-    (void)snprintf(pg->why, sizeof(pg->why), "%s", rd->why != NULL ? rd->why : "");
+    str_copy(pg->why, sizeof(pg->why), rd->why != NULL ? rd->why : "");
     (void)snprintf(pg->upstream, sizeof(pg->upstream), "%s",
                    rd->upstream != NULL ? rd->upstream : "");
-    (void)snprintf(pg->gateway, sizeof(pg->gateway), "%s", rd->gateway != NULL ? rd->gateway : "");
+    str_copy(pg->gateway, sizeof(pg->gateway), rd->gateway != NULL ? rd->gateway : "");
     pg->rd.why = pg->why;
     pg->rd.upstream = pg->upstream;
     pg->rd.gateway = pg->gateway;

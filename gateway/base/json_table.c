@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
+
 #define JT_MAX_STR 4096u /* default maximum length of a string value */
 
 void
@@ -43,7 +45,7 @@ gw_json_table_err(struct gw_json_table_ctx *c, const char *path, const char *fmt
     if (path != NULL && path[0] != '\0') {
         (void)snprintf(c->errbuf, c->errlen, "%s: %s", path, msg);
     } else {
-        (void)snprintf(c->errbuf, c->errlen, "%s", msg);
+        str_copy(c->errbuf, c->errlen, msg);
     }
     /* Key names come from the file: keep the one-line message printable. */
     for (char *p = c->errbuf; *p != '\0'; p++) {

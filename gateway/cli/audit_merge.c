@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/num.h"
 
 /* Records fetched from one store per page: bounds memory to
@@ -40,7 +41,7 @@ struct source {
 static void
 copy_str(char *dst, size_t cap, const char *s)
 {
-    (void)snprintf(dst, cap, "%s", s != NULL ? s : "");
+    str_copy(dst, cap, s != NULL ? s : "");
 }
 
 /* store_audit_each_fn: copy one record into the source's page. */

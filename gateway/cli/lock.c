@@ -819,7 +819,7 @@ cmd_run(struct lockcli *c, const struct lock_opts *o, const char *holder)
         json_decref(grant);
         return GW_LOCK_EXIT_ERROR;
     }
-    (void)snprintf(lease_id, sizeof(lease_id), "%s", lid);
+    str_copy(lease_id, sizeof(lease_id), lid);
     uint64_t expires_in_ms = json_u64(grant, "expires_in_ms");
     json_decref(grant);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/lockname.h"
 #include "common/num.h"
 #include "gateway/base/config.h"
@@ -60,13 +61,13 @@ resolve_rule(const struct gw_fence_headers *h, const struct gw_config *cfg,
                       "The fencing lock name must match [A-Za-z0-9._-]{1,128}.");
     }
     if (rule != NULL && hlock != NULL && strcmp(hlock, rule->lock) != 0) {
-        (void)snprintf(claim->lock, sizeof(claim->lock), "%s", rule->lock);
+        str_copy(claim->lock, sizeof(claim->lock), rule->lock);
         return refuse(r, claim, STORE_AUDIT_LOCK_MISMATCH, 400, "FencingLockMismatch",
                       "The fencing lock header contradicts the gateway's rule for this key.");
     }
     const char *lock = rule != NULL ? rule->lock : hlock;
     if (lock != NULL) {
-        (void)snprintf(claim->lock, sizeof(claim->lock), "%s", lock);
+        str_copy(claim->lock, sizeof(claim->lock), lock);
     }
     if (htoken == NULL) {
         /* a write into an upload may be claimed with the upload's epoch (caller) */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/lockname.h"
 #include "common/log.h"
@@ -723,8 +724,8 @@ gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const cha
     t->admitted = admitted;
     t->cut = cut;
     t->arg = arg;
-    (void)snprintf(t->reqid, sizeof(t->reqid), "%s", reqid != NULL ? reqid : "");
-    (void)snprintf(t->principal, sizeof(t->principal), "%s", principal != NULL ? principal : "");
+    str_copy(t->reqid, sizeof(t->reqid), reqid != NULL ? reqid : "");
+    str_copy(t->principal, sizeof(t->principal), principal != NULL ? principal : "");
     TAILQ_INSERT_TAIL(&lk->tickets, t, link);
     *out = t;
     /* The verdict must never arrive before this returns: judge from the loop.
@@ -803,7 +804,7 @@ gw_fence_learn(struct gw_fence *f, const char *lock, uint64_t epoch)
     t->lk = lk;
     t->epoch = epoch;
     t->cancelled = true;
-    (void)snprintf(t->principal, sizeof(t->principal), "%s", "election");
+    str_copy(t->principal, sizeof(t->principal), "election");
     TAILQ_INSERT_TAIL(&lk->tickets, t, link);
     advance(t);
     flock_maybe_free(lk); /* only if the advance could not even be queued */

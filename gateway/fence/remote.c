@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "common/buf.h"
 #include "gateway/net/loopmsg.h"
 
 /* What a message asks for; the first four go to the control loop. */
@@ -354,7 +355,7 @@ gw_fence_remote_admit(struct gw_fence_remote *r, const struct gw_fence_claim *cl
     c->wq = r->q;
     c->ep = t->ep;
     c->rt = t;
-    (void)snprintf(c->lock, sizeof(c->lock), "%s", claim->lock);
+    str_copy(c->lock, sizeof(c->lock), claim->lock);
     c->token = claim->token;
     m->half = c;
     m->claim = *claim;

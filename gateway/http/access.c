@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/buf.h"
 #include "common/jsonstr.h"
 #include "common/log.h"
 #include "common/num.h"
@@ -684,6 +685,6 @@ gw_http_access_refused(struct gw_conn *c, const char *id, int status, const char
     struct gw_access a;
     uint64_t now = gw_metrics_now_ns();
     gw_access_init(&a, NULL, now);
-    (void)snprintf(a.error_code, sizeof(a.error_code), "%s", code);
+    str_copy(a.error_code, sizeof(a.error_code), code);
     emit(&a, id, c->peer, NULL, status, 0, 0, now);
 }

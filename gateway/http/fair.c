@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/base/metrics.h"
 
@@ -160,7 +161,7 @@ peer_addr(const char *peer, char *out, size_t outlen)
             return;
         }
     }
-    (void)snprintf(out, outlen, "%s", host);
+    str_copy(out, outlen, host);
 }
 
 static size_t
@@ -189,7 +190,7 @@ client_get(struct gw_fair_table *t, const char *addr)
         return NULL;
     }
     cl->table = t;
-    (void)snprintf(cl->addr, sizeof(cl->addr), "%s", addr);
+    str_copy(cl->addr, sizeof(cl->addr), addr);
     cl->next = t->buckets[b];
     t->buckets[b] = cl;
     t->nclients++;

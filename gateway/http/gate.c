@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/http/internal.h"
 
@@ -252,7 +253,7 @@ gw_http_handout_give(struct gw_server *srv, int fd, const char *peer, size_t idx
         return;
     }
     *ho = (struct gw_handoff){.fd = fd, .idx = idx};
-    (void)snprintf(ho->peer, sizeof(ho->peer), "%s", peer);
+    str_copy(ho->peer, sizeof(ho->peer), peer);
     struct gw_handoff **tail = &srv->parked;
     while (*tail != NULL) {
         tail = &(*tail)->next;

@@ -23,6 +23,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/num.h"
 
@@ -573,7 +574,7 @@ gw_http_req_new(struct gw_conn *c)
     req->conn = c;
     req->cfg = c->cfg;
     if (c->relayed && c->relay_id[0] != '\0') {
-        (void)snprintf(req->id, sizeof(req->id), "%s", c->relay_id); /* one id for both loops */
+        str_copy(req->id, sizeof(req->id), c->relay_id); /* one id for both loops */
     } else {
         gw_http_new_id(req->id);
     }

@@ -27,6 +27,7 @@
 #include <event2/event.h>
 #include <llhttp.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/http/internal.h"
 #include "gateway/net/loopctx.h"
@@ -623,10 +624,10 @@ post_request(struct wrel *w)
     c->wq = w->q;
     c->ep = w->ep;
     c->w = w;
-    (void)snprintf(c->peer, sizeof(c->peer), "%s", gw_req_peer(req));
+    str_copy(c->peer, sizeof(c->peer), gw_req_peer(req));
     c->is_tls = gw_req_is_tls(req);
     c->listener = gw_req_listener(req);
-    (void)snprintf(c->id, sizeof(c->id), "%s", gw_req_id(req));
+    str_copy(c->id, sizeof(c->id), gw_req_id(req));
     if (gw_loopq_post(w->cq, &c->m) != 0) {
         free(c->data);
         free(c);

@@ -42,6 +42,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/num.h"
@@ -700,7 +701,7 @@ gw_http_conn_attach(struct gw_server *srv, struct bufferevent *bev, const char *
     c->bev = bev;
     c->is_tls = is_tls;
     c->listener = listener;
-    (void)snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    str_copy(c->peer, sizeof(c->peer), peer);
     gw_http_limits_from(&c->lim, srv->cfg);
     c->cfg = srv->cfg;
     gw_http_hdr_list_init(&c->head, c->lim.max_header_bytes);
@@ -774,7 +775,7 @@ gw_http_conn_relay(struct gw_server *srv, struct bufferevent *bev, const char *p
     gw_http_fair_relay_attached(cl);
     struct gw_conn *c = TAILQ_LAST(&srv->conns, gw_conn_list);
     c->relayed = true;
-    (void)snprintf(c->relay_id, sizeof(c->relay_id), "%s", id);
+    str_copy(c->relay_id, sizeof(c->relay_id), id);
     gw_http_fair_idle(c); /* out of the idle list: never shed */
     return 0;
 }

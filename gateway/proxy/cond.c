@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 
+#include "common/buf.h"
 #include "common/lockname.h"
 #include "common/log.h"
 #include "gateway/base/config.h"
@@ -383,9 +384,9 @@ gw_cond_head(struct gw_cond *c, const char *lock, uint64_t token, const char *bu
     h->done = done;
     h->arg = arg;
     h->token = token;
-    (void)snprintf(h->lock, sizeof(h->lock), "%s", lock);
-    (void)snprintf(h->bucket, sizeof(h->bucket), "%s", bucket);
-    (void)snprintf(h->key, sizeof(h->key), "%s", key);
+    str_copy(h->lock, sizeof(h->lock), lock);
+    str_copy(h->bucket, sizeof(h->bucket), bucket);
+    str_copy(h->key, sizeof(h->key), key);
     const struct gw_s3client_call call = {.method = "HEAD", .bucket = bucket, .key = key};
     int rc = gw_s3client_start(c->s3c, &call, &head_cbs, h, &h->call);
     if (rc != 0) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/http/http.h"
 #include "gateway/proxy/refuse.h"
@@ -126,7 +127,7 @@ gw_create_bucket_start(struct gw_bucket_probe *probe, struct store *audit, struc
     mb->audit = audit;
     mb->req = req;
     mb->s3 = *s3;
-    (void)snprintf(mb->principal, sizeof(mb->principal), "%s", principal);
+    str_copy(mb->principal, sizeof(mb->principal), principal);
     int rc = gw_bucket_probe_head(probe, s3->bucket, on_mkbucket_probed, mb, &mb->op);
     if (rc != 0) {
         free(mb);

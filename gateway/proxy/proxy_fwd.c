@@ -111,7 +111,7 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
     p->fence = fenced->fence;
     p->store = fenced->store;
     p->token = fenced->token;
-    (void)snprintf(p->lock, sizeof(p->lock), "%s", fenced->lock);
+    str_copy(p->lock, sizeof(p->lock), fenced->lock);
     (void)snprintf(p->principal, sizeof(p->principal), "%s",
                    f->auth->principal != NULL ? f->auth->principal->name : "");
     p->s3 = malloc(sizeof(*p->s3));
@@ -266,7 +266,7 @@ fwd_headers(struct fwd *f)
                 (void)snprintf(ce, sizeof(f->ce[0]), "aws-chunked%s%s", value != NULL ? ", " : "",
                                value != NULL ? value : "");
             } else if (value != NULL) {
-                (void)snprintf(ce, sizeof(f->ce[0]), "%s", value);
+                str_copy(ce, sizeof(f->ce[0]), value);
             } else {
                 continue;
             }

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/num.h"
 #include "gateway/base/metrics.h"
@@ -448,7 +449,7 @@ on_output_drained(struct gw_req *req, void *arg)
 static void
 detach(struct preq *p, struct gw_req *req)
 {
-    (void)snprintf(p->reqid, sizeof(p->reqid), "%s", gw_req_id(req));
+    str_copy(p->reqid, sizeof(p->reqid), gw_req_id(req));
     gw_body_free(p->body); /* it reads from req; every byte of it was read */
     p->body = NULL;
     p->req = NULL;

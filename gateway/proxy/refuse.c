@@ -102,7 +102,7 @@ final_id(const struct refusal_wait *w, const struct store_audit_done *d, char *o
                      (unsigned long long)d->occurrence);
     }
     if (n < 0 || n > GW_REQ_ID_MAX) {
-        (void)snprintf(out, GW_REQ_ID_MAX + 1, "%s", w->id);
+        str_copy(out, GW_REQ_ID_MAX + 1, w->id);
     }
 }
 
@@ -212,7 +212,7 @@ wait_new(struct gw_req *req, const struct gw_s3req *s3, const struct gw_refusal 
     w->r = *r;
     w->cut = cut;
     w->queued_ns = gw_metrics_now_ns();
-    (void)snprintf(w->id, sizeof(w->id), "%s", gw_req_id(req));
+    str_copy(w->id, sizeof(w->id), gw_req_id(req));
     const char *copies[6];
     char *p = w->strs;
     for (size_t i = 0; i < 6; i++) {

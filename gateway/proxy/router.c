@@ -50,7 +50,7 @@ readiness(const struct gw_router *rt, char *text, size_t len)
 {
     const char *why = NULL;
     if (!rt->ready) {
-        (void)snprintf(text, len, "%s", rt->not_ready != NULL ? rt->not_ready : "not ready\n");
+        str_copy(text, len, rt->not_ready != NULL ? rt->not_ready : "not ready\n");
         return false;
     }
     if (rt->elect != NULL && !elect_ready(rt->elect, &why)) {
@@ -65,7 +65,7 @@ readiness(const struct gw_router *rt, char *text, size_t len)
         (void)snprintf(text, len, "upstream unreachable: %s\n", up_why);
         return false;
     }
-    (void)snprintf(text, len, "%s", "");
+    str_copy(text, len, "");
     return true;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/base/config.h"
 #include "gateway/s3/s3req.h"
@@ -245,8 +246,8 @@ record(struct gw_upload *u, const char *lock, uint64_t token, const struct gw_s3
     }
     pc->u = u;
     pc->epoch = token;
-    (void)snprintf(pc->lock, sizeof(pc->lock), "%s", lock);
-    (void)snprintf(pc->id, sizeof(pc->id), "%s", id);
+    str_copy(pc->lock, sizeof(pc->lock), lock);
+    str_copy(pc->id, sizeof(pc->id), id);
     /* mu held across the queuing: on_put (control loop) may run as soon as it
      * is queued, and must find pc listed */
     (void)pthread_mutex_lock(&u->mu);
@@ -388,10 +389,10 @@ on_older(void *arg, const char *upload_id, const struct store_upload *rec)
     }
     op->u = c->u;
     op->epoch = rec->epoch;
-    (void)snprintf(op->lock, sizeof(op->lock), "%s", c->lock);
-    (void)snprintf(op->id, sizeof(op->id), "%s", upload_id);
-    (void)snprintf(op->bucket, sizeof(op->bucket), "%s", rec->bucket);
-    (void)snprintf(op->key, sizeof(op->key), "%s", rec->key);
+    str_copy(op->lock, sizeof(op->lock), c->lock);
+    str_copy(op->id, sizeof(op->id), upload_id);
+    str_copy(op->bucket, sizeof(op->bucket), rec->bucket);
+    str_copy(op->key, sizeof(op->key), rec->key);
     LIST_INSERT_HEAD(&c->found, op, link);
     return --c->room == 0 ? 1 : 0;
 }

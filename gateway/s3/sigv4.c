@@ -404,6 +404,23 @@ stage_put(struct stage *st, char c)
     st->tmp[st->n++] = c;
 }
 
+/* n bytes that stand for themselves: staged, or past the stage's room straight to the buffer. */
+static void
+stage_bytes(struct stage *st, const char *p, size_t n)
+{
+    if (n > sizeof(st->tmp) - st->n) {
+        stage_flush(st);
+        if (n > sizeof(st->tmp)) {
+            if (st->err == 0) {
+                st->err = buf_append(st->out, p, n);
+            }
+            return;
+        }
+    }
+    memcpy(st->tmp + st->n, p, n);
+    st->n += n;
+}
+
 static void
 stage_byte_encoded(struct stage *st, unsigned char b, int keep_slash)
 {
@@ -427,6 +444,15 @@ recode(const char *s, size_t n, int plus_space, int keep_slash, struct buf *out)
     struct stage st = {.out = out};
 
     for (size_t i = 0; i < n; i++) {
+        size_t j = i; /* a run that encodes to itself, staged whole */
+        while (j < n && (is_unreserved((unsigned char)s[j]) || (keep_slash && s[j] == '/'))) {
+            j++;
+        }
+        if (j > i) {
+            stage_bytes(&st, s + i, j - i);
+            i = j - 1;
+            continue;
+        }
         unsigned char b = (unsigned char)s[i];
         if (b == '%') {
             if (i + 2 >= n) { /* a '%' needs two hex digits after it */

@@ -312,7 +312,7 @@ mp_query(struct gw_cond_probe *p)
         rc = gw_s3client_encode(p->upload, false, &q);
     }
     if (rc == 0) {
-        (void)snprintf(p->query, sizeof(p->query), "%s", buf_cstr(&q));
+        str_copy(p->query, sizeof(p->query), buf_cstr(&q));
     }
     buf_cleanup(&q);
     return rc;
@@ -434,7 +434,7 @@ attempt(struct gw_cond_probe *p)
         retry(p, "the copy source", rc, 0);
         return;
     }
-    (void)snprintf(p->src, sizeof(p->src), "%s", buf_cstr(&src));
+    str_copy(p->src, sizeof(p->src), buf_cstr(&src));
     buf_cleanup(&src);
     memset(&p->caps, 0, sizeof(p->caps));
     p->etag[0] = '\0';

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/token.h"
@@ -675,7 +676,7 @@ error_code(const struct gw_s3client_op *op, char *code, size_t len)
     }
     if (gw_s3xml_feed(x, op->err_doc.data, op->err_doc.len) == 0 && gw_s3xml_finish(x) == 0 &&
         gw_s3xml_error_code(x) != NULL) {
-        (void)snprintf(code, len, "%s", gw_s3xml_error_code(x));
+        str_copy(code, len, gw_s3xml_error_code(x));
     }
     gw_s3xml_free(x);
 }

@@ -74,7 +74,7 @@ cleanup(struct gw_trailer_probe *p)
     int err = ERR_NOMEM;
     if (d != NULL) {
         d->p = p;
-        (void)snprintf(d->key, sizeof(d->key), "%s", p->key);
+        str_copy(d->key, sizeof(d->key), p->key);
         const struct gw_s3client_call call = {
             .method = "DELETE", .bucket = p->bucket, .key = p->key};
         err = gw_s3client_start(p->s3c, &call, &del_cbs, d, &d->call);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -63,7 +64,7 @@ void
 gw_upstream_streak_why(struct gw_upstream_streak *s, const char *text)
 {
     (void)pthread_mutex_lock(&s->mu);
-    (void)snprintf(s->why, sizeof(s->why), "%s", text);
+    str_copy(s->why, sizeof(s->why), text);
     (void)pthread_mutex_unlock(&s->mu);
 }
 
@@ -89,7 +90,7 @@ gw_upstream_streak_unreachable(struct gw_upstream_streak *s, char *why, size_t l
     }
     if (len > 0) {
         (void)pthread_mutex_lock(&s->mu);
-        (void)snprintf(why, len, "%s", s->why);
+        str_copy(why, len, s->why);
         (void)pthread_mutex_unlock(&s->mu);
     }
     return true;

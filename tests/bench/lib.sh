@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # tests/bench/lib.sh: what the proxy benches share (sourced by proxy_bench.sh,
-# proxy_bench_dav.sh and cores_bench.sh): stopping only our own processes,
-# /proc readings, waiting for an HTTP answer, booting nginx in a prefix of its
-# own, reading wrk's output, and keeping or removing the temp dir at exit.
+# proxy_bench_dav.sh, cores_bench.sh, metrics_cost.sh and request_cost.sh):
+# stopping only our own processes, /proc readings, waiting for an HTTP answer,
+# booting nginx in a prefix of its own, reading wrk's output, keeping or
+# removing the temp dir at exit, and counting a gateway's instructions.
 #
 # The sourcing script sets, before calling anything here:
 #   T        its temp dir (every process we start names it on its command line)
@@ -157,4 +158,84 @@ finish_tmp() {
         rm -rf "$T"
     fi
     exit "$1"
+}
+
+# ---- instruction counts (callgrind): metrics_cost.sh, request_cost.sh ----
+
+# dav_origin: nginx-origin on ORG_PORT, a dav server of $T/origin (made here,
+# with bench/obj: 1 KiB), and $T/body (1 KiB); ORG_PID set, or exits.
+dav_origin() {
+    mkdir -p "$T/origin/bench"
+    head -c 1024 /dev/urandom >"$T/origin/bench/obj"
+    head -c 1024 /dev/urandom >"$T/body"
+    nginx_conf origin "$ORG_PORT" 1 "root $T/origin;
+        location / { dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw; }"
+    start_nginx origin
+    # shellcheck disable=SC2034 # the sourcing script's, to stop at exit
+    ORG_PID=$!
+    wait_code "http://127.0.0.1:$ORG_PORT/bench/obj" 200 || { echo "origin down" >&2; exit 1; }
+}
+
+# cg_serve BIN CONFIG: the gateway under callgrind with instrumentation off,
+# its callgrind files $T/cg.out.PID; GW_PID set once it answers /readyz on
+# GW_PORT, or exits with its log.
+cg_serve() {
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.out.%p" \
+        "$1" serve -c "$2" </dev/null >"$T/gw.log" 2>&1 &
+    GW_PID=$!
+    local i
+    for ((i = 0; i < 20; i++)); do # valgrind starts slowly: up to 5 minutes
+        wait_code "http://127.0.0.1:$GW_PORT/readyz" 200 && break
+        kill -0 "$GW_PID" 2>/dev/null || break # it exited: no use waiting
+    done
+    if [ "$i" -ge 20 ] || ! kill -0 "$GW_PID" 2>/dev/null; then
+        echo "${BENCH%.sh}: the gateway did not become ready:" >&2
+        tail "$T/gw.log" >&2
+        exit 1
+    fi
+}
+
+# cg_window NAME CMD...: CMD run with the gateway's instrumentation on, from
+# zero; prints the path of the callgrind file dumped as NAME.
+cg_window() {
+    local name=$1
+    shift
+    callgrind_control -i on "$GW_PID" >/dev/null 2>&1
+    callgrind_control -z "$GW_PID" >/dev/null 2>&1
+    "$@"
+    callgrind_control -d "$name" "$GW_PID" >/dev/null 2>&1
+    callgrind_control -i off "$GW_PID" >/dev/null 2>&1
+    # shellcheck disable=SC2012 # our own names: cg.out.PID[.PART]
+    ls -t "$T"/cg.out.* | head -1
+}
+
+# cg_setup NAME: for an instruction-count script NAME (metrics_cost,
+# request_cost): checks valgrind's tools and nginx, makes $T on tmpfs, and
+# at exit stops GW_PID and ORG_PID and removes $T.  Sets ROOT, NGINX, PY,
+# HELPER, BENCH, T.
+# shellcheck disable=SC2034 # PY and HELPER are the sourcing script's
+cg_setup() {
+    ROOT=$PWD
+    NGINX=${NGINX:-/usr/sbin/nginx}
+    PY=/usr/bin/python3
+    HELPER=$ROOT/tests/bench/proxy_bench_helper.py
+    BENCH=$1.sh
+    local t
+    for t in valgrind callgrind_control callgrind_annotate "$NGINX"; do
+        command -v "$t" >/dev/null || { echo "$1: $t missing" >&2; exit 2; }
+    done
+    T=$(mktemp -d "/dev/shm/fg-$1.XXXXXX")
+    ORG_PID="" GW_PID=""
+    trap cg_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+cg_cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    stop_pid "$GW_PID"
+    stop_pid "$ORG_PID"
+    rm -rf "$T"
+    exit "$rc"
 }

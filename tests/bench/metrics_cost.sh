@@ -27,42 +27,16 @@
 # named for its configuration and case, for callgrind_annotate).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROOT=$PWD
+# shellcheck source=tests/bench/lib.sh
+. tests/bench/lib.sh
+cg_setup metrics_cost
 BIN=${1:-${FENCEGATE_BIN:-build/fencegate}}
 BASE_BIN=${2:-}
 N=${METRICS_COST_N:-2000}
-NGINX=${NGINX:-/usr/sbin/nginx}
-PY=/usr/bin/python3
-HELPER=$ROOT/tests/bench/proxy_bench_helper.py
-for t in valgrind callgrind_control callgrind_annotate "$NGINX"; do
-    command -v "$t" >/dev/null || { echo "metrics_cost: $t missing" >&2; exit 2; }
-done
-T=$(mktemp -d /dev/shm/fg-mcost.XXXXXX)
-BENCH=metrics_cost.sh
-# shellcheck source=tests/bench/lib.sh
-. "$ROOT/tests/bench/lib.sh"
-ORG_PID="" GW_PID=""
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    stop_pid "$GW_PID"
-    stop_pid "$ORG_PID"
-    rm -rf "$T"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 read -r ORG_PORT GW_PORT <<<"$("$PY" "$HELPER" ports 2)"
-mkdir -p "$T/origin/bench" "$T/gw-data"
-head -c 1024 /dev/urandom >"$T/origin/bench/obj"
-head -c 1024 /dev/urandom >"$T/body"
-nginx_conf origin "$ORG_PORT" 1 "root $T/origin;
-        location / { dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw; }"
-start_nginx origin
-ORG_PID=$!
-wait_code "http://127.0.0.1:$ORG_PORT/bench/obj" 200 || { echo "origin down" >&2; exit 1; }
+mkdir -p "$T/gw-data"
+dav_origin
 # gw_config ACCESS_LOG FILE: the gateway's configuration, access_log as given
 gw_config() {
     cat >"$2" <<JSON
@@ -95,27 +69,10 @@ PYEOF
 # measure BIN [CONFIG]: prints "CASE total metrics clock" per case (Ir per request)
 measure() {
     local bin=$1 cfg=${2:-$T/gw.json} out
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.out.%p" \
-        "$bin" serve -c "$cfg" </dev/null >"$T/gw.log" 2>&1 &
-    GW_PID=$!
-    local i
-    for ((i = 0; i < 20; i++)); do # valgrind starts slowly: up to 5 minutes
-        wait_code "http://127.0.0.1:$GW_PORT/readyz" 200 && break
-        kill -0 "$GW_PID" 2>/dev/null || break # it exited: no use waiting
-    done
-    [ "$i" -lt 20 ] && kill -0 "$GW_PID" 2>/dev/null || {
-        echo "metrics_cost: the gateway did not become ready:" >&2
-        tail "$T/gw.log" >&2
-        exit 1
-    }
+    cg_serve "$bin" "$cfg"
     for m in GET PUT; do
         requests "$m" 200 # warm: pool, allocator, first-use paths
-        callgrind_control -i on "$GW_PID" >/dev/null 2>&1
-        callgrind_control -z "$GW_PID" >/dev/null 2>&1
-        requests "$m" "$N"
-        callgrind_control -d "metrics-cost-$m" "$GW_PID" >/dev/null 2>&1
-        callgrind_control -i off "$GW_PID" >/dev/null 2>&1
-        out=$(ls -t "$T"/cg.out.* | head -1)
+        out=$(cg_window "metrics-cost-$m" requests "$m" "$N")
         callgrind_annotate --threshold=100 "$out" 2>/dev/null | awk -v m="$m" -v n="$N" '
             function num(s) { gsub(/,/, "", s); return s + 0 }
             /PROGRAM TOTALS/ { total = num($1) }

@@ -269,10 +269,30 @@ test_err_str_and_clock(void **state)
     assert_true(clock_wall_ms() > 1700000000000);
 }
 
+static void
+test_str_copy(void **state)
+{
+    (void)state;
+    char out[5];
+    memset(out, 'X', sizeof(out));
+    str_copy(out, sizeof(out), "abc");
+    assert_string_equal(out, "abc");
+    str_copy(out, sizeof(out), "abcd");
+    assert_string_equal(out, "abcd");
+    str_copy(out, sizeof(out), "abcdefgh"); /* cut to fit, as snprintf */
+    assert_string_equal(out, "abcd");
+    str_copy(out, 1, "abc");
+    assert_string_equal(out, "");
+    out[0] = 'Y';
+    str_copy(out, 0, "abc"); /* no room: nothing written */
+    assert_int_equal(out[0], 'Y');
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_str_copy),
         cmocka_unit_test(test_buf_append_and_cap),
         cmocka_unit_test(test_buf_printf_room_and_growth),
         cmocka_unit_test(test_buf_binary_and_growth),

@@ -58,6 +58,15 @@ test_pct_decode(void **state)
     }
     assert_int_equal(pct("0123456789abcdef", true, got, &len), 0); /* exactly cap */
     assert_int_equal(pct("0123456789abcdefg", true, got, &len), ERR_TOOBIG);
+    /* the cap where a run that is copied whole meets a decoded byte, both ways */
+    assert_int_equal(pct("0123456789abcde%41", true, got, &len), 0);
+    assert_string_equal(got, "0123456789abcdeA");
+    assert_int_equal(pct("0123456789abcdef%41", true, got, &len), ERR_TOOBIG);
+    assert_int_equal(pct("%410123456789abcdef", true, got, &len), ERR_TOOBIG);
+    assert_int_equal(pct("+%41+b++", false, got, &len), 0);
+    assert_string_equal(got, "+A+b++");
+    assert_int_equal(pct("+%41+b++", true, got, &len), 0);
+    assert_string_equal(got, " A b  ");
     /* NULL out measures */
     assert_int_equal(pct_decode("%41%42", 6, true, NULL, SIZE_MAX, &len), 0);
     assert_int_equal(len, 2);

@@ -593,6 +593,21 @@ test_canonical_query(void **state)
         0, 0,
         "a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11&l=12&m=13&n=14&o=15&p=16&q=17&r=18&s="
         "19&t=20");
+    /* Runs of unreserved bytes longer than the encoder's 256-byte stage, and
+     * bytes to encode on both sides of where it flushes. */
+    char q[1200];
+    char want[1600];
+    size_t qn = 0;
+    size_t wn = 0;
+    qn += (size_t)snprintf(q + qn, sizeof(q) - qn, "v=");
+    wn += (size_t)snprintf(want + wn, sizeof(want) - wn, "v=");
+    for (int i = 0; i < 700; i++) {
+        char c = (char)("abcXYZ019-._~"[i % 13]);
+        bool odd = i % 97 == 96 || (i >= 250 && i <= 258 && i % 2 == 0);
+        qn += (size_t)snprintf(q + qn, sizeof(q) - qn, odd ? "%%2f" : "%c", c);
+        wn += (size_t)snprintf(want + wn, sizeof(want) - wn, odd ? "%%2F" : "%c", c);
+    }
+    expect_query(q, 0, 0, want);
     /* Too many parameters. */
     struct buf big;
     buf_init(&big, 1 << 20);
