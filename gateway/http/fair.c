@@ -365,17 +365,17 @@ gw_http_fair_idle(struct gw_conn *c)
     struct gw_server *srv = c->srv;
     if (c->is_idle) {
         TAILQ_REMOVE(&srv->idle, c, idle_link);
-        srv->nidle--;
     }
     c->is_idle = idle;
     c->idle_linger = linger;
+    /* across loops, the hand-out sheds the oldest first (gate.c): by the clock */
+    c->idle_at = linger || srv->handout == NULL ? 0 : gw_http_now_ms();
     if (linger) {
         /* closing anyway, its answer flushed: shed before any kept-alive connection */
         TAILQ_INSERT_HEAD(&srv->idle, c, idle_link);
     } else if (idle) {
         TAILQ_INSERT_TAIL(&srv->idle, c, idle_link);
     }
-    srv->nidle += idle ? 1 : 0;
     gw_http_accept_gate(srv); /* at the limit, accept only while one can be shed */
 }
 

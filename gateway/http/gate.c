@@ -14,6 +14,7 @@
  */
 #define LOG_MODULE "http"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -79,8 +80,9 @@ on_wake_cancel(struct gw_loopmsg *m, int why)
 static void
 publish(struct gw_server *srv)
 {
+    const struct gw_conn *first = TAILQ_FIRST(&srv->idle);
     atomic_store(&srv->slot->open, srv->nconns);
-    atomic_store(&srv->slot->idle, srv->nidle);
+    atomic_store(&srv->slot->oldest_idle, first != NULL ? first->idle_at : UINT64_MAX);
 }
 
 /*

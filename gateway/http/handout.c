@@ -5,6 +5,7 @@
  * among them, read without a lock.  gate.c does the hand-over and the
  * pausing; this file calls nothing else of the room's.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "gateway/http/internal.h"
@@ -26,7 +27,7 @@ gw_handout_new(size_t loops, struct gw_loopq *ctlq)
         h->slot[i].srv = NULL;
         h->slot[i].q = NULL;
         atomic_init(&h->slot[i].open, 0);
-        atomic_init(&h->slot[i].idle, 0);
+        atomic_init(&h->slot[i].oldest_idle, UINT64_MAX);
         atomic_init(&h->slot[i].pending, 0);
     }
     h->cap = cap;
@@ -64,7 +65,7 @@ gw_http_handout_pick(struct gw_handout *h, size_t share)
     struct gw_handout_slot *best = NULL;
     size_t best_load = 0;
     struct gw_handout_slot *shed = NULL;
-    size_t most_idle = 0;
+    uint64_t oldest = UINT64_MAX;
     for (size_t k = 0; k < h->n; k++) {
         struct gw_handout_slot *s = &h->slot[(h->next + k) % h->n];
         size_t load = atomic_load(&s->open) + atomic_load(&s->pending);
@@ -75,10 +76,10 @@ gw_http_handout_pick(struct gw_handout *h, size_t share)
             }
             continue;
         }
-        size_t idle = atomic_load(&s->idle);
-        if (idle > most_idle) {
+        uint64_t since = atomic_load(&s->oldest_idle);
+        if (since < oldest) {
             shed = s;
-            most_idle = idle;
+            oldest = since;
         }
     }
     return best != NULL ? best : shed;

@@ -172,7 +172,6 @@ struct gw_server {
     int64_t date_sec; /* second of the cached Date value */
     char date[40];    /* cached IMF-fixdate for the Date header */
     char *rbuf;       /* owned; GW_HTTP_BODY_READ bytes for direct body reads, or NULL until used */
-    size_t nidle;     /* length of idle */
     struct gw_handout *handout;   /* borrowed: "accept": "acceptor" (handout.c), or NULL */
     struct gw_handout_slot *slot; /* this server's slot in it */
     struct gw_handoff *parked;    /* the acceptor's: accepted while no loop had room, oldest
@@ -199,11 +198,11 @@ struct gw_handoff {
  * or dropped it.  One cache line each: the loops write their own only.
  */
 struct gw_handout_slot {
-    struct gw_server *srv;  /* its server (its loop's thread only) */
-    struct gw_loopq *q;     /* its loop's queue: where the acceptor posts connections */
-    _Atomic size_t open;    /* srv->nconns */
-    _Atomic size_t idle;    /* srv->nidle */
-    _Atomic size_t pending; /* handed over, not yet taken in */
+    struct gw_server *srv;        /* its server (its loop's thread only) */
+    struct gw_loopq *q;           /* its loop's queue: where the acceptor posts connections */
+    _Atomic size_t open;          /* srv->nconns */
+    _Atomic uint64_t oldest_idle; /* idle_at of the first in srv->idle; UINT64_MAX: none idle */
+    _Atomic size_t pending;       /* handed over, not yet taken in */
 } __attribute__((aligned(64)));
 
 struct gw_handout {
@@ -225,8 +224,10 @@ MUST_USE int gw_http_handout_join(struct gw_handout *h, struct gw_server *srv, s
 /*
  * gw_http_handout_pick - the acceptor's choice for the next connection: of
  * the slots below share (open + pending < share), the one with the fewest
- * (ties taken in turn); else the one with the most idle connections (it
- * sheds one); else NULL: no loop has room.  Acceptor's thread.
+ * (ties taken in turn); else the one whose oldest idle connection is the
+ * oldest of all (it sheds that one, so the process sheds its idle
+ * connections oldest first, as one loop does); else NULL: no loop has room.
+ * Acceptor's thread.
  */
 struct gw_handout_slot *gw_http_handout_pick(struct gw_handout *h, size_t share);
 
@@ -236,6 +237,7 @@ struct gw_conn {
     TAILQ_ENTRY(gw_conn) idle_link; /* in srv->idle while is_idle */
     bool is_idle;                /* in srv->idle: nothing in progress, or lingering: may be shed */
     bool idle_linger;            /* in srv->idle as a lingering connection (at its head) */
+    uint64_t idle_at;            /* when it joined srv->idle (mono ms; 0 lingering: shed first) */
     struct gw_client *client;    /* its address's entry (one reference), or NULL */
     uint64_t rate_since;         /* start of the current min_body_rate window (mono ms) */
     uint64_t rate_bytes;         /* req->body_received at rate_since */

@@ -455,7 +455,6 @@ gw_http_conn_free(struct gw_conn *c)
     TAILQ_REMOVE(&srv->conns, c, link);
     if (c->is_idle) {
         TAILQ_REMOVE(&srv->idle, c, idle_link);
-        srv->nidle--;
     }
     if (c->client != NULL) {
         if (c->relayed) {

@@ -183,6 +183,42 @@ def test_at_the_limit_an_idle_connection_makes_room(gateway, rgw, bucket):
             s.close()
 
 
+def closed(s, wait):
+    """Whether the gateway closed s (EOF) within wait seconds."""
+    s.settimeout(wait)
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+
+
+def test_the_oldest_idle_connection_is_shed_first_across_loops(gateway, rgw, bucket):
+    """limits.max_connections 8 on two loops, all eight kept alive and idle,
+    the four on loop 0 used again so that loop 1 holds the four oldest:
+    three new clients are each handed to loop 1, which sheds its oldest, so
+    the process sheds oldest first as one loop does, whatever turn the
+    hand-out is at."""
+    gw = acceptor(gateway, bucket, loops=2,
+                  limits={"max_connections": 8, "max_connections_per_client": 100})
+    conns = connect(gw, 8)
+    new = []
+    try:
+        rids = ask(gw, conns, bucket, "first")
+        per = loops_of(gw, rids)
+        on = {n: [conns[i] for i, rid in enumerate(rids) if per[rid] == n] for n in (0, 1)}
+        assert len(on[0]) == len(on[1]) == 4, per
+        ask(gw, on[0], bucket, "again")  # loop 1's four are now the oldest idle ones
+        for i in range(3):
+            s = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+            new.append(s)
+            ask(gw, [s], bucket, f"new{i}")
+        assert [closed(s, 0.5) for s in on[1]] == [True, True, True, False]
+        assert not any(closed(s, 0.05) for s in on[0])
+    finally:
+        for s in conns + new:
+            s.close()
+
+
 def test_tls_connections_are_handed_out(gateway, rgw, bucket, tmp_path):
     """A TLS listener: the loops the acceptor hands connections to finish the
     handshake with the listener's certificate, and serve."""

@@ -206,10 +206,12 @@ def test_transfers_per_client_capped_with_slowdown(gateway, bucket):
 # ---- limits.max_connections: idle connections shed, half-open heads timed out ----
 
 
-def test_oldest_idle_connection_is_shed_at_the_limit(gateway, bucket):
-    # one loop: with several, each sheds its own oldest idle connection, so the
-    # order below holds per loop, not across them (README "Every core")
-    gw = gateway({"workers": 1,
+@pytest.mark.parametrize("loops", [{"workers": 1}, {"workers": 2, "accept": "acceptor"}],
+                         ids=["one-loop", "acceptor"])
+def test_oldest_idle_connection_is_shed_at_the_limit(gateway, bucket, loops):
+    # with two loops the acceptor hands each new connection to the loop that
+    # holds the process's oldest idle one, so the order holds across loops
+    gw = gateway({**loops,
                   "limits": {"max_connections": 8, "max_connections_per_client": 100}})
     idle = []
     try:
