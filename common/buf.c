@@ -166,8 +166,10 @@ str_copy(char *out, size_t outlen, const char *s)
     if (outlen == 0) {
         return;
     }
-    size_t n = strnlen(s, outlen - 1);
-    memcpy(out, s, n);
+    size_t n = s != NULL ? strnlen(s, outlen - 1) : 0;
+    if (n > 0) {
+        memcpy(out, s, n);
+    }
     out[n] = '\0';
 }
 

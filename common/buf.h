@@ -68,8 +68,9 @@ MUST_USE int str_concat(char *out, size_t outlen, ...) __attribute__((sentinel))
 
 /*
  * str_copy - s into out[0..outlen), cut to fit and NUL-terminated (nothing
- * when outlen is 0): snprintf(out, outlen, "%s", s) without the format
- * interpreter, which costs several hundred instructions a call.
+ * when outlen is 0; s NULL copies as ""): snprintf(out, outlen, "%s", s)
+ * without the format interpreter, which costs several hundred instructions
+ * a call.
  */
 void str_copy(char *out, size_t outlen, const char *s);
 

@@ -283,6 +283,9 @@ test_str_copy(void **state)
     assert_string_equal(out, "abcd");
     str_copy(out, 1, "abc");
     assert_string_equal(out, "");
+    str_copy(out, sizeof(out), "abc");
+    str_copy(out, sizeof(out), NULL); /* as "", where snprintf wrote "(null)" */
+    assert_string_equal(out, "");
     out[0] = 'Y';
     str_copy(out, 0, "abc"); /* no room: nothing written */
     assert_int_equal(out[0], 'Y');
