@@ -85,6 +85,8 @@ publish(struct gw_server *srv)
     atomic_store(&srv->slot->oldest_idle, first != NULL ? first->idle_at : UINT64_MAX);
 }
 
+static void wake_acceptor(struct gw_handout *h);
+
 /*
  * On the chosen loop: serve the connection handed over.  Its count moves
  * from pending to open: open first, so the acceptor never sees the loop
@@ -104,7 +106,7 @@ on_handoff(struct gw_loopmsg *m)
     publish(srv);
     (void)atomic_fetch_sub(&ho->slot->pending, 1);
     free(ho);
-    gw_http_accept_gate(srv); /* dropped instead: room made, wake a paused acceptor */
+    wake_acceptor(srv->handout); /* dropped instead: room made, for a paused acceptor */
 }
 
 static void

@@ -241,13 +241,8 @@ msg_reserve(struct gw_s3client_msg *m, size_t n)
 static bool
 name_ok(const char *name)
 {
-    if (name == NULL || name[0] == '\0' || strlen(name) > 256) {
+    if (name == NULL || strlen(name) > 256 || !http_is_token(name, strlen(name))) {
         return false;
-    }
-    for (const char *p = name; *p != '\0'; p++) {
-        if (!http_is_tchar((unsigned char)*p)) {
-            return false;
-        }
     }
     for (size_t i = 0; reserved[i] != NULL; i++) {
         if (strcasecmp(reserved[i], name) == 0) {
@@ -310,10 +305,8 @@ check_req(const struct gw_s3client_sign_req *rq)
         (rq->nextra > 0 && rq->extra == NULL)) {
         return ERR_INVAL;
     }
-    for (const char *p = rq->method; *p != '\0'; p++) {
-        if (!http_is_tchar((unsigned char)*p)) {
-            return ERR_INVAL;
-        }
+    if (!http_is_token(rq->method, strlen(rq->method))) {
+        return ERR_INVAL;
     }
     if ((rq->bucket != NULL && !bucket_ok(rq->bucket)) ||
         (rq->key != NULL && !raw_ok(rq->key, "?#")) ||
