@@ -76,8 +76,10 @@ struct serve {
     struct gw_fair_table *fair;       /* a reference; the client table the loops share */
     struct gw_handout *handout;       /* owned; "accept": "acceptor" with several loops */
     struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
-    bool drained;                     /* this loop's server has drained */
-    bool workers_ended;               /* every worker loop has ended */
+    struct gw_upstream_cap
+        *cap;           /* owned; the cap on upstream connections the loops share, or NULL */
+    bool drained;       /* this loop's server has drained */
+    bool workers_ended; /* every worker loop has ended */
 };
 
 /* Exits once this loop's connections and every worker loop have ended: a
@@ -427,15 +429,22 @@ open_election(struct serve *s, char *errbuf, size_t errlen)
 
 /* The proxy's data path on upstream.client; the internal S3 client on libcurl
  * (one client when that is curl too).  Several loops: one unreachable streak
- * for every loop's proxy client, so /readyz answers for the process (DESIGN
- * "Worker loops"); one loop: the client's own.  Returns 0 or ERR_NOMEM. */
+ * for every loop's proxy client, so /readyz answers for the process, and one
+ * cap on upstream connections for every loop's lean proxy client (DESIGN
+ * "Worker loops"), whose wake-ups need this loop's queue, made here; one
+ * loop: the client's own.  Returns 0 or ERR_NOMEM. */
 static int
 open_upstreams(struct serve *s)
 {
-    if (s->loops > 1 && (s->reach = gw_upstream_streak_new()) == NULL) {
-        return ERR_NOMEM;
+    if (s->loops > 1) {
+        if ((s->reach = gw_upstream_streak_new()) == NULL ||
+            (s->ctlq = gw_loopq_new(s->base)) == NULL ||
+            (s->cap = gw_upstream_cap_new(s->cfg->upstream.max_connections, s->loops)) == NULL) {
+            return ERR_NOMEM;
+        }
     }
-    return gw_loop_upstreams_open(s->base, s->cfg, s->loops, s->reach, &s->up, &s->up_s3);
+    struct gw_loop_up lu = {.loops = s->loops, .reach = s->reach, .cap = s->cap, .q = s->ctlq};
+    return gw_loop_upstreams_open(s->base, s->cfg, &lu, &s->up, &s->up_s3);
 }
 
 /* The worker loops beside this one (workers > 1), once this loop's server is up. */
@@ -457,6 +466,7 @@ start_workers(struct serve *s, char *errbuf, size_t errlen)
         .fair = s->fair,
         .handout = s->handout,
         .reach = s->reach,
+        .cap = s->cap,
         .ctlq = s->ctlq,
         .hub = s->fence != NULL ? s->hub : NULL,
         .relay = s->relay,
@@ -488,7 +498,6 @@ serve_cleanup(struct serve *s)
     }
     gw_relay_hub_free(s->relay); /* after the queue: no relay starts any more */
     gw_fence_hub_free(s->hub);   /* releases the tickets held for worker loops */
-    gw_loopq_free(s->ctlq);
     gw_server_free(s->srv);
     gw_fair_table_unref(s->fair);
     elect_free(s->elect); /* before the S3 client: the s3 backend uses it */
@@ -507,6 +516,7 @@ serve_cleanup(struct serve *s)
         gw_upstream_free(s->up_s3);
     }
     gw_upstream_free(s->up);
+    gw_loopq_free(s->ctlq); /* closed above; after the upstream client, whose cap posts to it */
     if (s->store_ev != NULL) {
         event_free(s->store_ev);
     }
@@ -523,6 +533,7 @@ serve_cleanup(struct serve *s)
     gw_handout_free(s->handout); /* after every server that joined it */
     /* after every loop's upstream client */
     gw_upstream_streak_free(s->reach);
+    gw_upstream_cap_free(s->cap);
     gw_sigv4_keycache_free(s->kc);
     if (s->sig_term != NULL) {
         event_free(s->sig_term);
@@ -713,8 +724,7 @@ gw_cmd_serve(int argc, char **argv)
     /* several loops: one client table for all, and this loop's listeners shareable,
      * or this loop the acceptor that hands connections to the others */
     struct gw_server_opts so = {.loops = s.loops, .reuseport = s.loops > 1};
-    if (s.loops > 1 && ((so.fair = s.fair = gw_fair_table_new()) == NULL ||
-                        (s.ctlq = gw_loopq_new(s.base)) == NULL)) {
+    if (s.loops > 1 && (so.fair = s.fair = gw_fair_table_new()) == NULL) {
         log_error("out of memory");
         goto out;
     }

@@ -78,8 +78,6 @@ struct wmsg {
     struct gw_cond_caps caps;    /* W_COND_CAPS */
 };
 
-#define CONTAINER(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
-
 uint32_t
 gw_config_workers(const struct gw_config *cfg)
 {
@@ -105,14 +103,14 @@ on_worker_drained(void *arg)
 static void
 on_drain(struct gw_loopmsg *m)
 {
-    struct worker *w = CONTAINER(m, struct worker, drain);
+    struct worker *w = GW_LOOPMSG_OWNER(m, struct worker, drain);
     gw_server_drain(w->srv, on_worker_drained, w);
 }
 
 static void
 on_stop(struct gw_loopmsg *m)
 {
-    struct worker *w = CONTAINER(m, struct worker, stop);
+    struct worker *w = GW_LOOPMSG_OWNER(m, struct worker, stop);
     (void)event_base_loopbreak(w->base);
 }
 
@@ -220,31 +218,39 @@ gw_workers_set_cond_caps(struct gw_workers *ws, const struct gw_cond_caps *caps)
 }
 
 int
-gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg, uint32_t loops,
-                       struct gw_upstream_streak *reach, struct gw_upstream **up,
+gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg,
+                       const struct gw_loop_up *lu, struct gw_upstream **up,
                        struct gw_upstream **up_s3)
 {
     uint32_t max = cfg->upstream.max_connections;
-    loops = loops > 0 ? loops : 1;
+    uint32_t loops = lu->loops > 0 ? lu->loops : 1;
+    bool lean = cfg->upstream.client != GW_UPSTREAM_CLIENT_CURL;
     struct gw_upstream_opts uo = {
-        .engine =
-            cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? GW_UPSTREAM_CURL : GW_UPSTREAM_LEAN,
+        .engine = lean ? GW_UPSTREAM_LEAN : GW_UPSTREAM_CURL,
         .connect_timeout_ms = cfg->upstream.connect_timeout_ms,
         .timeout_ms = cfg->upstream.timeout_ms,
-        /* upstream.max_connections is the process's: each loop its share, rounded up */
+        /* upstream.max_connections is the process's: the cap's, or each loop its share */
         .max_connections = max == 0 ? 0 : (max + loops - 1) / loops,
         .ca_file = cfg->upstream.ca_file,
         .tls_verify = cfg->upstream.tls_verify,
-        .streak = reach,
+        .streak = lu->reach,
     };
+    if (lean && lu->cap != NULL) {
+        uo.max_connections = max;
+        uo.cap = lu->cap;
+        uo.q = lu->q;
+    }
     *up_s3 = NULL;
     *up = gw_upstream_new(base, &uo);
     if (*up == NULL) {
         return ERR_NOMEM;
     }
     uo.engine = GW_UPSTREAM_CURL;
+    uo.max_connections = max == 0 ? 0 : (max + loops - 1) / loops;
+    uo.cap = NULL;
+    uo.q = NULL;
     uo.streak = NULL; /* the S3 client's own calls are not the proxy's reachability */
-    *up_s3 = cfg->upstream.client == GW_UPSTREAM_CLIENT_CURL ? *up : gw_upstream_new(base, &uo);
+    *up_s3 = !lean ? *up : gw_upstream_new(base, &uo);
     if (*up_s3 == NULL) {
         gw_upstream_free(*up);
         *up = NULL;
@@ -322,7 +328,8 @@ worker_init(struct worker *w, struct gw_workers *ws, uint32_t index, char *errbu
         (void)snprintf(errbuf, errlen, "out of memory");
         return ERR_NOMEM;
     }
-    if (gw_loop_upstreams_open(w->base, o->cfg, ws->n + 1, o->reach, &w->up, &w->up_s3) != 0 ||
+    struct gw_loop_up lu = {.loops = ws->n + 1, .reach = o->reach, .cap = o->cap, .q = w->q};
+    if (gw_loop_upstreams_open(w->base, o->cfg, &lu, &w->up, &w->up_s3) != 0 ||
         (w->kc = gw_sigv4_keycache_new()) == NULL) {
         (void)snprintf(errbuf, errlen, "out of memory");
         return ERR_NOMEM;

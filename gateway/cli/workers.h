@@ -49,6 +49,8 @@ struct gw_workers_opts {
     void *arg;
     /* the unreachable streak every loop's proxy client feeds (/readyz reads it) */
     struct gw_upstream_streak *reach;
+    /* the cap on upstream connections every loop's lean proxy client shares, or NULL */
+    struct gw_upstream_cap *cap;
 };
 
 /*
@@ -87,17 +89,27 @@ void gw_workers_join(struct gw_workers *ws);
  */
 void gw_workers_free(struct gw_workers *ws);
 
+/* What one loop's upstream clients share with the other loops'. */
+struct gw_loop_up {
+    uint32_t loops;                   /* event loops serving clients (>= 1) */
+    struct gw_upstream_streak *reach; /* the unreachable streak, or NULL: the client's own */
+    struct gw_upstream_cap *cap;      /* the lean proxy clients' cap, or NULL: a share each */
+    struct gw_loopq *q;               /* this loop's queue (the cap's wake-ups) */
+};
+
 /*
  * gw_loop_upstreams_open - one loop's upstream clients on base: the proxy's
  * (upstream.client) and the internal S3 client's (libcurl; the same one when
- * that is curl too), each with its share of upstream.max_connections among
- * loops.  The proxy's client feeds reach (borrowed, outlives the clients;
- * NULL: a streak of its own), the unreachable streak every loop's proxy
- * client shares; a separate S3 client keeps its own, as with one loop.
+ * that is curl too).  The proxy's client feeds lu->reach (borrowed, outlives
+ * the clients; NULL: a streak of its own), the unreachable streak every
+ * loop's proxy client shares; a separate S3 client keeps its own, as with one
+ * loop.  upstream.max_connections: a lean proxy client with lu->cap shares
+ * the process's cap (DESIGN "The upstream pool across loops"); every other
+ * client takes its share among lu->loops, rounded up.
  * Returns 0 or ERR_NOMEM (nothing left open).
  */
-int gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg, uint32_t loops,
-                           struct gw_upstream_streak *reach, struct gw_upstream **up,
+int gw_loop_upstreams_open(struct event_base *base, const struct gw_config *cfg,
+                           const struct gw_loop_up *lu, struct gw_upstream **up,
                            struct gw_upstream **up_s3);
 
 /* gw_config_workers - the loops `workers` asks for (0: the CPUs this process may use). */

@@ -33,6 +33,7 @@
 #ifndef GW_LOOPMSG_H
 #define GW_LOOPMSG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -54,7 +55,10 @@ typedef void gw_loopmsg_run_fn(struct gw_loopmsg *m);
  */
 typedef void gw_loopmsg_cancel_fn(struct gw_loopmsg *m, int why);
 
-/* One message, embedded by its sender (recover the container with offsetof). */
+/* GW_LOOPMSG_OWNER - the object of type type whose member member is the message m. */
+#define GW_LOOPMSG_OWNER(m, type, member) ((type *)(void *)((char *)(m)-offsetof(type, member)))
+
+/* One message, embedded by its sender (recover the container with GW_LOOPMSG_OWNER). */
 struct gw_loopmsg {
     struct gw_loopmsg *next;      /* the queue's link; the queue's while posted */
     gw_loopmsg_run_fn *run;       /* called if it is delivered */

@@ -57,6 +57,38 @@ void gw_upstream_streak_failed(struct gw_upstream_streak *s, uint64_t now_ms);
 void gw_upstream_streak_why(struct gw_upstream_streak *s, const char *text);
 void gw_upstream_streak_reached(struct gw_upstream_streak *s);
 
+/*
+ * A client's side of the cap (cap.c), each on its own loop's thread but for
+ * take and give (any member's thread).
+ * gw_upstream_cap_join       become a member: look(arg) runs on the client's loop
+ *                            (from q) when a slot may be free or a shed was
+ *                            asked; [out] slot its member number.  0, or ERR_INVAL
+ *                            (more members than the cap was made for).
+ * gw_upstream_cap_leave      no more wake-ups run look; the want is dropped.
+ * gw_upstream_cap_take       reserve one connection's slot; false at max.
+ * gw_upstream_cap_give       a connection closed: its slot back, every waiting
+ *                            member woken.
+ * gw_upstream_cap_wait       a transfer waits for a slot: the want goes up, the
+ *                            member with the most idle connections is asked to
+ *                            shed one, and the member is woken if a slot came
+ *                            free meanwhile.
+ * gw_upstream_cap_wait_done  nothing waits any more: the want goes down.
+ * gw_upstream_cap_wanted     whether another member waits for a slot.
+ * gw_upstream_cap_idle       publish how many idle connections the member holds.
+ * gw_upstream_cap_shed_asked the sheds asked of the member since the last call.
+ */
+typedef void gw_upstream_cap_look_fn(void *arg);
+MUST_USE int gw_upstream_cap_join(struct gw_upstream_cap *c, struct gw_loopq *q,
+                                  gw_upstream_cap_look_fn *look, void *arg, uint32_t *slot);
+void gw_upstream_cap_leave(struct gw_upstream_cap *c, uint32_t slot);
+MUST_USE bool gw_upstream_cap_take(struct gw_upstream_cap *c);
+void gw_upstream_cap_give(struct gw_upstream_cap *c);
+void gw_upstream_cap_wait(struct gw_upstream_cap *c, uint32_t slot);
+void gw_upstream_cap_wait_done(struct gw_upstream_cap *c, uint32_t slot);
+bool gw_upstream_cap_wanted(struct gw_upstream_cap *c, uint32_t slot);
+void gw_upstream_cap_idle(struct gw_upstream_cap *c, uint32_t slot, size_t idle);
+uint32_t gw_upstream_cap_shed_asked(struct gw_upstream_cap *c, uint32_t slot);
+
 /* What an engine does; each installs one table.  Contracts as in upstream.h. */
 struct gw_upstream_ops {
     const char *name; /* "curl", "lean": for logs */

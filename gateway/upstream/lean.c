@@ -167,6 +167,7 @@ build_head(struct gw_lean_xfer *x, const struct gw_xfer_req *rq, const char *pat
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void on_kick(evutil_socket_t fd, short what, void *arg);
+static void unwait(struct gw_lean_xfer *x);
 
 void
 lean_xfer_touch(struct gw_lean_xfer *x)
@@ -219,8 +220,7 @@ xfer_detach(struct gw_lean_xfer *x)
         lean_conn_close(x->c); /* unsent bytes are dropped: an unfinished body never completes */
     }
     if (x->waiting) {
-        TAILQ_REMOVE(&up->waiting, x, wait_link);
-        x->waiting = false;
+        unwait(x);
     }
     (void)event_del(x->timer);
     (void)event_del(x->kick);
@@ -240,6 +240,35 @@ lean_xfer_end(struct gw_lean_xfer *x, int err, bool connect_failed)
 
 /* ---- the pool ---- */
 
+static void dispatch(struct gw_lean *up);
+
+/* With a cap: publish this loop's idle count, which other loops read to ask for a shed. */
+static void
+idle_changed(struct gw_lean *up)
+{
+    if (up->cap != NULL) {
+        gw_upstream_cap_idle(up->cap, up->cap_slot, up->nidle);
+    }
+}
+
+/* Reserve a slot for one more connection: under max_connections, the process's with a cap. */
+static bool
+slot_take(struct gw_lean *up)
+{
+    if (up->cap != NULL) {
+        return gw_upstream_cap_take(up->cap);
+    }
+    return up->pub.opts.max_connections == 0 || up->nconns < up->pub.opts.max_connections;
+}
+
+void
+lean_slot_give(struct gw_lean *up)
+{
+    if (up->cap != NULL) {
+        gw_upstream_cap_give(up->cap);
+    }
+}
+
 void
 lean_conn_gone(struct lean_conn *c)
 {
@@ -248,8 +277,10 @@ lean_conn_gone(struct lean_conn *c)
         TAILQ_REMOVE(&up->idle, c, link);
         c->idle = false;
         up->nidle--;
+        idle_changed(up);
     }
     up->nconns--;
+    lean_slot_give(up);
 }
 
 static struct lean_conn *
@@ -261,12 +292,19 @@ pool_take(struct gw_lean *up, const struct lean_target *t)
             TAILQ_REMOVE(&up->idle, c, link);
             c->idle = false;
             up->nidle--;
+            idle_changed(up);
             return c;
         }
     }
     return NULL;
 }
 
+/*
+ * Keep c for reuse, newest first.  With a cap and another loop waiting for a
+ * slot (and none of this loop's transfers, which take c first), c closes
+ * instead: its slot goes to that loop.  Published before the wait is read
+ * (cap.c): a loop that starts waiting meanwhile sees c idle and asks a shed.
+ */
 static void
 pool_put(struct gw_lean *up, struct lean_conn *c)
 {
@@ -279,26 +317,65 @@ pool_put(struct gw_lean *up, struct lean_conn *c)
     TAILQ_INSERT_HEAD(&up->idle, c, link);
     c->idle = true;
     up->nidle++;
+    idle_changed(up);
+    if (up->cap != NULL && TAILQ_EMPTY(&up->waiting) &&
+        gw_upstream_cap_wanted(up->cap, up->cap_slot)) {
+        lean_conn_close(c);
+    }
 }
 
-/* Give x a connection: a pooled one (unless fresh), a new one, or a place in the queue. */
+/*
+ * A connection to t: a pooled one (unless fresh), else a new one in a free
+ * slot, closing idle connections (another origin's, or the oldest) to free
+ * one.  NULL with *wait: no slot is free; NULL alone: it could not be opened.
+ */
+static struct lean_conn *
+conn_for(struct gw_lean *up, const struct lean_target *t, bool fresh, bool *wait)
+{
+    *wait = false;
+    struct lean_conn *c = fresh ? NULL : pool_take(up, t);
+    if (c != NULL) {
+        return c;
+    }
+    while (!slot_take(up)) {
+        if (TAILQ_EMPTY(&up->idle)) {
+            *wait = true;
+            return NULL;
+        }
+        /* with a cap another loop may take the slot first: then the next one */
+        lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list));
+    }
+    return lean_conn_open(up, t);
+}
+
+/* x waits for a slot, last in line; with a cap the other loops hear of it. */
 static void
-acquire(struct gw_lean_xfer *x, bool fresh)
+wait_for_slot(struct gw_lean_xfer *x)
 {
     struct gw_lean *up = x->up;
-    struct lean_conn *c = fresh ? NULL : pool_take(up, &x->t);
-    if (c == NULL && up->pub.opts.max_connections != 0 &&
-        up->nconns >= up->pub.opts.max_connections) {
-        if (TAILQ_EMPTY(&up->idle)) {
-            x->waiting = true;
-            TAILQ_INSERT_TAIL(&up->waiting, x, wait_link);
-            return;
-        }
-        lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list)); /* another origin's, or stale */
+    x->waiting = true;
+    TAILQ_INSERT_TAIL(&up->waiting, x, wait_link);
+    if (up->cap != NULL) {
+        gw_upstream_cap_wait(up->cap, up->cap_slot);
     }
-    if (c == NULL) {
-        c = lean_conn_open(up, &x->t);
+}
+
+/* x leaves the line (it got a connection, or it ended). */
+static void
+unwait(struct gw_lean_xfer *x)
+{
+    struct gw_lean *up = x->up;
+    TAILQ_REMOVE(&up->waiting, x, wait_link);
+    x->waiting = false;
+    if (up->cap != NULL && TAILQ_EMPTY(&up->waiting)) {
+        gw_upstream_cap_wait_done(up->cap, up->cap_slot);
     }
+}
+
+/* Put x on connection c, or report that none could be opened. */
+static void
+start_on(struct gw_lean_xfer *x, struct lean_conn *c)
+{
     if (c == NULL) {
         lean_xfer_end(x, ERR_UPSTREAM, true);
         lean_kick(x); /* reported from the loop: no callback inside the caller's call */
@@ -307,20 +384,52 @@ acquire(struct gw_lean_xfer *x, bool fresh)
     lean_conn_attach(c, x);
 }
 
-/* Hand free connection slots to waiting transfers. */
+/* Give x a connection: a pooled one (unless fresh), a new one, or a place in the line. */
+static void
+acquire(struct gw_lean_xfer *x, bool fresh)
+{
+    bool wait;
+    struct lean_conn *c = conn_for(x->up, &x->t, fresh, &wait);
+    if (wait) {
+        wait_for_slot(x);
+        return;
+    }
+    start_on(x, c);
+}
+
+/* Hand free connection slots to waiting transfers, first come first served. */
 static void
 dispatch(struct gw_lean *up)
 {
     struct gw_lean_xfer *x;
     while ((x = TAILQ_FIRST(&up->waiting)) != NULL) {
-        if (up->pub.opts.max_connections != 0 && up->nconns >= up->pub.opts.max_connections &&
-            TAILQ_EMPTY(&up->idle)) {
+        bool wait;
+        struct lean_conn *c = conn_for(up, &x->t, false, &wait);
+        if (wait) {
+            if (up->cap != NULL) {
+                gw_upstream_cap_wait(up->cap, up->cap_slot); /* the slot went to another loop */
+            }
             return;
         }
-        TAILQ_REMOVE(&up->waiting, x, wait_link);
-        x->waiting = false;
-        acquire(x, false);
+        unwait(x);
+        start_on(x, c);
     }
+}
+
+/*
+ * A wake-up from the cap, on this loop: close the idle connections other
+ * loops asked for while one of them still waits, oldest first, then give
+ * freed slots to this loop's own waiting transfers.
+ */
+static void
+on_cap(void *arg)
+{
+    struct gw_lean *up = arg;
+    for (uint32_t n = gw_upstream_cap_shed_asked(up->cap, up->cap_slot);
+         n > 0 && !TAILQ_EMPTY(&up->idle) && gw_upstream_cap_wanted(up->cap, up->cap_slot); n--) {
+        lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list));
+    }
+    dispatch(up);
 }
 
 /* ---- ending transfers ---- */
@@ -461,6 +570,11 @@ lean_new(struct event_base *base, const struct gw_upstream_opts *opts)
     if (up->ssl_ctx == NULL) {
         goto fail;
     }
+    if (opts->cap != NULL &&
+        gw_upstream_cap_join(opts->cap, opts->q, on_cap, up, &up->cap_slot) != 0) {
+        goto fail;
+    }
+    up->cap = opts->cap;
     return up;
 fail:
     gw_lean_free(up);
@@ -472,6 +586,9 @@ gw_lean_free(struct gw_lean *up)
 {
     if (up == NULL) {
         return;
+    }
+    if (up->cap != NULL) {
+        gw_upstream_cap_leave(up->cap, up->cap_slot); /* first: no wake-up finds it half freed */
     }
     struct gw_lean_xfer *x;
     struct gw_lean_xfer *next;
@@ -581,6 +698,10 @@ gw_lean_body_sent(const struct gw_lean_xfer *x)
 void
 gw_lean_conns(const struct gw_lean *up, uint64_t *open, uint64_t *idle)
 {
+    if (up->cap != NULL) {
+        gw_upstream_cap_conns(up->cap, open, idle); /* the process's, every loop's pool */
+        return;
+    }
     *open = up->nconns;
     *idle = up->nidle;
 }

@@ -113,6 +113,8 @@ struct gw_lean {
     struct lean_conn_list idle;    /* open, no transfer; newest first */
     size_t nconns;                 /* open connections, idle ones included */
     size_t nidle;                  /* entries in idle */
+    struct gw_upstream_cap *cap;   /* opts.cap: max_connections for the process, or NULL */
+    uint32_t cap_slot;             /* this client's member number in cap */
 };
 
 /* ---- lean.c ---- */
@@ -137,14 +139,22 @@ void lean_xfer_settle(struct gw_lean_xfer *x);
 /* lean_kick - run x's deferred work (send, buffered input, settle) from the loop, soon. */
 void lean_kick(struct gw_lean_xfer *x);
 
+/*
+ * lean_slot_give - the slot taken for a connection that was never opened
+ * goes back (lean_conn_open's early failures; lean_conn_gone for the rest).
+ */
+void lean_slot_give(struct gw_lean *up);
+
 /* lean_conn_gone - c is being freed: forget it in the pool (lean.c keeps the counts). */
 void lean_conn_gone(struct lean_conn *c);
 
 /* ---- lean_conn.c ---- */
 
 /*
- * lean_conn_open - start connecting to t (a copy is kept).  Returns the
- * connection (its outcome arrives through its events), or NULL (logged).
+ * lean_conn_open - start connecting to t (a copy is kept), in a slot the
+ * caller took (lean.c's slot_take).  Returns the connection (its outcome
+ * arrives through its events; closing it gives the slot back), or NULL
+ * (logged; the slot given back).
  */
 struct lean_conn *lean_conn_open(struct gw_lean *up, const struct lean_target *t);
 

@@ -679,6 +679,7 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     struct lean_conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         log_error("out of memory for a connection");
+        lean_slot_give(up);
         return NULL;
     }
     c->up = up;
@@ -724,6 +725,7 @@ fail:
     }
     free(c->t.host);
     free(c);
+    lean_slot_give(up);
     return NULL;
 }
 

@@ -13,7 +13,8 @@
  * bounded whatever the object size.  The contract below holds for both.
  *
  * Event-loop thread only, except the unreachable streak (gw_upstream_streak_*,
- * gw_upstream_unreachable), which any thread may feed and read.  No callback
+ * gw_upstream_unreachable), which any thread may feed and read, and the cap,
+ * which any loop's client may share.  No callback
  * runs before gw_upstream_xfer_start returns.
  * <curl/curl.h> is included only by gateway/upstream/curl*.c (STYLE R1).
  *
@@ -27,6 +28,8 @@
  *                        the set-up every constructor shares
  *   streak.c             the unreachable streak both engines feed, one per
  *                        process when the loops' clients share it
+ *   cap.c                the cap on open connections the loops' lean clients
+ *                        share (upstream.max_connections for the process)
  *   curl.c / curl_xfer.c the curl engine: the multi handle on the loop /
  *                        one transfer's libcurl callbacks; curl.h its structs
  *   lean.c / lean_conn.c the lean engine: transfers, the pool, the wait queue /
@@ -48,7 +51,9 @@
 
 struct event_base;
 struct gw_upstream;
+struct gw_upstream_cap;
 struct gw_upstream_streak;
+struct gw_loopq;
 struct gw_xfer;
 
 enum gw_upstream_engine {
@@ -67,6 +72,13 @@ struct gw_upstream_opts {
     struct gw_upstream_streak *streak; /* borrowed, outlives the client: the unreachable
                                           streak it feeds and gw_upstream_unreachable reads,
                                           shared with other loops' clients; NULL: its own */
+    struct gw_upstream_cap *cap;       /* borrowed, outlives the client: the process's cap on open
+                                          connections shared with other loops' clients, which then
+                                          stands for max_connections (the lean engine only; the
+                                          curl engine keeps max_connections its own); NULL: none */
+    struct gw_loopq *q;                /* with cap: the queue of the client's loop (its wake-ups);
+                                          it must outlive the client and stay allocated until no
+                                          loop sharing cap runs any more */
 };
 
 /* What to send.  Every pointer is borrowed only until gw_upstream_xfer_start returns. */
@@ -165,9 +177,39 @@ bool gw_upstream_streak_unreachable(struct gw_upstream_streak *s, char *why, siz
 bool gw_upstream_unreachable(const struct gw_upstream *up, char *why, size_t len);
 
 /*
+ * The cap on open upstream connections for the process (upstream.max_connections
+ * with `workers: N`; cap.c, DESIGN "Worker loops"): every loop's lean client
+ * that names it opens a connection only while the process holds fewer than
+ * max, idle ones included.  A loop whose transfer finds none free waits for
+ * one: a slot another loop gives back, or an idle connection another loop
+ * closes for it (the one holding the most idle closes its oldest, and a loop
+ * that would keep a finished connection idle closes it instead while another
+ * loop waits), so no loop waits while the process has a free or idle
+ * connection.  Any thread may share a cap; each client uses it from its loop.
+ */
+
+/*
+ * gw_upstream_cap_new - a cap of max connections (0: no cap, the connections
+ * only counted) for at most loops clients.  NULL: no memory.
+ */
+struct gw_upstream_cap *gw_upstream_cap_new(uint32_t max, uint32_t loops);
+
+/* gw_upstream_cap_free - free c, after every client that shares it.  NULL-safe. */
+void gw_upstream_cap_free(struct gw_upstream_cap *c);
+
+/*
+ * gw_upstream_cap_conns - the connections open under c on every loop, and
+ * those idle (each loop's count as it last published it), for /metrics: what
+ * gw_upstream_conns gives for a client that shares c.
+ */
+void gw_upstream_cap_conns(struct gw_upstream_cap *c, uint64_t *open, uint64_t *idle);
+
+/*
  * gw_upstream_conns - the connections open now (busy and idle) and those idle
- * in the pool, for /metrics.  The curl engine counts the sockets it watches as
- * open and knows no idle ones (libcurl keeps its cache to itself).  NULL: 0, 0.
+ * in the pool, for /metrics: a lean client that shares a cap counts every
+ * loop's (gw_upstream_cap_conns).  The curl engine counts the sockets it
+ * watches as open and knows no idle ones (libcurl keeps its cache to itself).
+ * NULL: 0, 0.
  */
 void gw_upstream_conns(const struct gw_upstream *up, uint64_t *open, uint64_t *idle);
 

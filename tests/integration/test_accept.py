@@ -219,6 +219,64 @@ def test_the_oldest_idle_connection_is_shed_first_across_loops(gateway, rgw, buc
             s.close()
 
 
+def upstream_conns(gw):
+    """(open, idle) upstream connections, by /metrics."""
+    text = requests.get(f"{gw.url}/metrics", timeout=5).text
+    got = {}
+    for line in text.splitlines():
+        for kind in ("open", "idle"):
+            if line.startswith(f"fencegate_upstream_connections_{kind} "):
+                got[kind] = int(float(line.split()[1]))
+    return got["open"], got["idle"]
+
+
+def test_upstream_max_connections_holds_for_the_process(gateway, rgw, bucket):
+    """upstream.max_connections 1 on two loops: requests on either loop, in
+    turn, are all served, and never more than one upstream connection is
+    open: the loop holding it idle closes it for the loop that waits when
+    that loop asks; and a loop whose transfer ends while the other loop
+    waits closes the connection instead of keeping it idle.  Each well
+    within the upstream timeout, which is how long a request would wait
+    for a connection kept idle on the other loop."""
+    big = 48 << 20
+    rgw.client().put_object(Bucket=bucket, Key="big", Body=b"b" * big)
+    gw = acceptor(gateway, bucket, loops=2, upstream={"max_connections": 1, "timeout_ms": 8000},
+                  limits={"buffer_bytes": 4096, "max_transfers_per_client": 100})
+    conns = connect(gw, 2)
+    try:
+        rids = []
+        for turn in range(6):
+            for i, s in enumerate(conns):
+                t0 = time.monotonic()
+                s.sendall(head(gw, f"/{bucket}/", f"cap{turn}-{i}"))
+                st, rid = answer(s)
+                took = time.monotonic() - t0
+                assert st == 200 and took < 4, (st, took)
+                rids.append(rid)
+                opened, idle = upstream_conns(gw)
+                assert opened <= 1 and idle <= 1, (opened, idle, turn, i)
+        per = loops_of(gw, rids)
+        assert sorted(set(per.values())) == [0, 1], per
+        # the one connection busy on one loop (its client not reading) while
+        # the other loop's request waits: nothing is idle, so there is no one
+        # to ask; when the transfer ends, its loop closes the connection
+        busy, waits = conns[1], conns[0]
+        busy.sendall(head(gw, f"/{bucket}/big", "busy"))
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        waits.sendall(head(gw, f"/{bucket}/", "waits"))
+        time.sleep(0.5)
+        st, _ = answer(busy)
+        assert st == 200
+        st, _ = answer(waits)
+        took = time.monotonic() - t0
+        assert st == 200 and took < 4, (st, took)
+        assert upstream_conns(gw)[0] <= 1
+    finally:
+        for s in conns:
+            s.close()
+
+
 def test_tls_connections_are_handed_out(gateway, rgw, bucket, tmp_path):
     """A TLS listener: the loops the acceptor hands connections to finish the
     handshake with the listener's certificate, and serve."""

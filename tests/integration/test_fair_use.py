@@ -267,15 +267,18 @@ def test_half_open_heads_are_cut_by_the_header_timeout(gateway, bucket, loops):
 # ---- the upstream pool recovers (the poisoning of issue 12) ----
 
 
-def test_pool_recovers_after_queued_timeouts(gateway, rgw, bucket):
+@pytest.mark.parametrize("loops", [{"workers": 1}, {"workers": 2, "accept": "acceptor"}],
+                         ids=["one-loop", "two-loops"])
+def test_pool_recovers_after_queued_timeouts(gateway, rgw, bucket, loops):
     """One upstream connection, held by a GET whose client does not read.
     40 requests queued for it time out (504); once the hog goes, every
-    request is forwarded again (never 400, never a poisoned handle)."""
+    request is forwarded again (never 400, never a poisoned handle).  With
+    two loops the one connection is the process's (upstream.max_connections
+    holds across loops): the requests on the other loop wait for it too."""
     big = 48 << 20
     rgw.client().put_object(Bucket=bucket, Key="big", Body=b"b" * big)
     rgw.client().put_object(Bucket=bucket, Key="small", Body=b"s")
-    # one loop: upstream.max_connections is shared out among loops (README "Every core")
-    gw = gateway({"workers": 1, "upstream": {"max_connections": 1, "timeout_ms": 1000},
+    gw = gateway({**loops, "upstream": {"max_connections": 1, "timeout_ms": 1000},
                   "limits": {"max_transfers_per_client": 100, "buffer_bytes": 4096}})
     hog = connect(gw)
     hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
