@@ -126,6 +126,9 @@ hand_over(struct gw_server *srv, struct gw_handout_slot *s)
     struct gw_handout *h = srv->handout;
     struct gw_handoff *ho = srv->parked;
     srv->parked = ho->next;
+    if (srv->parked == NULL) {
+        srv->parked_last = NULL;
+    }
     srv->nparked--;
     h->next = (h->next + 1) % h->n; /* ties in turn */
     if (s == srv->slot) {
@@ -258,11 +261,12 @@ gw_http_handout_give(struct gw_server *srv, int fd, const char *peer, size_t idx
     }
     *ho = (struct gw_handoff){.fd = fd, .idx = idx};
     str_copy(ho->peer, sizeof(ho->peer), peer);
-    struct gw_handoff **tail = &srv->parked;
-    while (*tail != NULL) {
-        tail = &(*tail)->next;
+    if (srv->parked_last != NULL) {
+        srv->parked_last->next = ho;
+    } else {
+        srv->parked = ho;
     }
-    *tail = ho;
+    srv->parked_last = ho;
     srv->nparked++;
     acceptor_turn(srv);
 }
@@ -280,6 +284,7 @@ gw_http_handout_stop(struct gw_server *srv)
         (void)close(ho->fd);
         free(ho);
     }
+    srv->parked_last = NULL;
     srv->nparked = 0;
 }
 

@@ -172,12 +172,13 @@ struct gw_server {
     int64_t date_sec; /* second of the cached Date value */
     char date[40];    /* cached IMF-fixdate for the Date header */
     char *rbuf;       /* owned; GW_HTTP_BODY_READ bytes for direct body reads, or NULL until used */
-    struct gw_handout *handout;   /* borrowed: "accept": "acceptor" (handout.c), or NULL */
-    struct gw_handout_slot *slot; /* this server's slot in it */
-    struct gw_handoff *parked;    /* the acceptor's: accepted while no loop had room, oldest
-                                     first (its listeners are paused meanwhile) */
-    size_t nparked;               /* their count */
-    struct event *flush;          /* the acceptor's: owned; its turn, run from its loop */
+    struct gw_handout *handout;     /* borrowed: "accept": "acceptor" (handout.c), or NULL */
+    struct gw_handout_slot *slot;   /* this server's slot in it */
+    struct gw_handoff *parked;      /* the acceptor's: accepted while no loop had room, oldest
+                                       first (its listeners are paused meanwhile) */
+    struct gw_handoff *parked_last; /* the newest of them (NULL when none) */
+    size_t nparked;                 /* their count */
+    struct event *flush;            /* the acceptor's: owned; its turn, run from its loop */
 };
 
 /* An accepted connection the acceptor parked, or handed to another loop (gate.c). */
