@@ -13,6 +13,12 @@
  *   - the waiting loop asks the loop with the most idle connections to close
  *     its oldest (shed), and a loop that would park a connection while
  *     another loop wants one closes it instead.
+ * A loop whose transfers wait while it holds more than its share of max
+ * (rounded up), or while another waiting loop holds none, hands the slot of
+ * each connection it finishes to a waiting loop instead of reusing it: the
+ * slot stays counted and goes to that loop alone (granted), so a loop that
+ * keeps its own line full cannot starve another at the cap, and loops at
+ * their share keep their connections (no churn when every loop waits).
  * Both sides use sequentially consistent atomics in the order "write mine,
  * then read theirs" (want then open and idle; open and idle then want), so
  * of two loops crossing, at least one sees the other: no loop waits while a
@@ -37,6 +43,8 @@ struct cap_member {
     alignas(64) atomic_bool want;  /* this loop has transfers waiting for a slot */
     atomic_uint_least32_t idle;    /* idle connections this loop holds (published) */
     atomic_uint_least32_t shed;    /* idle connections other loops asked it to close */
+    atomic_uint_least32_t conns;   /* connections this loop holds (published) */
+    atomic_uint_least32_t granted; /* slots other loops handed to it, not yet taken */
     atomic_bool posted;            /* msg is on q (or running) */
     struct gw_loopq *q;            /* the loop's queue, set at join */
     gw_upstream_cap_look_fn *look; /* the owner's thread only: NULL once it left */
@@ -47,6 +55,8 @@ struct cap_member {
 struct gw_upstream_cap {
     uint32_t max;                           /* upstream.max_connections (0: none, only counted) */
     uint32_t nmembers;                      /* room in m */
+    uint32_t share;                         /* ceil(max / nmembers): a loop's fair share */
+    atomic_uint_least32_t turn;             /* where the next hand-over starts looking */
     atomic_uint_least32_t joined;           /* members handed out */
     alignas(64) atomic_uint_least32_t open; /* connections open on every loop */
     atomic_uint_least32_t wanting;          /* members whose want is up */
@@ -70,6 +80,8 @@ gw_upstream_cap_new(uint32_t max, uint32_t loops)
     memset(c->m, 0, sizeof(*c->m) * loops);
     c->max = max;
     c->nmembers = loops;
+    c->share = (max + loops - 1) / loops;
+    atomic_init(&c->turn, 0);
     atomic_init(&c->joined, 0);
     atomic_init(&c->open, 0);
     atomic_init(&c->wanting, 0);
@@ -77,6 +89,8 @@ gw_upstream_cap_new(uint32_t max, uint32_t loops)
         atomic_init(&c->m[i].want, false);
         atomic_init(&c->m[i].idle, 0);
         atomic_init(&c->m[i].shed, 0);
+        atomic_init(&c->m[i].conns, 0);
+        atomic_init(&c->m[i].granted, 0);
         atomic_init(&c->m[i].posted, false);
     }
     return c;
@@ -158,7 +172,12 @@ gw_upstream_cap_leave(struct gw_upstream_cap *c, uint32_t slot)
     struct cap_member *m = &c->m[slot];
     gw_upstream_cap_wait_done(c, slot);
     atomic_store(&m->idle, 0);
+    atomic_store(&m->conns, 0);
     m->look = NULL; /* a wake-up still on its way does nothing */
+    /* slots handed to it that it never took go back (none can arrive now: its want is down) */
+    for (uint_least32_t n = atomic_exchange(&m->granted, 0); n > 0; n--) {
+        gw_upstream_cap_give(c);
+    }
 }
 
 bool
@@ -226,6 +245,42 @@ void
 gw_upstream_cap_idle(struct gw_upstream_cap *c, uint32_t slot, size_t idle)
 {
     atomic_store(&c->m[slot].idle, (uint_least32_t)idle);
+}
+
+void
+gw_upstream_cap_held(struct gw_upstream_cap *c, uint32_t slot, size_t conns)
+{
+    atomic_store_explicit(&c->m[slot].conns, (uint_least32_t)conns, memory_order_relaxed);
+}
+
+uint32_t
+gw_upstream_cap_share(const struct gw_upstream_cap *c)
+{
+    return c->share;
+}
+
+bool
+gw_upstream_cap_hand_over(struct gw_upstream_cap *c, uint32_t slot, bool to_empty_only)
+{
+    uint32_t start = (uint32_t)atomic_fetch_add_explicit(&c->turn, 1, memory_order_relaxed);
+    for (uint32_t k = 0; k < c->nmembers; k++) {
+        uint32_t i = (start + k) % c->nmembers;
+        struct cap_member *m = &c->m[i];
+        if (i == slot || !atomic_load(&m->want) ||
+            (to_empty_only && atomic_load_explicit(&m->conns, memory_order_relaxed) != 0)) {
+            continue;
+        }
+        atomic_fetch_add(&m->granted, 1);
+        poke(m);
+        return true;
+    }
+    return false;
+}
+
+uint32_t
+gw_upstream_cap_granted(struct gw_upstream_cap *c, uint32_t slot)
+{
+    return (uint32_t)atomic_exchange(&c->m[slot].granted, 0);
 }
 
 uint32_t

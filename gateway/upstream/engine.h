@@ -76,6 +76,15 @@ void gw_upstream_streak_reached(struct gw_upstream_streak *s);
  * gw_upstream_cap_wanted     whether another member waits for a slot.
  * gw_upstream_cap_idle       publish how many idle connections the member holds.
  * gw_upstream_cap_shed_asked the sheds asked of the member since the last call.
+ * gw_upstream_cap_held       publish how many connections the member holds.
+ * gw_upstream_cap_share      max / loops, rounded up: a member's fair share.
+ * gw_upstream_cap_hand_over  a connection of the member's is closing: its slot
+ *                            goes to another member that waits (one that holds
+ *                            no connection, with to_empty_only), still counted,
+ *                            and that member is woken; false: none waits (the
+ *                            caller gives the slot back as usual).
+ * gw_upstream_cap_granted    the slots handed to the member since the last call:
+ *                            its own now, to use or give back.
  */
 typedef void gw_upstream_cap_look_fn(void *arg);
 MUST_USE int gw_upstream_cap_join(struct gw_upstream_cap *c, struct gw_loopq *q,
@@ -88,6 +97,11 @@ void gw_upstream_cap_wait_done(struct gw_upstream_cap *c, uint32_t slot);
 bool gw_upstream_cap_wanted(struct gw_upstream_cap *c, uint32_t slot);
 void gw_upstream_cap_idle(struct gw_upstream_cap *c, uint32_t slot, size_t idle);
 uint32_t gw_upstream_cap_shed_asked(struct gw_upstream_cap *c, uint32_t slot);
+void gw_upstream_cap_held(struct gw_upstream_cap *c, uint32_t slot, size_t conns);
+uint32_t gw_upstream_cap_share(const struct gw_upstream_cap *c);
+MUST_USE bool gw_upstream_cap_hand_over(struct gw_upstream_cap *c, uint32_t slot,
+                                        bool to_empty_only);
+uint32_t gw_upstream_cap_granted(struct gw_upstream_cap *c, uint32_t slot);
 
 /* What an engine does; each installs one table.  Contracts as in upstream.h. */
 struct gw_upstream_ops {

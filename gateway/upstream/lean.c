@@ -52,6 +52,7 @@ GW_UPSTREAM_OPS_DECL(lean);
 
 #define LEAN_MAX_REQ_HEAD ((size_t)256 * 1024) /* request head bytes */
 #define LEAN_IDLE_MIN     32                   /* idle connections kept, at least */
+#define LEAN_HEAD_LINES   64                   /* header lengths build_head keeps, at most */
 
 /* ---- targets and request heads ---- */
 
@@ -99,11 +100,12 @@ parse_target(const char *url, struct lean_target *t, const char **path)
         }
         t->port = (uint16_t)v;
     }
-    if (hlen == 0) {
+    if (hlen == 0 || hlen >= sizeof(t->host)) {
         return ERR_INVAL;
     }
-    t->host = strndup(h, hlen);
-    return t->host != NULL ? 0 : ERR_NOMEM;
+    memcpy(t->host, h, hlen);
+    t->host[hlen] = '\0';
+    return 0;
 }
 
 static bool
@@ -129,6 +131,8 @@ static int
 build_head(struct gw_lean_xfer *x, const struct gw_xfer_req *rq, const char *path)
 {
     bool has_host = false, has_cl = false;
+    size_t hlen[LEAN_HEAD_LINES];
+    size_t total = 0; /* of the caller's header lines, each with its CRLF */
     for (size_t i = 0; i < rq->nheaders; i++) {
         const char *h = rq->headers[i];
         bool empty = false;
@@ -138,10 +142,17 @@ build_head(struct gw_lean_xfer *x, const struct gw_xfer_req *rq, const char *pat
         }
         has_cl = has_cl || kind == GW_UPMSG_REQ_HDR_CL;
         has_host = has_host || strncasecmp(h, "Host:", 5) == 0;
+        size_t n = strlen(h);
+        if (i < LEAN_HEAD_LINES) {
+            hlen[i] = n;
+        }
+        total += n + 2; /* past LEAN_MAX_REQ_HEAD the reservation fails, as the appends would */
     }
     const char *slash = *path == '/' ? "" : "/"; /* "" or "?q": the origin form needs a '/' */
-    bool ok = req_add(x, rq->method, strlen(rq->method)) && req_add(x, " ", 1) &&
-              req_add(x, slash, strlen(slash)) && req_add(x, path, strlen(path)) &&
+    size_t mlen = strlen(rq->method);
+    size_t plen = strlen(path);
+    bool ok = buf_reserve(&x->req, mlen + plen + total + 16) == 0 && req_add(x, rq->method, mlen) &&
+              req_add(x, " ", 1) && req_add(x, slash, strlen(slash)) && req_add(x, path, plen) &&
               req_add(x, " HTTP/1.1\r\n", 11);
     if (ok && !has_host) {
         bool v6 = strchr(x->t.host, ':') != NULL;
@@ -154,7 +165,8 @@ build_head(struct gw_lean_xfer *x, const struct gw_xfer_req *rq, const char *pat
                         port) == 0;
     }
     for (size_t i = 0; ok && i < rq->nheaders; i++) {
-        ok = req_add(x, rq->headers[i], strlen(rq->headers[i])) && req_add(x, "\r\n", 2);
+        size_t n = i < LEAN_HEAD_LINES ? hlen[i] : strlen(rq->headers[i]);
+        ok = req_add(x, rq->headers[i], n) && req_add(x, "\r\n", 2);
     }
     if (ok && rq->body_length >= 0 && !has_cl) {
         ok = buf_printf(&x->req, "Content-Length: %" PRId64 "\r\n", rq->body_length) == 0;
@@ -193,6 +205,29 @@ lean_kick(struct gw_lean_xfer *x)
     event_active(x->kick, EV_TIMEOUT, 1);
 }
 
+/*
+ * A zeroed transfer with its two events in the same allocation (libevent
+ * sizes its struct event at run time): a request allocates once, not thrice.
+ */
+static struct gw_lean_xfer *
+xfer_new(struct event_base *base)
+{
+    size_t at = (sizeof(struct gw_lean_xfer) + 15) & ~(size_t)15;
+    size_t ev = (event_get_struct_event_size() + 15) & ~(size_t)15;
+    struct gw_lean_xfer *x = calloc(1, at + 2 * ev);
+    if (x == NULL) {
+        return NULL;
+    }
+    x->timer = (struct event *)(void *)((char *)x + at);
+    x->kick = (struct event *)(void *)((char *)x + at + ev);
+    if (evtimer_assign(x->timer, base, on_timer, x) != 0 ||
+        event_assign(x->kick, base, -1, 0, on_kick, x) != 0) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
 static void
 xfer_free(struct gw_lean_xfer *x)
 {
@@ -200,14 +235,13 @@ xfer_free(struct gw_lean_xfer *x)
         return;
     }
     if (x->timer != NULL) {
-        event_free(x->timer);
+        (void)event_del(x->timer); /* in x's allocation (xfer_new): no event_free */
     }
     if (x->kick != NULL) {
-        event_free(x->kick);
+        (void)event_del(x->kick);
     }
     gw_upmsg_head_cleanup(&x->head);
     buf_cleanup(&x->req);
-    free(x->t.host);
     free(x);
 }
 
@@ -242,6 +276,15 @@ lean_xfer_end(struct gw_lean_xfer *x, int err, bool connect_failed)
 
 static void dispatch(struct gw_lean *up);
 
+/* Slots handed to this loop that it will not use go back to the cap. */
+static void
+give_spare(struct gw_lean *up)
+{
+    for (; up->spare > 0; up->spare--) {
+        gw_upstream_cap_give(up->cap);
+    }
+}
+
 /* With a cap: publish this loop's idle count, which other loops read to ask for a shed. */
 static void
 idle_changed(struct gw_lean *up)
@@ -251,11 +294,18 @@ idle_changed(struct gw_lean *up)
     }
 }
 
-/* Reserve a slot for one more connection: under max_connections, the process's with a cap. */
+/*
+ * Reserve a slot for one more connection: under max_connections, the
+ * process's with a cap, where a slot another loop handed over comes first.
+ */
 static bool
 slot_take(struct gw_lean *up)
 {
     if (up->cap != NULL) {
+        if (up->spare > 0) {
+            up->spare--;
+            return true;
+        }
         return gw_upstream_cap_take(up->cap);
     }
     return up->pub.opts.max_connections == 0 || up->nconns < up->pub.opts.max_connections;
@@ -264,8 +314,17 @@ slot_take(struct gw_lean *up)
 void
 lean_slot_give(struct gw_lean *up)
 {
-    if (up->cap != NULL) {
+    if (up->cap != NULL && !up->handing) {
         gw_upstream_cap_give(up->cap);
+    }
+}
+
+/* With a cap: publish how many connections this loop holds (hand-overs favour loops with none). */
+static void
+conns_changed(struct gw_lean *up)
+{
+    if (up->cap != NULL) {
+        gw_upstream_cap_held(up->cap, up->cap_slot, up->nconns);
     }
 }
 
@@ -280,7 +339,24 @@ lean_conn_gone(struct lean_conn *c)
         idle_changed(up);
     }
     up->nconns--;
+    conns_changed(up);
     lean_slot_give(up);
+}
+
+/*
+ * Close c and hand its slot to another loop whose transfers wait (one that
+ * holds no connection, with to_empty_only).  False, c untouched: none waits.
+ */
+static bool
+close_for_other(struct gw_lean *up, struct lean_conn *c, bool to_empty_only)
+{
+    if (!gw_upstream_cap_hand_over(up->cap, up->cap_slot, to_empty_only)) {
+        return false;
+    }
+    up->handing = true; /* the slot stays counted: it is the other loop's now */
+    lean_conn_close(c);
+    up->handing = false;
+    return true;
 }
 
 static struct lean_conn *
@@ -301,9 +377,11 @@ pool_take(struct gw_lean *up, const struct lean_target *t)
 
 /*
  * Keep c for reuse, newest first.  With a cap and another loop waiting for a
- * slot (and none of this loop's transfers, which take c first), c closes
- * instead: its slot goes to that loop.  Published before the wait is read
- * (cap.c): a loop that starts waiting meanwhile sees c idle and asks a shed.
+ * slot, c closes instead and its slot goes to that loop, when none of this
+ * loop's transfers waits for c, or when some do but this loop holds more
+ * than its share or the other loop holds nothing (cap.c: no loop starves
+ * another at the cap).  Published before the wait is read (cap.c): a loop
+ * that starts waiting meanwhile sees c idle and asks a shed.
  */
 static void
 pool_put(struct gw_lean *up, struct lean_conn *c)
@@ -318,9 +396,9 @@ pool_put(struct gw_lean *up, struct lean_conn *c)
     c->idle = true;
     up->nidle++;
     idle_changed(up);
-    if (up->cap != NULL && TAILQ_EMPTY(&up->waiting) &&
-        gw_upstream_cap_wanted(up->cap, up->cap_slot)) {
-        lean_conn_close(c);
+    if (up->cap != NULL && gw_upstream_cap_wanted(up->cap, up->cap_slot)) {
+        bool over = up->nconns > gw_upstream_cap_share(up->cap);
+        (void)close_for_other(up, c, !TAILQ_EMPTY(&up->waiting) && !over);
     }
 }
 
@@ -345,7 +423,9 @@ conn_for(struct gw_lean *up, const struct lean_target *t, bool fresh, bool *wait
         /* with a cap another loop may take the slot first: then the next one */
         lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list));
     }
-    return lean_conn_open(up, t);
+    c = lean_conn_open(up, t);
+    conns_changed(up);
+    return c;
 }
 
 /* x waits for a slot, last in line; with a cap the other loops hear of it. */
@@ -426,10 +506,15 @@ on_cap(void *arg)
 {
     struct gw_lean *up = arg;
     for (uint32_t n = gw_upstream_cap_shed_asked(up->cap, up->cap_slot);
-         n > 0 && !TAILQ_EMPTY(&up->idle) && gw_upstream_cap_wanted(up->cap, up->cap_slot); n--) {
-        lean_conn_close(TAILQ_LAST(&up->idle, lean_conn_list));
+         n > 0 && !TAILQ_EMPTY(&up->idle) &&
+         close_for_other(up, TAILQ_LAST(&up->idle, lean_conn_list), false);
+         n--) {
     }
+    up->spare += gw_upstream_cap_granted(up->cap, up->cap_slot);
     dispatch(up);
+    if (TAILQ_EMPTY(&up->waiting)) {
+        give_spare(up); /* handed over after its transfers were served: for the others */
+    }
 }
 
 /* ---- ending transfers ---- */
@@ -589,6 +674,7 @@ gw_lean_free(struct gw_lean *up)
     }
     if (up->cap != NULL) {
         gw_upstream_cap_leave(up->cap, up->cap_slot); /* first: no wake-up finds it half freed */
+        give_spare(up);
     }
     struct gw_lean_xfer *x;
     struct gw_lean_xfer *next;
@@ -616,7 +702,7 @@ gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struc
 {
     /* rq and cbs were checked by gw_upstream_xfer_start */
     bool head = strcmp(rq->method, "HEAD") == 0;
-    struct gw_lean_xfer *x = calloc(1, sizeof(*x));
+    struct gw_lean_xfer *x = xfer_new(up->pub.base);
     if (x == NULL) {
         return ERR_NOMEM;
     }
@@ -628,11 +714,6 @@ gw_lean_xfer_start(struct gw_lean *up, const struct gw_xfer_req *rq, const struc
     int err = parse_target(rq->url, &x->t, &path);
     if (err == 0) {
         err = build_head(x, rq, path);
-    }
-    if (err == 0) {
-        x->timer = evtimer_new(up->pub.base, on_timer, x);
-        x->kick = event_new(up->pub.base, -1, 0, on_kick, x);
-        err = x->timer == NULL || x->kick == NULL ? ERR_NOMEM : 0;
     }
     if (err != 0) {
         xfer_free(x);

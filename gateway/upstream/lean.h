@@ -37,8 +37,10 @@ struct evdns_base;
 #define LEAN_IO_MAX      ((size_t)128 * 1024) /* bytes per read or write system call, at most */
 
 /* Where a transfer goes: the pool's key (scheme, host, port). */
+#define LEAN_HOST_MAX 256 /* a host name (253 at most in DNS) or address, NUL included */
+
 struct lean_target {
-    char *host; /* owned; an IPv6 literal without its brackets */
+    char host[LEAN_HOST_MAX]; /* an IPv6 literal without its brackets */
     uint16_t port;
     bool tls;
 };
@@ -76,8 +78,8 @@ struct gw_lean_xfer {
     struct lean_target t;                /* where it goes */
     struct buf req;                      /* the request head, ready to send */
     struct gw_upmsg_head head;           /* the response head being collected */
-    struct event *timer;                 /* inactivity (opts.timeout_ms) */
-    struct event *kick;                  /* deferred work: send, buffered input, settle */
+    struct event *timer;                 /* inactivity (opts.timeout_ms); in x's allocation */
+    struct event *kick;                  /* deferred work: send, buffered input, settle; the same */
     int64_t body_length;                 /* request body bytes, -1 for none */
     uint64_t body_sent;                  /* bytes read_body handed over */
     uint64_t last_progress_ms;           /* clock_mono_ms() when a byte last moved */
@@ -115,6 +117,8 @@ struct gw_lean {
     size_t nidle;                  /* entries in idle */
     struct gw_upstream_cap *cap;   /* opts.cap: max_connections for the process, or NULL */
     uint32_t cap_slot;             /* this client's member number in cap */
+    uint32_t spare;                /* slots other loops handed to this one, not yet used */
+    bool handing;                  /* a closing connection's slot goes to another loop */
 };
 
 /* ---- lean.c ---- */

@@ -486,7 +486,7 @@ conn_write(struct bufferevent *bev, void *arg)
 static void
 connect_error(struct lean_conn *c, int sock_err)
 {
-    char tmp[200];
+    char tmp[LEAN_HOST_MAX + 200]; /* cut to the streak's length where it is kept */
     const char *why;
     int dns = bufferevent_socket_get_dns_error(c->bev);
     if (dns != 0) {
@@ -684,10 +684,8 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     }
     c->up = up;
     c->t = *t;
-    c->t.host = strdup(t->host);
-    c->bev = c->t.host == NULL ? NULL
-             : t->tls ? lean_tls_bev(up->ssl_ctx, up->pub.base, t->host, up->pub.opts.tls_verify)
-                      : bufferevent_socket_new(up->pub.base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->bev = t->tls ? lean_tls_bev(up->ssl_ctx, up->pub.base, t->host, up->pub.opts.tls_verify)
+                    : bufferevent_socket_new(up->pub.base, -1, BEV_OPT_CLOSE_ON_FREE);
     c->ctimer = evtimer_new(up->pub.base, conn_connect_timeout, c);
     if (c->bev == NULL || c->ctimer == NULL) {
         log_error("cannot set up a connection to %s:%u", t->host, t->port);
@@ -723,7 +721,6 @@ fail:
     if (c->ctimer != NULL) {
         event_free(c->ctimer);
     }
-    free(c->t.host);
     free(c);
     lean_slot_give(up);
     return NULL;
@@ -744,7 +741,6 @@ lean_conn_close(struct lean_conn *c)
     }
     bufferevent_free(c->bev); /* closes the socket: bytes still queued never leave */
     event_free(c->ctimer);
-    free(c->t.host);
     free(c);
 }
 

@@ -185,7 +185,10 @@ bool gw_upstream_unreachable(const struct gw_upstream *up, char *why, size_t len
  * closes for it (the one holding the most idle closes its oldest, and a loop
  * that would keep a finished connection idle closes it instead while another
  * loop waits), so no loop waits while the process has a free or idle
- * connection.  Any thread may share a cap; each client uses it from its loop.
+ * connection; and a loop whose own transfers wait hands a connection it
+ * finishes to a waiting loop while it holds more than its share of max or
+ * that loop holds none, so no loop starves another at the cap.  Any thread
+ * may share a cap; each client uses it from its loop.
  */
 
 /*

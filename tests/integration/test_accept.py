@@ -12,6 +12,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import requests
@@ -272,6 +273,45 @@ def test_upstream_max_connections_holds_for_the_process(gateway, rgw, bucket):
         took = time.monotonic() - t0
         assert st == 200 and took < 4, (st, took)
         assert upstream_conns(gw)[0] <= 1
+    finally:
+        for s in conns:
+            s.close()
+
+
+def test_no_loop_starves_another_at_the_upstream_cap(gateway, rgw, bucket):
+    """upstream.max_connections 1 on two loops; one loop has two transfers
+    (the first holding the connection, its client not reading; the second
+    waiting in line), the other loop one, waiting and holding nothing.  When
+    the first ends, its loop hands the connection over to the loop that
+    holds nothing instead of giving it to its own second transfer, whose
+    client does not read either and would keep it: the other loop's
+    request is served well within the upstream timeout, not refused at it."""
+    big = 48 << 20
+    rgw.client().put_object(Bucket=bucket, Key="big", Body=b"b" * big)
+    gw = acceptor(gateway, bucket, loops=2, upstream={"max_connections": 1, "timeout_ms": 4000},
+                  limits={"buffer_bytes": 4096, "max_transfers_per_client": 100})
+    conns = connect(gw, 3)
+    try:
+        per = loops_of(gw, ask(gw, conns, bucket, "where"))
+        by_loop = {}
+        for s, loop in zip(conns, per.values()):
+            by_loop.setdefault(loop, []).append(s)
+        (a1, a2), (b1,) = sorted(by_loop.values(), key=len, reverse=True)
+        # 48 MiB: far more than the socket buffers take while the client does not read
+        a1.sendall(head(gw, f"/{bucket}/big", "first"))  # holds the connection, unread
+        time.sleep(0.5)
+        a2.sendall(head(gw, f"/{bucket}/big", "second"))  # in its loop's line
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        b1.sendall(head(gw, f"/{bucket}/", "other"))  # the other loop, holding nothing
+        time.sleep(0.3)
+        st, _ = answer(a1)  # the first transfer ends
+        assert st == 200
+        st, _ = answer(b1)
+        took = time.monotonic() - t0
+        assert st == 200 and took < 3, (st, took)
+        st, _ = answer(a2)
+        assert st == 200
     finally:
         for s in conns:
             s.close()

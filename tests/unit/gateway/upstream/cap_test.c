@@ -4,8 +4,9 @@
  * "The upstream pool across loops"): slots are taken up to max and no
  * further, a slot given back wakes every member that waits (on its own loop,
  * once however often it is poked), a wait asks the member with the most idle
- * connections to shed one, a member that left is not called, the counts
- * /metrics reads are the process's.  The last test takes and gives slots
+ * connections to shed one, a member that left is not called, a slot handed
+ * over stays counted and goes to one waiting member (one holding nothing,
+ * when asked), the counts /metrics reads are the process's.  The last test takes and gives slots
  * from four threads, each with its own loop, while they wait and wake each
  * other: never more than max held at once, and every waiter woken once a
  * slot is free; make SAN=thread unit runs it under ThreadSanitizer.
@@ -236,6 +237,44 @@ test_a_closed_queue_takes_no_wake_up(void **state)
     fixture_free(f);
 }
 
+static void
+test_hand_over_to_a_waiting_member(void **state)
+{
+    (void)state;
+    struct fixture *f = fixture_new(4);
+    assert_int_equal(gw_upstream_cap_share(f->cap), 2); /* 4 among 3 loops, rounded up */
+    for (int i = 0; i < 4; i++) {
+        assert_true(gw_upstream_cap_take(f->cap));
+    }
+    /* nobody waits: nothing to hand over, the caller gives the slot back itself */
+    assert_false(gw_upstream_cap_hand_over(f->cap, 0, false));
+    gw_upstream_cap_held(f->cap, 0, 3);
+    gw_upstream_cap_held(f->cap, 1, 1);
+    gw_upstream_cap_wait(f->cap, 1);
+    gw_upstream_cap_wait(f->cap, 0); /* the hander's own want never counts */
+    /* only to a member holding nothing: 1 holds one */
+    assert_false(gw_upstream_cap_hand_over(f->cap, 0, true));
+    assert_true(gw_upstream_cap_hand_over(f->cap, 0, false));
+    run_all(f);
+    assert_int_equal(f->m[1].looks, 1);
+    assert_int_equal(gw_upstream_cap_granted(f->cap, 1), 1);
+    assert_int_equal(gw_upstream_cap_granted(f->cap, 1), 0); /* taken once */
+    assert_int_equal(gw_upstream_cap_granted(f->cap, 0), 0);
+    /* the slot stayed counted: it is 1's now, none is free */
+    assert_false(gw_upstream_cap_take(f->cap));
+    gw_upstream_cap_held(f->cap, 2, 0);
+    gw_upstream_cap_wait(f->cap, 2);
+    assert_true(gw_upstream_cap_hand_over(f->cap, 0, true)); /* 2 holds nothing */
+    assert_int_equal(gw_upstream_cap_granted(f->cap, 2), 1);
+    assert_int_equal(gw_upstream_cap_granted(f->cap, 1), 0);
+    /* a member that leaves gives back what was handed to it and not taken */
+    assert_true(gw_upstream_cap_hand_over(f->cap, 0, true));
+    gw_upstream_cap_leave(f->cap, 2);
+    assert_true(gw_upstream_cap_take(f->cap));
+    assert_false(gw_upstream_cap_take(f->cap));
+    fixture_free(f);
+}
+
 /* ---- four loops on four threads ---- */
 
 #define MT_LOOPS  4
@@ -374,6 +413,7 @@ main(void)
         cmocka_unit_test(test_wait_sees_a_slot_freed_before_it),
         cmocka_unit_test(test_a_member_that_left_is_not_called),
         cmocka_unit_test(test_a_closed_queue_takes_no_wake_up),
+        cmocka_unit_test(test_hand_over_to_a_waiting_member),
         cmocka_unit_test(test_threads_never_hold_more_than_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
