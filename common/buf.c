@@ -13,6 +13,22 @@ buf_init(struct buf *b, size_t cap)
     b->len = 0;
     b->alloc = 0;
     b->cap = cap;
+    b->local = NULL;
+    b->local_size = 0;
+}
+
+void
+buf_init_local(struct buf *b, size_t cap, char *storage, size_t size)
+{
+    buf_init(b, cap);
+    if (size - 1 > cap) {
+        size = cap + 1; /* alloc never exceeds cap + 1 (buf_printf's fast path relies on it) */
+    }
+    b->local = storage;
+    b->local_size = size;
+    b->data = storage;
+    b->alloc = size;
+    storage[0] = '\0';
 }
 
 void
@@ -21,10 +37,15 @@ buf_cleanup(struct buf *b)
     if (b == NULL) {
         return;
     }
-    free(b->data);
-    b->data = NULL;
+    if (b->data != b->local) {
+        free(b->data);
+    }
+    b->data = b->local; /* NULL, or the local storage again */
     b->len = 0;
-    b->alloc = 0;
+    b->alloc = b->local_size;
+    if (b->data != NULL) {
+        b->data[0] = '\0';
+    }
 }
 
 void
@@ -68,7 +89,15 @@ reserve(struct buf *b, size_t extra)
     if (n > b->cap + 1) {
         n = b->cap + 1;
     }
-    char *p = realloc(b->data, n);
+    char *p;
+    if (b->data != NULL && b->data == b->local) {
+        p = malloc(n); /* out of the local storage: its bytes move to the heap */
+        if (p != NULL) {
+            memcpy(p, b->data, b->len + 1);
+        }
+    } else {
+        p = realloc(b->data, n);
+    }
     if (p == NULL) {
         return ERR_NOMEM;
     }

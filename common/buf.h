@@ -16,14 +16,26 @@
 #include "common/err.h"
 
 struct buf {
-    char *data;   /* owned; NULL until the first append; NUL-terminated when non-NULL */
+    char *data;   /* owned (or the local storage); NULL until the first append;
+                     NUL-terminated when non-NULL */
     size_t len;   /* bytes in use, not counting the NUL */
-    size_t alloc; /* bytes allocated */
+    size_t alloc; /* bytes allocated (or of the local storage) */
     size_t cap;   /* hard limit on len */
+    char *local;  /* borrowed: buf_init_local's storage, or NULL */
+    size_t local_size;
 };
 
 /* buf_init - an empty buffer that will never hold more than cap bytes. */
 void buf_init(struct buf *b, size_t cap);
+
+/*
+ * buf_init_local - an empty buffer that will never hold more than cap bytes,
+ * and keeps them in storage[0..size) (borrowed: a caller's stack array, size
+ * > 0) while they fit; past that they move to the heap as with buf_init.  For
+ * short-lived buffers on the request path, which then allocate nothing.  b
+ * must not be copied (its data may point at storage).
+ */
+void buf_init_local(struct buf *b, size_t cap, char *storage, size_t size);
 
 /* buf_cleanup - free the storage; b is empty (and reusable) afterwards.  NULL-safe. */
 void buf_cleanup(struct buf *b);

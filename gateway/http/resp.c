@@ -272,11 +272,19 @@ gw_resp_header(struct gw_req *req, const char *name, const char *value)
     if (nlen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4) {
         return ERR_TOOBIG;
     }
-    int rc = buf_reserve(&req->resp_head, nlen + vlen + 4); /* then the appends only copy */
-    rc = rc != 0 ? rc : buf_append(&req->resp_head, name, nlen);
-    rc = rc != 0 ? rc : buf_append(&req->resp_head, ": ", 2);
-    rc = rc != 0 ? rc : buf_append(&req->resp_head, value, vlen);
-    return rc != 0 ? rc : buf_append(&req->resp_head, "\r\n", 2);
+    struct buf *b = &req->resp_head;
+    int rc = buf_reserve(b, nlen + vlen + 4); /* then plain copies */
+    if (rc != 0) {
+        return rc;
+    }
+    char *d = b->data + b->len;
+    memcpy(d, name, nlen);
+    memcpy(d + nlen, ": ", 2);
+    memcpy(d + nlen + 2, value, vlen);
+    memcpy(d + nlen + 2 + vlen, "\r\n", 2);
+    b->len += nlen + vlen + 4;
+    b->data[b->len] = '\0'; /* the buffer's own NUL after its bytes */
+    return 0;
 }
 
 /* A response head's server-made lines, staged on the stack; len past sizeof(b) marks overflow. */

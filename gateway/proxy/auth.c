@@ -383,18 +383,27 @@ check_signed(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3
 }
 
 /* Query parameters that carry a presigned URL's credentials. */
-static const char *const auth_params[] = {
-    "AWSAccessKeyId",       "Signature",           "Expires",
-    "X-Amz-Algorithm",      "X-Amz-Credential",    "X-Amz-Date",
-    "X-Amz-Expires",        "X-Amz-SignedHeaders", "X-Amz-Signature",
-    "X-Amz-Security-Token",
+#define AUTH_PARAM(s)                                                                              \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
+static const struct {
+    const char *s;
+    size_t n;
+} auth_params[] = {
+    AUTH_PARAM("AWSAccessKeyId"),   AUTH_PARAM("Signature"),
+    AUTH_PARAM("Expires"),          AUTH_PARAM("X-Amz-Algorithm"),
+    AUTH_PARAM("X-Amz-Credential"), AUTH_PARAM("X-Amz-Date"),
+    AUTH_PARAM("X-Amz-Expires"),    AUTH_PARAM("X-Amz-SignedHeaders"),
+    AUTH_PARAM("X-Amz-Signature"),  AUTH_PARAM("X-Amz-Security-Token"),
 };
+#undef AUTH_PARAM
 
 static bool
 is_auth_param(const char *p, size_t n)
 {
     for (size_t i = 0; i < sizeof(auth_params) / sizeof(auth_params[0]); i++) {
-        if (strlen(auth_params[i]) == n && memcmp(auth_params[i], p, n) == 0) {
+        if (auth_params[i].n == n && memcmp(auth_params[i].s, p, n) == 0) {
             return true;
         }
     }
@@ -482,7 +491,8 @@ gw_auth_query_strip(const char *query, struct buf *out)
     int rc = 0;
     for (const char *p = query != NULL ? query : ""; rc == 0 && *p != '\0';) {
         size_t plen = strcspn(p, "&");
-        if (!is_auth_param(p, strcspn(p, "=&")) && plen > 0) {
+        const char *eq = memchr(p, '=', plen);
+        if (!is_auth_param(p, eq != NULL ? (size_t)(eq - p) : plen) && plen > 0) {
             rc = out->len > 0 ? buf_append(out, "&", 1) : 0;
             rc = rc == 0 ? buf_append(out, p, plen) : rc;
         }

@@ -587,12 +587,13 @@ gw_sigv4_canonical_query(const char *query, unsigned flags, struct buf *out)
     size_t np = 0;
     size_t cap = sizeof(local) / sizeof(local[0]);
     struct buf enc;
+    char enc_local[512]; /* a presigned URL's query fits: no allocation */
     int err = 0;
 
     if (query == NULL || query[0] == '\0') {
         return 0;
     }
-    buf_init(&enc, out->cap);
+    buf_init_local(&enc, out->cap, enc_local, sizeof(enc_local));
     const char *p = query;
     while (*p != '\0') {
         const char *amp = strchr(p, '&');
@@ -896,12 +897,14 @@ gw_sigv4_signature(struct gw_sigv4_keycache *kc, const char *secret, const char 
 {
     struct buf creq;
     struct buf sts;
+    char creq_local[1024]; /* a request's canonical form and string to sign fit: no allocation */
+    char sts_local[256];
     char scope[GW_SIGV4_MAX_SCOPE + 1];
     char date[9];
     int err;
 
-    buf_init(&creq, GW_SIGV4_MAX_CREQ);
-    buf_init(&sts, GW_SIGV4_MAX_CREQ);
+    buf_init_local(&creq, GW_SIGV4_MAX_CREQ, creq_local, sizeof(creq_local));
+    buf_init_local(&sts, GW_SIGV4_MAX_CREQ, sts_local, sizeof(sts_local));
     if (secret == NULL || signed_headers == NULL || !amz_date_ok(amz_date)) {
         err = ERR_INVAL;
         goto fail;

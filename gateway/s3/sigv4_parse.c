@@ -32,12 +32,14 @@ copy_part(char *dst, size_t dstsize, const char *s, size_t n)
     return 1;
 }
 
+/* A credential's bytes: printable ASCII, no space, no ',' or '=' (which would end it in a header).
+ */
 static int
-printable_no(const char *s, size_t n, const char *forbidden)
+credential_chars_ok(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c <= 0x20 || c >= 0x7f || strchr(forbidden, c) != NULL) {
+        if (c <= 0x20 || c >= 0x7f || c == ',' || c == '=') {
             return 0;
         }
     }
@@ -53,7 +55,7 @@ credential_parse(const char *s, size_t len, struct gw_sigv4_authz *out)
     size_t k = 0;
     size_t start = 0;
 
-    if (!printable_no(s, len, ",=")) {
+    if (!credential_chars_ok(s, len)) {
         return ERR_INVAL;
     }
     for (size_t i = 0; i <= len; i++) {
@@ -216,10 +218,19 @@ enum {
     P_COUNT,
 };
 
-static const char *const pnames[P_COUNT] = {
-    "X-Amz-Algorithm",     "X-Amz-Credential", "X-Amz-Date",           "X-Amz-Expires",
-    "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Security-Token", "X-Amz-Content-Sha256",
+#define PNAME(s)                                                                                   \
+    {                                                                                              \
+        s, sizeof(s) - 1                                                                           \
+    }
+static const struct {
+    const char *s;
+    size_t n;
+} pnames[P_COUNT] = {
+    PNAME("X-Amz-Algorithm"),      PNAME("X-Amz-Credential"),     PNAME("X-Amz-Date"),
+    PNAME("X-Amz-Expires"),        PNAME("X-Amz-SignedHeaders"),  PNAME("X-Amz-Signature"),
+    PNAME("X-Amz-Security-Token"), PNAME("X-Amz-Content-Sha256"),
 };
+#undef PNAME
 
 static int
 presigned_param(int which, const char *v, size_t vlen, struct gw_sigv4_authz *out)
@@ -285,13 +296,11 @@ gw_sigv4_presigned_parse(const char *query, struct gw_sigv4_authz *out)
             p++;
         }
         /* Our keys are all unreserved characters, so compare them undecoded. */
-        size_t kn = strcspn(piece, "=&");
-        if (kn > n) {
-            kn = n;
-        }
+        const char *eq = memchr(piece, '=', n);
+        size_t kn = eq != NULL ? (size_t)(eq - piece) : n;
         int which = -1;
-        for (int i = 0; i < P_COUNT; i++) {
-            if (strlen(pnames[i]) == kn && memcmp(piece, pnames[i], kn) == 0) {
+        for (int i = 0; i < P_COUNT && which < 0; i++) {
+            if (pnames[i].n == kn && memcmp(piece, pnames[i].s, kn) == 0) {
                 which = i;
             }
         }

@@ -19,7 +19,8 @@
 
 /* Headers the builder adds itself: Host, x-amz-date, x-amz-content-sha256,
  * x-amz-security-token, Authorization. */
-#define OWN_HEADERS 5
+#define OWN_HEADERS      5
+#define SIGN_NAMES_LOCAL 32 /* headers whose names gw_s3client_sign sorts without an allocation */
 
 /* Bytes of an encoded key or query of one call. */
 #define RAW_MAX ((size_t)16 * 1024)
@@ -197,9 +198,7 @@ gw_s3client_msg_cleanup(struct gw_s3client_msg *m)
         return;
     }
     buf_cleanse(&m->data); /* holds the session token, if any */
-    free(m->line_ptrs);
-    free(m->sh);
-    free(m->offs);
+    free(m->sh);           /* line_ptrs and offs live in the same allocation */
     gw_s3client_msg_init(m);
 }
 
@@ -219,21 +218,16 @@ msg_reserve(struct gw_s3client_msg *m, size_t n)
     if (n <= m->slots) {
         return 0;
     }
-    const char **lp = calloc(n + 1, sizeof(*lp));
-    struct gw_sigv4_header *sh = calloc(n, sizeof(*sh));
-    size_t *offs = calloc(2 * n, sizeof(*offs));
-    if (lp == NULL || sh == NULL || offs == NULL) {
-        free(lp);
-        free(sh);
-        free(offs);
+    /* one allocation for the three, sh first (the strictest alignment of them) */
+    struct gw_sigv4_header *sh =
+        calloc(1, n * sizeof(*sh) + 2 * n * sizeof(size_t) + (n + 1) * sizeof(const char *));
+    if (sh == NULL) {
         return ERR_NOMEM;
     }
-    free(m->line_ptrs);
     free(m->sh);
-    free(m->offs);
-    m->line_ptrs = lp;
     m->sh = sh;
-    m->offs = offs;
+    m->offs = (size_t *)(void *)(sh + n);
+    m->line_ptrs = (const char **)(void *)(m->offs + 2 * n);
     m->slots = n;
     return 0;
 }
@@ -436,14 +430,16 @@ gw_s3client_sign(struct gw_s3client *c, const struct gw_s3client_sign_req *rq,
                  struct gw_s3client_msg *m)
 {
     const struct gw_config *cfg = c->cfg;
-    const char **names = NULL;
+    const char *names_local[SIGN_NAMES_LOCAL]; /* a request's dozen: no allocation */
+    const char **names = names_local;
     char amz_date[GW_SIGV4_AMZ_DATE_LEN + 1];
-    char *signed_hdrs = NULL;
-    char *authz = NULL;
+    char signed_hdrs[GW_SIGV4_MAX_SIGNED_HDRS + 1];
+    char authz[GW_SIGV4_MAX_AUTHZ];
     size_t n = 0;
     struct buf path;
+    char path_local[256]; /* a bucket and key that fit: no allocation */
 
-    buf_init(&path, GW_S3CLIENT_MAX_BYTES);
+    buf_init_local(&path, GW_S3CLIENT_MAX_BYTES, path_local, sizeof(path_local));
     msg_reset(m);
     int rc = check_req(rq);
     if (rc != 0) {
@@ -457,10 +453,7 @@ gw_s3client_sign(struct gw_s3client *c, const struct gw_s3client_sign_req *rq,
     if (rc != 0) {
         goto fail;
     }
-    names = calloc(total, sizeof(*names));
-    signed_hdrs = malloc(GW_SIGV4_MAX_SIGNED_HDRS + 1);
-    authz = malloc(GW_SIGV4_MAX_AUTHZ);
-    if (names == NULL || signed_hdrs == NULL || authz == NULL) {
+    if (total > SIGN_NAMES_LOCAL && (names = calloc(total, sizeof(*names))) == NULL) {
         rc = ERR_NOMEM;
         goto fail;
     }
@@ -552,9 +545,9 @@ fail:
     msg_reset(m);
 out:
     buf_cleanup(&path);
-    free(names);
-    free(signed_hdrs);
-    free(authz);
+    if (names != names_local) {
+        free(names);
+    }
     return rc;
 }
 

@@ -127,9 +127,11 @@ struct gw_s3client_msg {
     const char *url;            /* into data; "scheme://host/path[?query]" */
     const char *const *lines;   /* "Name: value" lines, NULL-terminated; into data */
     size_t nlines;              /* entries in lines (the NULL not counted) */
-    const char **line_ptrs;     /* owned storage behind lines */
-    struct gw_sigv4_header *sh; /* owned scratch: the signer's view of the headers */
-    size_t *offs;               /* owned scratch: per header, offsets of name and line */
+    const char **line_ptrs;     /* storage behind lines, in sh's allocation */
+    struct gw_sigv4_header *sh; /* owned scratch: the signer's view of the headers; one
+                                   allocation with offs and line_ptrs after it */
+    size_t *offs;               /* scratch, in sh's allocation: per header, offsets of
+                                   name and line */
     size_t slots;               /* capacity of line_ptrs/sh (headers), offs has 2x */
 };
 

@@ -123,24 +123,23 @@ add_field(struct gw_upmsg_head *h, const char *line, size_t len)
     size_t vlen = len - (size_t)(value - line);
     trim(&value, &vlen);
     struct gw_upmsg_head_off *o = &h->off[h->n];
+    size_t nlen = (size_t)(colon - line);
+    /* "name\0value\0": one reservation, then plain copies (every header of every answer) */
+    int err = buf_reserve(&h->buf, nlen + vlen + 2);
+    if (err != 0) {
+        return err == ERR_NOMEM ? ERR_NOMEM : ERR_TOOBIG;
+    }
+    char *d = h->buf.data + h->buf.len;
+    memcpy(d, line, nlen);
+    d[nlen] = '\0';
+    memcpy(d + nlen + 1, value, vlen);
+    d[nlen + 1 + vlen] = '\0';
     o->name = h->buf.len;
-    o->name_len = (size_t)(colon - line);
-    int err = append(h, line, o->name_len);
-    if (err == 0) {
-        err = append(h, "", 1);
-    }
-    if (err != 0) {
-        return err;
-    }
-    o->value = h->buf.len;
+    o->name_len = nlen;
+    o->value = h->buf.len + nlen + 1;
     o->value_len = vlen;
-    err = append(h, value, vlen);
-    if (err == 0) {
-        err = append(h, "", 1);
-    }
-    if (err != 0) {
-        return err;
-    }
+    h->buf.len += nlen + vlen + 2;
+    h->buf.data[h->buf.len] = '\0'; /* the buffer's own NUL after its bytes */
     h->n++;
     return 0;
 }

@@ -118,6 +118,56 @@ test_buf_reserve(void **state)
     buf_cleanup(&b);
 }
 
+/* buf_init_local keeps the bytes in the caller's storage while they fit, then moves them */
+static void
+test_buf_local(void **state)
+{
+    (void)state;
+    struct buf b;
+    char local[16];
+    buf_init_local(&b, 1000, local, sizeof(local));
+    assert_ptr_equal(b.data, local);
+    assert_string_equal(buf_cstr(&b), "");
+    assert_int_equal(buf_append(&b, "0123456789", 10), 0);
+    assert_int_equal(buf_printf(&b, "%s", "abcde"), 0); /* 15 bytes and the NUL: still local */
+    assert_ptr_equal(b.data, local);
+    assert_string_equal(local, "0123456789abcde");
+    assert_int_equal(buf_append(&b, "f", 1), 0); /* one more: to the heap, contents kept */
+    assert_ptr_not_equal(b.data, local);
+    assert_string_equal(buf_cstr(&b), "0123456789abcdef");
+    assert_int_equal(buf_append_strs(&b, "-", "gh", (const char *)NULL), 0);
+    assert_string_equal(buf_cstr(&b), "0123456789abcdef-gh");
+    buf_cleanup(&b); /* frees the heap copy: reusable, on its storage again */
+    assert_ptr_equal(b.data, local);
+    assert_int_equal(b.len, 0);
+    assert_string_equal(buf_cstr(&b), "");
+    assert_int_equal(buf_printf(&b, "%d", 42), 0);
+    assert_ptr_equal(b.data, local);
+    assert_string_equal(buf_cstr(&b), "42");
+    buf_cleanse(&b); /* wipes the local bytes too */
+    assert_int_equal(local[1], '\0');
+    assert_int_equal(local[0], '\0');
+    buf_cleanup(&b);
+
+    /* the cap holds below the storage's size */
+    buf_init_local(&b, 4, local, sizeof(local));
+    assert_int_equal(buf_append(&b, "abcd", 4), 0);
+    assert_int_equal(buf_append(&b, "e", 1), ERR_TOOBIG);
+    assert_int_equal(buf_printf(&b, "%s", "e"), ERR_TOOBIG);
+    assert_string_equal(buf_cstr(&b), "abcd");
+    assert_ptr_equal(b.data, local);
+    buf_cleanup(&b);
+
+    /* a reservation past the storage moves the bytes at once */
+    buf_init_local(&b, 1000, local, sizeof(local));
+    assert_int_equal(buf_append(&b, "xy", 2), 0);
+    assert_int_equal(buf_reserve(&b, 100), 0);
+    assert_ptr_not_equal(b.data, local);
+    assert_true(b.alloc > 102);
+    assert_string_equal(buf_cstr(&b), "xy");
+    buf_cleanup(&b);
+}
+
 static void
 test_parse_u64(void **state)
 {
@@ -300,6 +350,7 @@ main(void)
         cmocka_unit_test(test_buf_printf_room_and_growth),
         cmocka_unit_test(test_buf_binary_and_growth),
         cmocka_unit_test(test_buf_reserve),
+        cmocka_unit_test(test_buf_local),
         cmocka_unit_test(test_buf_append_strs),
         cmocka_unit_test(test_str_concat),
         cmocka_unit_test(test_str_caseeq),
