@@ -25,6 +25,16 @@ struct buf {
     size_t local_size;
 };
 
+/* A string literal and its length, for tables of names compared length first. */
+struct strlit {
+    const char *s;
+    size_t n;
+};
+#define STRLIT(lit)                                                                                \
+    {                                                                                              \
+        (lit), sizeof(lit) - 1                                                                     \
+    }
+
 /* buf_init - an empty buffer that will never hold more than cap bytes. */
 void buf_init(struct buf *b, size_t cap);
 

@@ -76,10 +76,9 @@ struct serve {
     struct gw_fair_table *fair;       /* a reference; the client table the loops share */
     struct gw_handout *handout;       /* owned; "accept": "acceptor" with several loops */
     struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
-    struct gw_upstream_cap
-        *cap;           /* owned; the cap on upstream connections the loops share, or NULL */
-    bool drained;       /* this loop's server has drained */
-    bool workers_ended; /* every worker loop has ended */
+    struct gw_upstream_cap *cap;      /* owned; the loops' cap on upstream connections, or NULL */
+    bool drained;                     /* this loop's server has drained */
+    bool workers_ended;               /* every worker loop has ended */
 };
 
 /* Exits once this loop's connections and every worker loop have ended: a

@@ -246,6 +246,14 @@ gw_resp_start(struct gw_req *req, int status)
     buf_reset(&req->resp_head);
 }
 
+/* n bytes of s at d (a line's piece, not a string: the buffer ends it); returns d + n. */
+static char *
+put(char *d, const char *s, size_t n)
+{
+    memcpy(d, s, n);
+    return d + n;
+}
+
 int
 gw_resp_header(struct gw_req *req, const char *name, const char *value)
 {
@@ -277,11 +285,10 @@ gw_resp_header(struct gw_req *req, const char *name, const char *value)
     if (rc != 0) {
         return rc;
     }
-    char *d = b->data + b->len;
-    memcpy(d, name, nlen);
-    memcpy(d + nlen, ": ", 2);
-    memcpy(d + nlen + 2, value, vlen);
-    memcpy(d + nlen + 2 + vlen, "\r\n", 2);
+    char *d = put(b->data + b->len, name, nlen);
+    d = put(d, ": ", 2);
+    d = put(d, value, vlen);
+    (void)put(d, "\r\n", 2);
     b->len += nlen + vlen + 4;
     b->data[b->len] = '\0'; /* the buffer's own NUL after its bytes */
     return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/num.h"
@@ -383,21 +384,12 @@ check_signed(struct gw_req *req, const struct gw_config *cfg, const struct gw_s3
 }
 
 /* Query parameters that carry a presigned URL's credentials. */
-#define AUTH_PARAM(s)                                                                              \
-    {                                                                                              \
-        s, sizeof(s) - 1                                                                           \
-    }
-static const struct {
-    const char *s;
-    size_t n;
-} auth_params[] = {
-    AUTH_PARAM("AWSAccessKeyId"),   AUTH_PARAM("Signature"),
-    AUTH_PARAM("Expires"),          AUTH_PARAM("X-Amz-Algorithm"),
-    AUTH_PARAM("X-Amz-Credential"), AUTH_PARAM("X-Amz-Date"),
-    AUTH_PARAM("X-Amz-Expires"),    AUTH_PARAM("X-Amz-SignedHeaders"),
-    AUTH_PARAM("X-Amz-Signature"),  AUTH_PARAM("X-Amz-Security-Token"),
+static const struct strlit auth_params[] = {
+    STRLIT("AWSAccessKeyId"),       STRLIT("Signature"),           STRLIT("Expires"),
+    STRLIT("X-Amz-Algorithm"),      STRLIT("X-Amz-Credential"),    STRLIT("X-Amz-Date"),
+    STRLIT("X-Amz-Expires"),        STRLIT("X-Amz-SignedHeaders"), STRLIT("X-Amz-Signature"),
+    STRLIT("X-Amz-Security-Token"),
 };
-#undef AUTH_PARAM
 
 static bool
 is_auth_param(const char *p, size_t n)

@@ -11,56 +11,46 @@
 #include "common/buf.h"
 #include "common/token.h"
 
-/* A header name and its length. */
-struct hname {
-    const char *s;
-    size_t n;
-};
-#define HNAME(lit)                                                                                 \
-    {                                                                                              \
-        (lit), sizeof(lit) - 1                                                                     \
-    }
-
 /* Request headers that are not forwarded (RFC 9110 7.6.1 hop-by-hop, the client's
  * credentials, which are replaced, and the fencing headers, which are ours). */
-static const struct hname drop_request[] = {
-    HNAME("connection"),
-    HNAME("keep-alive"),
-    HNAME("proxy-connection"),
-    HNAME("proxy-authorization"),
-    HNAME("te"),
-    HNAME("trailer"),
-    HNAME("transfer-encoding"),
-    HNAME("upgrade"),
-    HNAME("expect"),
-    HNAME("host"),
-    HNAME("content-length"),
-    HNAME("authorization"),
-    HNAME("x-amz-date"),
-    HNAME("x-amz-security-token"),
-    HNAME("x-amz-content-sha256"),
-    HNAME("x-fencing-token"),
-    HNAME("x-fencing-lock"),
+static const struct strlit drop_request[] = {
+    STRLIT("connection"),
+    STRLIT("keep-alive"),
+    STRLIT("proxy-connection"),
+    STRLIT("proxy-authorization"),
+    STRLIT("te"),
+    STRLIT("trailer"),
+    STRLIT("transfer-encoding"),
+    STRLIT("upgrade"),
+    STRLIT("expect"),
+    STRLIT("host"),
+    STRLIT("content-length"),
+    STRLIT("authorization"),
+    STRLIT("x-amz-date"),
+    STRLIT("x-amz-security-token"),
+    STRLIT("x-amz-content-sha256"),
+    STRLIT("x-fencing-token"),
+    STRLIT("x-fencing-lock"),
     {NULL, 0},
 };
 
 /* Headers that describe the aws-chunked framing, which the upstream never sees. */
-static const struct hname drop_chunked[] = {
-    HNAME("x-amz-decoded-content-length"),
-    HNAME("x-amz-trailer"),
+static const struct strlit drop_chunked[] = {
+    STRLIT("x-amz-decoded-content-length"),
+    STRLIT("x-amz-trailer"),
     {NULL, 0},
 };
 
 /* Response headers the server frames itself or that are hop-by-hop. */
-static const struct hname drop_response[] = {
-    HNAME("connection"), HNAME("keep-alive"),     HNAME("proxy-connection"),
-    HNAME("te"),         HNAME("trailer"),        HNAME("transfer-encoding"),
-    HNAME("upgrade"),    HNAME("content-length"), {NULL, 0},
+static const struct strlit drop_response[] = {
+    STRLIT("connection"), STRLIT("keep-alive"),     STRLIT("proxy-connection"),
+    STRLIT("te"),         STRLIT("trailer"),        STRLIT("transfer-encoding"),
+    STRLIT("upgrade"),    STRLIT("content-length"), {NULL, 0},
 };
 
 /* The lengths first: most names of a request are compared to none. */
 static bool
-in_list(const struct hname *list, const char *name, size_t nlen)
+in_list(const struct strlit *list, const char *name, size_t nlen)
 {
     for (size_t i = 0; list[i].s != NULL; i++) {
         if (http_name_is(name, nlen, list[i].s, list[i].n)) {

@@ -13,6 +13,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common/buf.h"
 #include "common/codec.h"
 #include "common/num.h"
 
@@ -218,19 +219,11 @@ enum {
     P_COUNT,
 };
 
-#define PNAME(s)                                                                                   \
-    {                                                                                              \
-        s, sizeof(s) - 1                                                                           \
-    }
-static const struct {
-    const char *s;
-    size_t n;
-} pnames[P_COUNT] = {
-    PNAME("X-Amz-Algorithm"),      PNAME("X-Amz-Credential"),     PNAME("X-Amz-Date"),
-    PNAME("X-Amz-Expires"),        PNAME("X-Amz-SignedHeaders"),  PNAME("X-Amz-Signature"),
-    PNAME("X-Amz-Security-Token"), PNAME("X-Amz-Content-Sha256"),
+static const struct strlit pnames[P_COUNT] = {
+    STRLIT("X-Amz-Algorithm"),      STRLIT("X-Amz-Credential"),     STRLIT("X-Amz-Date"),
+    STRLIT("X-Amz-Expires"),        STRLIT("X-Amz-SignedHeaders"),  STRLIT("X-Amz-Signature"),
+    STRLIT("X-Amz-Security-Token"), STRLIT("X-Amz-Content-Sha256"),
 };
-#undef PNAME
 
 static int
 presigned_param(int which, const char *v, size_t vlen, struct gw_sigv4_authz *out)

@@ -31,7 +31,6 @@
  * client's look function if the client is still a member.
  */
 #define LOG_MODULE "upstream"
-#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +38,9 @@
 #include "gateway/net/loopmsg.h"
 #include "gateway/upstream/engine.h"
 
+/* One loop's member: its own cache line, written by its loop and read by the others. */
 struct cap_member {
-    alignas(64) atomic_bool want;  /* this loop has transfers waiting for a slot */
+    atomic_bool want;              /* this loop has transfers waiting for a slot */
     atomic_uint_least32_t idle;    /* idle connections this loop holds (published) */
     atomic_uint_least32_t shed;    /* idle connections other loops asked it to close */
     atomic_uint_least32_t conns;   /* connections this loop holds (published) */
@@ -50,18 +50,19 @@ struct cap_member {
     gw_upstream_cap_look_fn *look; /* the owner's thread only: NULL once it left */
     void *arg;
     struct gw_loopmsg msg; /* the wake-up */
-};
+} __attribute__((aligned(64)));
 
+/* The counts every loop writes first, on a line of their own; then what join set. */
 struct gw_upstream_cap {
-    uint32_t max;                           /* upstream.max_connections (0: none, only counted) */
-    uint32_t nmembers;                      /* room in m */
-    uint32_t share;                         /* ceil(max / nmembers): a loop's fair share */
-    atomic_uint_least32_t turn;             /* where the next hand-over starts looking */
-    atomic_uint_least32_t joined;           /* members handed out */
-    alignas(64) atomic_uint_least32_t open; /* connections open on every loop */
-    atomic_uint_least32_t wanting;          /* members whose want is up */
-    struct cap_member *m;                   /* nmembers of them */
-};
+    atomic_uint_least32_t open;    /* connections open on every loop */
+    atomic_uint_least32_t wanting; /* members whose want is up */
+    atomic_uint_least32_t turn;    /* where the next hand-over starts looking */
+    atomic_uint_least32_t joined;  /* members handed out */
+    uint32_t max;                  /* upstream.max_connections (0: none, only counted) */
+    uint32_t nmembers;             /* room in m */
+    uint32_t share;                /* ceil(max / nmembers): a loop's fair share */
+    struct cap_member *m;          /* nmembers of them */
+} __attribute__((aligned(64)));
 
 struct gw_upstream_cap *
 gw_upstream_cap_new(uint32_t max, uint32_t loops)

@@ -131,7 +131,7 @@ static int
 build_head(struct gw_lean_xfer *x, const struct gw_xfer_req *rq, const char *path)
 {
     bool has_host = false, has_cl = false;
-    size_t hlen[LEAN_HEAD_LINES];
+    size_t hlen[LEAN_HEAD_LINES] = {0};
     size_t total = 0; /* of the caller's header lines, each with its CRLF */
     for (size_t i = 0; i < rq->nheaders; i++) {
         const char *h = rq->headers[i];

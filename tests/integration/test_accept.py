@@ -12,7 +12,6 @@ import re
 import signal
 import socket
 import subprocess
-import threading
 import time
 
 import requests
@@ -231,6 +230,17 @@ def upstream_conns(gw):
     return got["open"], got["idle"]
 
 
+def one_upstream_connection(gateway, rgw, bucket, timeout_ms, n):
+    """Two loops sharing upstream.max_connections 1, a 48 MiB object "big"
+    (far more than the socket buffers take while its client does not read),
+    and n client connections spread over the loops."""
+    rgw.client().put_object(Bucket=bucket, Key="big", Body=b"b" * (48 << 20))
+    gw = acceptor(gateway, bucket, loops=2,
+                  upstream={"max_connections": 1, "timeout_ms": timeout_ms},
+                  limits={"buffer_bytes": 4096, "max_transfers_per_client": 100})
+    return gw, connect(gw, n)
+
+
 def test_upstream_max_connections_holds_for_the_process(gateway, rgw, bucket):
     """upstream.max_connections 1 on two loops: requests on either loop, in
     turn, are all served, and never more than one upstream connection is
@@ -239,11 +249,7 @@ def test_upstream_max_connections_holds_for_the_process(gateway, rgw, bucket):
     waits closes the connection instead of keeping it idle.  Each well
     within the upstream timeout, which is how long a request would wait
     for a connection kept idle on the other loop."""
-    big = 48 << 20
-    rgw.client().put_object(Bucket=bucket, Key="big", Body=b"b" * big)
-    gw = acceptor(gateway, bucket, loops=2, upstream={"max_connections": 1, "timeout_ms": 8000},
-                  limits={"buffer_bytes": 4096, "max_transfers_per_client": 100})
-    conns = connect(gw, 2)
+    gw, conns = one_upstream_connection(gateway, rgw, bucket, 8000, 2)
     try:
         rids = []
         for turn in range(6):
@@ -286,18 +292,13 @@ def test_no_loop_starves_another_at_the_upstream_cap(gateway, rgw, bucket):
     holds nothing instead of giving it to its own second transfer, whose
     client does not read either and would keep it: the other loop's
     request is served well within the upstream timeout, not refused at it."""
-    big = 48 << 20
-    rgw.client().put_object(Bucket=bucket, Key="big", Body=b"b" * big)
-    gw = acceptor(gateway, bucket, loops=2, upstream={"max_connections": 1, "timeout_ms": 4000},
-                  limits={"buffer_bytes": 4096, "max_transfers_per_client": 100})
-    conns = connect(gw, 3)
+    gw, conns = one_upstream_connection(gateway, rgw, bucket, 4000, 3)
     try:
         per = loops_of(gw, ask(gw, conns, bucket, "where"))
         by_loop = {}
         for s, loop in zip(conns, per.values()):
             by_loop.setdefault(loop, []).append(s)
         (a1, a2), (b1,) = sorted(by_loop.values(), key=len, reverse=True)
-        # 48 MiB: far more than the socket buffers take while the client does not read
         a1.sendall(head(gw, f"/{bucket}/big", "first"))  # holds the connection, unread
         time.sleep(0.5)
         a2.sendall(head(gw, f"/{bucket}/big", "second"))  # in its loop's line
