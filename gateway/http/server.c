@@ -465,11 +465,13 @@ gw_http_conn_free(struct gw_conn *c)
     }
     srv->nconns--;
     GW_GAUGE_DEC(client_conns_open);
-    log_debug("%s: connection closed on loop %u, %zu open there", c->peer, loop_no(), srv->nconns);
-    free(c);
     if (srv->accepting_paused || srv->handout != NULL) {
         gw_http_accept_gate(srv); /* with the hand-out: publish the count (gate.c) */
     }
+    /* Logged once the count is published: whoever reads the log (the tests
+     * do) then sees the acceptor's view, not one the loop has yet to give it. */
+    log_debug("%s: connection closed on loop %u, %zu open there", c->peer, loop_no(), srv->nconns);
+    free(c);
     if (srv->draining && srv->nconns == 0 && srv->drain_done != NULL) {
         void (*done)(void *) = srv->drain_done;
         srv->drain_done = NULL;
