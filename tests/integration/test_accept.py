@@ -219,6 +219,28 @@ def test_the_oldest_idle_connection_is_shed_first_across_loops(gateway, rgw, buc
             s.close()
 
 
+def sockets_to(pid, port):
+    """The TCP connections process pid holds to 127.0.0.1:port, by the
+    kernel's tables (/proc), not by what the process says of itself."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.read().splitlines()[1:]:
+                fields = line.split()  # sl local rem st ... uid timeout inode
+                rem_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if rem_port == port and fields[3] != "0A" and fields[9] in inodes:
+                    n += 1
+    return n
+
+
 def upstream_conns(gw):
     """(open, idle) upstream connections, by /metrics."""
     text = requests.get(f"{gw.url}/metrics", timeout=5).text
@@ -260,8 +282,9 @@ def test_upstream_max_connections_holds_for_the_process(gateway, rgw, bucket):
                 took = time.monotonic() - t0
                 assert st == 200 and took < 4, (st, took)
                 rids.append(rid)
+                held = sockets_to(gw.pid, rgw.port)
                 opened, idle = upstream_conns(gw)
-                assert opened <= 1 and idle <= 1, (opened, idle, turn, i)
+                assert held <= 1 and opened <= 1 and idle <= 1, (held, opened, idle, turn, i)
         per = loops_of(gw, rids)
         assert sorted(set(per.values())) == [0, 1], per
         # the one connection busy on one loop (its client not reading) while
@@ -273,12 +296,13 @@ def test_upstream_max_connections_holds_for_the_process(gateway, rgw, bucket):
         t0 = time.monotonic()
         waits.sendall(head(gw, f"/{bucket}/", "waits"))
         time.sleep(0.5)
+        assert sockets_to(gw.pid, rgw.port) == 1  # the waiting loop opened none
         st, _ = answer(busy)
         assert st == 200
         st, _ = answer(waits)
         took = time.monotonic() - t0
         assert st == 200 and took < 4, (st, took)
-        assert upstream_conns(gw)[0] <= 1
+        assert sockets_to(gw.pid, rgw.port) <= 1
     finally:
         for s in conns:
             s.close()
