@@ -3,20 +3,14 @@
 
 #include <string.h>
 
-int
-hex_digit(int c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
+#define HX(c, v) [c] = (v) + 1
+const signed char codec_hex_value[256] = {
+    HX('0', 0),   HX('1', 1),   HX('2', 2),   HX('3', 3),   HX('4', 4),   HX('5', 5),
+    HX('6', 6),   HX('7', 7),   HX('8', 8),   HX('9', 9),   HX('a', 10),  HX('b', 11),
+    HX('c', 12),  HX('d', 13),  HX('e', 14),  HX('f', 15),  HX('A', 10),  HX('B', 11),
+    HX('C', 12),  HX('D', 13),  HX('E', 14),  HX('F', 15),
+};
+#undef HX
 
 void
 hex_encode(const unsigned char *p, size_t n, char *out)

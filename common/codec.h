@@ -10,8 +10,16 @@
 
 #include "common/err.h"
 
-/* hex_digit - the value of one hex digit (either case), or -1. */
-int hex_digit(int c);
+/* Each byte's value as a hex digit plus one, 0 for a byte that is none. */
+extern const signed char codec_hex_value[256];
+
+/* hex_digit - the value of one hex digit (either case), or -1: one load,
+ * where SigV4's signatures and percent-escapes read a digit at a time. */
+static inline int
+hex_digit(int c)
+{
+    return c >= 0 && c < 256 ? codec_hex_value[c] - 1 : -1;
+}
 
 /* hex_encode - n bytes at p as lowercase hex into out[2n + 1] (NUL-terminated). */
 void hex_encode(const unsigned char *p, size_t n, char *out);

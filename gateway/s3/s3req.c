@@ -355,13 +355,19 @@ struct qinfo {
 static int
 decode_field(const char *s, size_t n, char *out, size_t cap, size_t *outlen)
 {
-    int rc = pct_decode(s, n, true, out, cap - 1, outlen);
-    if (rc == ERR_TOOBIG) {
-        rc = pct_decode(s, n, true, NULL, SIZE_MAX, outlen);
-        out[0] = '\0';
-        *outlen = SIZE_MAX;
+    if (n >= cap) { /* it may not fit (a presigned URL's credential and signature do
+                       not): checked and measured in one pass, then decoded if it does */
+        int rc = pct_decode(s, n, true, NULL, SIZE_MAX, outlen);
+        if (rc != 0) {
+            return rc;
+        }
+        if (*outlen >= cap) {
+            out[0] = '\0';
+            *outlen = SIZE_MAX;
+            return 0;
+        }
     }
-    return rc;
+    return pct_decode(s, n, true, out, cap - 1, outlen);
 }
 
 /* note_param - record one decoded parameter (name[0..dn), value[0..dv)). */

@@ -370,12 +370,25 @@ signing_hmac_hex(struct gw_sigv4_keycache *kc, const char *secret, const char *d
 
 /* ---- percent-encoding ---- */
 
-/* RFC 3986 2.3 unreserved characters, the only ones SigV4 leaves unencoded. */
+/* RFC 3986 2.3 unreserved characters, the only ones SigV4 leaves unencoded
+ * (1), and '/', which a path keeps (2): one load a byte when re-encoding. */
+static const unsigned char uri_kept[256] = {
+    ['-'] = 1, ['.'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1,
+    ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1,
+    ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1,
+    ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+    ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['_'] = 1, ['a'] = 1,
+    ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1,
+    ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1,
+    ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1,
+    ['z'] = 1, ['~'] = 1, ['/'] = 2,
+};
+
+/* b stands for itself in SigV4's UriEncode (keep_slash: 2 in a path, else 0). */
 static int
-is_unreserved(unsigned char c)
+is_kept(unsigned char b, int keep_slash)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_' || c == '~';
+    return uri_kept[b] == 1 || (uri_kept[b] == 2 && keep_slash);
 }
 
 /* Output staging so that encoding does not call buf_append per byte. */
@@ -425,7 +438,7 @@ static void
 stage_byte_encoded(struct stage *st, unsigned char b, int keep_slash)
 {
     static const char up[] = "0123456789ABCDEF";
-    if (is_unreserved(b) || (keep_slash && b == '/')) {
+    if (is_kept(b, keep_slash)) {
         stage_put(st, (char)b);
         return;
     }
@@ -445,7 +458,7 @@ recode(const char *s, size_t n, int plus_space, int keep_slash, struct buf *out)
 
     for (size_t i = 0; i < n; i++) {
         size_t j = i; /* a run that encodes to itself, staged whole */
-        while (j < n && (is_unreserved((unsigned char)s[j]) || (keep_slash && s[j] == '/'))) {
+        while (j < n && is_kept((unsigned char)s[j], keep_slash)) {
             j++;
         }
         if (j > i) {

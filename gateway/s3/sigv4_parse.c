@@ -176,36 +176,6 @@ fail:
 
 /* ---- presigned query ---- */
 
-/*
- * Percent-decode s[0..n) into dst[dstsize] as a string ('+' as space, as in
- * gw_sigv4_canonical_query).  Returns the length, or -1 (bad escape, too long,
- * or a NUL byte).
- */
-static long
-query_decode(const char *s, size_t n, char *dst, size_t dstsize)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char b = (unsigned char)s[i];
-        if (b == '%') {
-            unsigned char v;
-            if (i + 2 >= n || hex_decode(s + i + 1, 2, &v, 1) != 0) {
-                return -1;
-            }
-            b = v;
-            i += 2;
-        } else if (b == '+') {
-            b = ' ';
-        }
-        if (b == '\0' || o + 1 >= dstsize) {
-            return -1;
-        }
-        dst[o++] = (char)b;
-    }
-    dst[o] = '\0';
-    return (long)o;
-}
-
 /* The presigned parameters, indexes into seen[] of gw_sigv4_presigned_parse. */
 enum {
     P_ALG,
@@ -308,11 +278,12 @@ gw_sigv4_presigned_parse(const char *query, struct gw_sigv4_authz *out)
             out->has_token = 1;
             continue;
         }
-        long vlen = query_decode(piece + kn + 1, n - kn - 1, val, sizeof(val));
-        if (vlen <= 0) {
+        size_t vlen = 0; /* '+' as space, as in gw_sigv4_canonical_query; no NUL (%00) */
+        if (pct_decode(piece + kn + 1, n - kn - 1, true, val, sizeof(val) - 1, &vlen) != 0 ||
+            vlen == 0) {
             goto fail;
         }
-        err = presigned_param(which, val, (size_t)vlen, out);
+        err = presigned_param(which, val, vlen, out);
         if (err != 0) {
             goto fail;
         }

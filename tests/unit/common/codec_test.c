@@ -30,6 +30,29 @@ test_hex(void **state)
     assert_int_equal(hex_decode("00017f80abfg", 12, out, sizeof(out)), ERR_INVAL);
 }
 
+/* hex_digit against the definition, for every byte and past both ends. */
+static void
+test_hex_digit_every_byte(void **state)
+{
+    (void)state;
+    for (int c = -2; c < 258; c++) {
+        int want = -1;
+        if (c >= '0' && c <= '9') {
+            want = c - '0';
+        } else if (c >= 'a' && c <= 'f') {
+            want = c - 'a' + 10;
+        } else if (c >= 'A' && c <= 'F') {
+            want = c - 'A' + 10;
+        }
+        assert_int_equal(hex_digit(c), want);
+        if (c >= 0 && c < 256) {
+            char two[2] = {'0', (char)c};
+            unsigned char v = 0;
+            assert_int_equal(hex_decode(two, 2, &v, 1), want < 0 ? ERR_INVAL : 0);
+        }
+    }
+}
+
 /* decode s strictly into a 16-byte buffer; returns the status, *got the text */
 static int
 pct(const char *s, bool plus, char got[17], size_t *len)
@@ -77,6 +100,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_hex_digit_every_byte),
         cmocka_unit_test(test_pct_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
