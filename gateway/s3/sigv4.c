@@ -252,11 +252,30 @@ fail:
     return err;
 }
 
+/* A signing key's scope, checked: what keycache_get checks before it derives. */
+static bool
+key_scope_ok(const char *date, const char *region, const char *service)
+{
+    return date8_ok(date) && scope_part_ok(region, GW_SIGV4_MAX_REGION) &&
+           scope_part_ok(service, GW_SIGV4_MAX_SERVICE);
+}
+
+/* A signing key's secret, checked; *slen its length. */
+static bool
+key_secret_ok(const char *secret, size_t *slen)
+{
+    if (secret == NULL) {
+        return false;
+    }
+    *slen = strlen(secret);
+    return *slen > 0 && *slen <= MAX_SECRET;
+}
+
 static bool
 slot_is(const struct keycache_slot *s, const char *secret, size_t slen, const char *date,
         const char *region, const char *service)
 {
-    return s->used && s->secret_len == slen && memcmp(s->date, date, 9) == 0 &&
+    return s->used && s->secret_len == slen && strcmp(s->date, date) == 0 &&
            strcmp(s->region, region) == 0 && strcmp(s->service, service) == 0 &&
            CRYPTO_memcmp(s->secret, secret, slen) == 0;
 }
@@ -265,7 +284,8 @@ slot_is(const struct keycache_slot *s, const char *secret, size_t slen, const ch
  * The cache's slot for (secret, date, region, service), derived and prepared
  * on a miss (replacing the oldest); NULL with *err on failure.  A slot is
  * found by its whole secret, so a key rotated in place (the same access key,
- * the same memory, another secret) never meets the old one's slot.
+ * the same memory, another secret) never meets the old one's slot.  The scope
+ * is checked on a miss only: a hit is equal to a scope checked when stored.
  */
 static const struct keycache_slot *
 keycache_get(struct gw_sigv4_keycache *kc, const char *secret, size_t slen, const char *date,
@@ -279,6 +299,10 @@ keycache_get(struct gw_sigv4_keycache *kc, const char *secret, size_t slen, cons
             kc->last = i;
             return &kc->slot[i];
         }
+    }
+    if (!key_scope_ok(date, region, service)) {
+        *err = ERR_INVAL;
+        return NULL;
     }
     struct keycache_slot *s = &kc->slot[kc->next];
     OPENSSL_cleanse(s, sizeof(*s));
@@ -301,30 +325,19 @@ keycache_get(struct gw_sigv4_keycache *kc, const char *secret, size_t slen, cons
     return s;
 }
 
-/* The arguments of a signing key, checked; *slen the secret's length. */
-static bool
-key_args_ok(const char *secret, const char *date, const char *region, const char *service,
-            size_t *slen)
-{
-    if (secret == NULL || !date8_ok(date) || !scope_part_ok(region, GW_SIGV4_MAX_REGION) ||
-        !scope_part_ok(service, GW_SIGV4_MAX_SERVICE)) {
-        return false;
-    }
-    *slen = strlen(secret);
-    return *slen > 0 && *slen <= MAX_SECRET;
-}
-
 int
 gw_sigv4_signing_key(struct gw_sigv4_keycache *kc, const char *secret, const char *date,
                      const char *region, const char *service, unsigned char key[GW_SIGV4_KEY_LEN])
 {
     size_t slen = 0;
     int err = 0;
-    if (!key_args_ok(secret, date, region, service, &slen)) {
+    if (!key_secret_ok(secret, &slen)) {
         return ERR_INVAL;
     }
     if (kc == NULL) {
-        return derive_key(secret, slen, date, region, service, key);
+        return key_scope_ok(date, region, service)
+                   ? derive_key(secret, slen, date, region, service, key)
+                   : ERR_INVAL;
     }
     const struct keycache_slot *s = keycache_get(kc, secret, slen, date, region, service, &err);
     if (s == NULL) {
@@ -344,10 +357,13 @@ signing_hmac_hex(struct gw_sigv4_keycache *kc, const char *secret, const char *d
     unsigned char mac[GW_DIGEST_SHA256_LEN];
     size_t slen = 0;
     int err = 0;
-    if (!key_args_ok(secret, date, region, service, &slen)) {
+    if (!key_secret_ok(secret, &slen)) {
         return ERR_INVAL;
     }
     if (kc == NULL) {
+        if (!key_scope_ok(date, region, service)) {
+            return ERR_INVAL;
+        }
         unsigned char key[GW_SIGV4_KEY_LEN];
         err = derive_key(secret, slen, date, region, service, key);
         if (err == 0) {
@@ -883,21 +899,28 @@ amz_date_ok(const char *amz_date)
     return amz_date != NULL && gw_sigv4_amz_date_parse(amz_date, &t) == 0;
 }
 
-int
-gw_sigv4_string_to_sign(const char *amz_date, const char *scope, const void *creq, size_t creqlen,
-                        struct buf *out)
+/* gw_sigv4_string_to_sign once its date and scope are checked */
+static int
+string_to_sign(const char *amz_date, const char *scope, const void *creq, size_t creqlen,
+               struct buf *out)
 {
     char hex[GW_SIGV4_HEX_LEN + 1];
-
-    if (!amz_date_ok(amz_date) || scope == NULL || scope[0] == '\0') {
-        return ERR_INVAL;
-    }
     int err = gw_sigv4_sha256_hex(creq, creqlen, hex);
     if (err != 0) {
         return err;
     }
     return buf_append_strs(out, GW_SIGV4_ALGORITHM, "\n", amz_date, "\n", scope, "\n", hex,
                            (const char *)NULL);
+}
+
+int
+gw_sigv4_string_to_sign(const char *amz_date, const char *scope, const void *creq, size_t creqlen,
+                        struct buf *out)
+{
+    if (!amz_date_ok(amz_date) || scope == NULL || scope[0] == '\0') {
+        return ERR_INVAL;
+    }
+    return string_to_sign(amz_date, scope, creq, creqlen, out);
 }
 
 /* ---- signing ---- */
@@ -932,7 +955,7 @@ gw_sigv4_signature(struct gw_sigv4_keycache *kc, const char *secret, const char 
     if (err != 0) {
         goto fail;
     }
-    err = gw_sigv4_string_to_sign(amz_date, scope, creq.data, creq.len, &sts);
+    err = string_to_sign(amz_date, scope, creq.data, creq.len, &sts); /* both checked above */
     if (err != 0) {
         goto fail;
     }

@@ -806,6 +806,15 @@ test_keycache(void **state)
     assert_memory_not_equal(k1, k2, sizeof(k1));
     assert_int_equal(gw_sigv4_signing_key(kc, "", "20150801", "us-east-1", "s3", k1), ERR_INVAL);
     assert_int_equal(gw_sigv4_signing_key(kc, "s", "2015080", "us-east-1", "s3", k1), ERR_INVAL);
+    /* A scope is checked where the cache misses, whatever it holds for the secret. */
+    assert_int_equal(gw_sigv4_signing_key(kc, SUITE_SECRET, "2015080", "us-east-1", "s3", k1),
+                     ERR_INVAL);
+    assert_int_equal(gw_sigv4_signing_key(kc, SUITE_SECRET, "20150801", "us east", "s3", k1),
+                     ERR_INVAL);
+    assert_int_equal(gw_sigv4_signing_key(kc, SUITE_SECRET, "20150801", "us-east-1", "", k1),
+                     ERR_INVAL);
+    assert_int_equal(gw_sigv4_signing_key(kc, SUITE_SECRET, "20150231", "us-east-1", "s3", k1),
+                     ERR_INVAL);
     gw_sigv4_wipe(k1, sizeof(k1));
     gw_sigv4_wipe(k2, sizeof(k2));
     gw_sigv4_keycache_free(kc);
