@@ -259,7 +259,7 @@ shed_idle(struct gw_server *srv)
     if (ratelog_due(&srv->log_shed, &skipped)) {
         log_warn("%zu connections (limits.max_connections): closing idle %s to admit a new one "
                  "(%lu more not logged)",
-                 srv->nconns, victim->peer, skipped);
+                 gw_http_clients_open(srv), victim->peer, skipped);
     }
     victim->dead = true;
     srv->shed(victim); /* gw_http_conn_free */
@@ -311,7 +311,7 @@ gw_http_fair_admit(struct gw_server *srv, const char *peer, const struct gw_http
     }
     /* then this loop's share of limits.max_connections; shedding frees a connection,
      * whose release takes the lock again, so it is not held here */
-    if (srv->nconns >= lim->max_connections && !shed_idle(srv)) {
+    if (gw_http_clients_open(srv) >= lim->max_connections && !shed_idle(srv)) {
         *full = true;
         client_release(cl, 1, 0);
         return NULL;
@@ -356,7 +356,7 @@ gw_http_fair_relay_end(struct gw_client *cl)
 void
 gw_http_fair_idle(struct gw_conn *c)
 {
-    bool linger = c->lingering && !c->dead;
+    bool linger = c->lingering && !c->dead && !c->relayed; /* a relay is never shed */
     bool idle = linger || (c->req == NULL && !c->head_started && !c->closing && !c->dead &&
                            !c->srv->draining && !c->relayed);
     if (idle == c->is_idle && linger == c->idle_linger) {

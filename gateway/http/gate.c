@@ -81,7 +81,7 @@ static void
 publish(struct gw_server *srv)
 {
     const struct gw_conn *first = TAILQ_FIRST(&srv->idle);
-    atomic_store(&srv->slot->open, srv->nconns);
+    atomic_store(&srv->slot->open, gw_http_clients_open(srv));
     atomic_store(&srv->slot->oldest_idle, first != NULL ? first->idle_at : UINT64_MAX);
 }
 
@@ -297,11 +297,11 @@ gw_http_accept_gate(struct gw_server *srv)
     }
     struct gw_http_limits lim;
     gw_http_server_limits(&lim, srv);
-    bool room = srv->nconns < lim.max_connections || !TAILQ_EMPTY(&srv->idle);
+    bool room = gw_http_clients_open(srv) < lim.max_connections || !TAILQ_EMPTY(&srv->idle);
     if (room && srv->accepting_paused) {
         gw_http_resume_accepting(srv);
     } else if (!room && !srv->accepting_paused) {
-        log_warn("%zu connections, none idle: not accepting more", srv->nconns);
+        log_warn("%zu connections, none idle: not accepting more", gw_http_clients_open(srv));
         gw_http_pause_accepting(srv);
     }
 }

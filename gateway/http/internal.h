@@ -164,6 +164,8 @@ struct gw_server {
     void *drain_arg;                        /* its argument */
     TAILQ_HEAD(gw_conn_list, gw_conn) conns; /* every open connection */
     size_t nconns;                           /* length of conns */
+    size_t nrelayed; /* of them, relayed (gw_http_conn_relay): the drain waits for them, but
+                        they count in no limit (their client's connection does, on its loop) */
     gw_http_conn_fn *shed; /* gw_http_conn_free, installed by gw_server_new: fair.c closes
                               an idle connection through it, not by calling up into server.c */
     /* listen.c's admission and attach of an accepted socket, installed by gw_server_new:
@@ -402,6 +404,14 @@ uint64_t gw_http_now_ms(void);
  */
 MUST_USE int gw_http_conn_adopt(struct gw_server *srv, struct bufferevent *bev, const char *peer,
                                 bool is_tls);
+
+/* gw_http_clients_open - srv's client connections, for limits.max_connections
+ * and the hand-out: its connections less the relayed ones. */
+static inline size_t
+gw_http_clients_open(const struct gw_server *srv)
+{
+    return srv->nconns - srv->nrelayed;
+}
 
 /*
  * gw_http_conn_attach - serve bev (owned) for the client cl (its reference and

@@ -412,3 +412,48 @@ def test_unknown_accept_mode_is_refused(gateway, tmp_path):
         time.sleep(0.05)
     assert gw.proc.returncode != 0
     assert 'accept: must be "acceptor" or "reuseport"' in gw.log()
+
+
+def test_a_relay_takes_no_place_at_the_connection_limit(gateway, rgw, bucket, tmp_path):
+    """limits.max_connections 2 on two loops.  A client on the worker loop
+    waits in a relayed call (an acquire of a held lock, up to its wait_ms),
+    so the control loop serves the relay all along.  A new client is still
+    served at once: the process has two client connections, its limit, and
+    the relay takes no place of its own (its client's connection is the one
+    counted, on its loop); counted, it would fill the control loop's share
+    and the new client would wait until the call returned."""
+    gw = acceptor(gateway, bucket, loops=2,
+                  limits={"max_connections": 2, "max_connections_per_client": 8},
+                  election={"backend": "dir", "path": str(tmp_path / "locks")})
+    deadline = time.monotonic() + 20  # the election's start-up self-test
+    while requests.get(f"{gw.url}/readyz", timeout=5).status_code != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    r = requests.post(f"{gw.url}/_fencegate/v1/locks/orders/acquire",
+                      json={"holder": "w1", "lease_ms": 30000}, timeout=10)
+    assert r.status_code == 200, r.text
+    conns = connect(gw, 2)  # one on each loop
+    waiter = None
+    try:
+        per = loops_of(gw, ask(gw, conns, bucket, "where"))
+        waiter, other = (conns[0], conns[1]) if list(per.values())[0] == 1 else (conns[1], conns[0])
+        other.close()
+        conns = [waiter]
+        body = json.dumps({"holder": "w2", "lease_ms": 30000, "wait_ms": 3000}).encode()
+        t0 = time.monotonic()
+        waiter.sendall((f"POST /_fencegate/v1/locks/orders/acquire HTTP/1.1\r\nHost: {gw.host}\r\n"
+                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                        ).encode() + body)
+        time.sleep(0.5)  # relayed, and waiting on the control loop
+        s = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
+        conns.append(s)
+        s.sendall(head(gw, f"/{bucket}/", "newcomer"))
+        s.settimeout(2)
+        st, _ = answer(s)
+        assert st == 200 and time.monotonic() - t0 < 2, time.monotonic() - t0
+        waiter.settimeout(10)
+        st, _ = answer(waiter)  # the call itself is not disturbed: held past its wait
+        assert st == 409 and time.monotonic() - t0 >= 2.9, (st, time.monotonic() - t0)
+    finally:
+        for s in conns:
+            s.close()

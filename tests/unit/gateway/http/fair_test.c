@@ -161,6 +161,56 @@ test_lingering_shed_first(void **state)
     cl_close(&c);
 }
 
+/*
+ * A relayed connection (gw_http_conn_relay, over a socketpair as the relay hub
+ * serves one) takes no place at limits.max_connections and is never shed, even
+ * while it lingers after its answer: at the limit a new client sheds the
+ * oldest kept-alive idle connection, and the clients stay at the limit.
+ */
+static void
+test_relay_never_shed(void **state)
+{
+    (void)state;
+    cfg.limits.max_connections = 2;
+    cfg.limits.max_connections_per_client = 10;
+    struct client a, b, c, r;
+    cl_open(&a);
+    expect_get(&a, 0); /* kept alive: idle, the oldest */
+    cl_open(&b);
+    expect_get(&b, 0); /* idle */
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(evutil_make_socket_nonblocking(sv[0]), 0);
+    struct bufferevent *bev = bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE);
+    assert_non_null(bev);
+    assert_int_equal(
+        gw_http_conn_relay(srv, bev, "127.0.0.9:1", false, GW_LISTENER_S3_ALL, "relayed1"), 0);
+    memset(&r, 0, sizeof(r));
+    buf_init(&r.in, 1 << 20);
+    r.fd = sv[1];
+    assert_int_equal(fcntl(r.fd, F_SETFL, O_NONBLOCK), 0);
+    assert_int_equal(gw_http_clients_open(srv), 2); /* the relay is not a client's */
+    cl_sends(&r, "get / HTTP/1.1\r\nHost: x\r\n\r\n"); /* refused: a lingering close */
+    struct resp rr;
+    (void)wait_resp(&r, 0, false, &rr, 3000);
+    assert_int_equal(rr.status, 400);
+    resp_cleanup(&rr);
+    pump_ms(&r, 30);
+    assert_int_equal(srv->nconns, 3); /* the relay lingers, reading */
+    cl_open(&c);
+    expect_get(&c, 0); /* admitted: a was shed for it, not the lingering relay */
+    wait_eof(&a, 2000);
+    assert_int_equal(srv->nconns, 3);
+    assert_int_equal(gw_http_clients_open(srv), 2);
+    cl_close(&r); /* the relay's hub hangs up: the relay closes */
+    pump_ms(&b, 30);
+    assert_int_equal(srv->nconns, 2);
+    assert_int_equal(srv->nrelayed, 0);
+    cl_close(&a);
+    cl_close(&b);
+    cl_close(&c);
+}
+
 static void
 test_transfers_per_client(void **state)
 {
@@ -267,6 +317,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_client_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_shed_at_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lingering_shed_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relay_never_shed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transfers_per_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_body_rate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_min_body_rate_off, setup, teardown),
