@@ -69,9 +69,10 @@ struct fwd {
     bool drop_sdk_alg;
     struct gw_sigv4_header *extra; /* the forwarded headers (before signing) */
     size_t ne;
-    char ce[PROXY_MAX_CE][256 + 16]; /* "aws-chunked, " + the rest of a coding list */
+    /* "aws-chunked, " + the rest of a coding list, each; allocated for the first:
+     * without them struct fwd stays small enough for the allocator's fast path */
+    char (*ce)[256 + 16];
     size_t nce;
-    char ce_rest[256];
     char decoded[24];
     char epoch[24];
     struct buf query;                  /* the client's query less presigned credentials */
@@ -259,7 +260,15 @@ fwd_headers(struct fwd *f)
                 f->what = "Too many Content-Encoding headers.";
                 return FWD_FAIL;
             }
-            value = gw_proxy_hdr_strip_aws_chunked(h->value, f->ce_rest, sizeof(f->ce_rest));
+            if (f->ce == NULL) {
+                f->ce = calloc(PROXY_MAX_CE, sizeof(*f->ce));
+                if (f->ce == NULL) {
+                    f->rc = ERR_NOMEM;
+                    return FWD_FAIL;
+                }
+            }
+            char rest[256];
+            value = gw_proxy_hdr_strip_aws_chunked(h->value, rest, sizeof(rest));
             char *ce = f->ce[f->nce];
             if (f->trailer != NULL && f->nce == 0) {
                 /* the re-framed body is aws-chunked again: first coding */
@@ -437,6 +446,7 @@ fwd_free(struct fwd *f)
         return;
     }
     free(f->extra);
+    free(f->ce);
     buf_cleanup(&f->query);
     free(f);
 }

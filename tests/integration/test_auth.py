@@ -255,13 +255,13 @@ def test_signed_chunked_upload_tampered_chunk(authgw, rgw, bucket):
     assert rgw_keys(rgw, bucket, "auth/chunked-bad") == []
 
 
-def unsigned_trailer_put(url, data, checksum_b64, ak=AK, sk=SK):
+def unsigned_trailer_put(url, data, checksum_b64, ak=AK, sk=SK, encoding="aws-chunked"):
     """STREAMING-UNSIGNED-PAYLOAD-TRAILER as botocore 1.43 sends it over https:
     aws-chunked framing with a crc32 trailer, inside Transfer-Encoding: chunked."""
     framed = f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n" + \
         f"x-amz-checksum-crc32:{checksum_b64}\r\n\r\n".encode()
     headers = {"x-amz-decoded-content-length": str(len(data)),
-               "Content-Encoding": "aws-chunked", "x-amz-trailer": "x-amz-checksum-crc32",
+               "Content-Encoding": encoding, "x-amz-trailer": "x-amz-checksum-crc32",
                "x-amz-sdk-checksum-algorithm": "CRC32"}
     p = signed("PUT", url, headers=headers, ak=ak, sk=sk,
                payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER")

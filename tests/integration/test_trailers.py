@@ -114,6 +114,32 @@ def test_verify_forwards_the_plain_body(gateway, rgw, bucket):
         relay.close()
 
 
+def test_a_coding_list_keeps_its_other_codings(gateway, rgw, bucket):
+    """Content-Encoding "aws-chunked, gzip": the gateway takes the framing
+    off (verify) and sends the rest of the list for the object, as S3 keeps
+    it; re-framed (forward), aws-chunked goes first again."""
+    data = os.urandom(10 * 1024)
+    gw, relay = relayed_gateway(gateway, rgw, "verify")
+    try:
+        r = unsigned_trailer_put(f"{gw.url}/{bucket}/tr/gz", data, crc32_b64(data),
+                                 encoding="aws-chunked, gzip")
+        assert r.status_code == 200, r.text
+        (headers, body), = puts_to(relay, "/tr/gz")
+        assert headers["content-encoding"] == "gzip" and body == data
+        assert rgw.client().head_object(Bucket=bucket, Key="tr/gz")["ContentEncoding"] == "gzip"
+    finally:
+        relay.close()
+    gw, relay = relayed_gateway(gateway, rgw, "forward")
+    try:
+        r = unsigned_trailer_put(f"{gw.url}/{bucket}/tr/gz2", data, crc32_b64(data),
+                                 encoding="aws-chunked, gzip")
+        assert r.status_code == 400, r.text  # RGW 16 does not take trailers
+        (headers, _), = puts_to(relay, "/tr/gz2")
+        assert headers["content-encoding"] == "aws-chunked, gzip"
+    finally:
+        relay.close()
+
+
 def test_header_checksum_forwarded_as_is(gateway, rgw, bucket):
     """The other way clients send a checksum: a header, before the body."""
     gw, relay = relayed_gateway(gateway, rgw, "verify")
