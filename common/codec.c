@@ -4,14 +4,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#define HX(c, v) [c] = (v) + 1
+/* each digit's value plus one (codec.h), so that the zeroed rest reads -1 */
 const signed char codec_hex_value[256] = {
-    HX('0', 0),   HX('1', 1),   HX('2', 2),   HX('3', 3),   HX('4', 4),   HX('5', 5),
-    HX('6', 6),   HX('7', 7),   HX('8', 8),   HX('9', 9),   HX('a', 10),  HX('b', 11),
-    HX('c', 12),  HX('d', 13),  HX('e', 14),  HX('f', 15),  HX('A', 10),  HX('B', 11),
-    HX('C', 12),  HX('D', 13),  HX('E', 14),  HX('F', 15),
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
-#undef HX
 
 void
 hex_encode(const unsigned char *p, size_t n, char *out)

@@ -164,8 +164,8 @@ struct gw_server {
     void *drain_arg;                        /* its argument */
     TAILQ_HEAD(gw_conn_list, gw_conn) conns; /* every open connection */
     size_t nconns;                           /* length of conns */
-    size_t nrelayed; /* of them, relayed (gw_http_conn_relay): the drain waits for them, but
-                        they count in no limit (their client's connection does, on its loop) */
+    size_t nrelayed;       /* of them, relayed (gw_http_conn_relay): the drain waits for them, but
+                              they count in no limit (their client's connection does, on its loop) */
     gw_http_conn_fn *shed; /* gw_http_conn_free, installed by gw_server_new: fair.c closes
                               an idle connection through it, not by calling up into server.c */
     /* listen.c's admission and attach of an accepted socket, installed by gw_server_new:

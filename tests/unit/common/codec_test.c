@@ -130,8 +130,8 @@ static void
 test_pct_decode_against_reference(void **state)
 {
     (void)state;
-    static const char alphabet[] = {'a', 'Z', '%', '+', '4', '1', '0', 'f', (char)0xa5, (char)0xab,
-                                    (char)0xc3, '-', '.', '~', '/', '='};
+    static const char alphabet[] = {'a',        'Z',        '%',        '+', '4', '1', '0', 'f',
+                                    (char)0xa5, (char)0xab, (char)0xc3, '-', '.', '~', '/', '='};
     uint64_t seed = 0x9e3779b97f4a7c15ULL;
     for (int round = 0; round < 20000; round++) {
         char in[48];

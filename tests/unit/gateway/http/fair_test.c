@@ -189,7 +189,7 @@ test_relay_never_shed(void **state)
     buf_init(&r.in, 1 << 20);
     r.fd = sv[1];
     assert_int_equal(fcntl(r.fd, F_SETFL, O_NONBLOCK), 0);
-    assert_int_equal(gw_http_clients_open(srv), 2); /* the relay is not a client's */
+    assert_int_equal(gw_http_clients_open(srv), 2);    /* the relay is not a client's */
     cl_sends(&r, "get / HTTP/1.1\r\nHost: x\r\n\r\n"); /* refused: a lingering close */
     struct resp rr;
     (void)wait_resp(&r, 0, false, &rr, 3000);
