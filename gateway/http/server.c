@@ -466,8 +466,9 @@ gw_http_conn_free(struct gw_conn *c)
     srv->nconns--;
     if (c->relayed) {
         srv->nrelayed--;
+    } else {
+        GW_GAUGE_DEC(client_conns_open);
     }
-    GW_GAUGE_DEC(client_conns_open);
     if (srv->accepting_paused || srv->handout != NULL) {
         gw_http_accept_gate(srv); /* with the hand-out: publish the count (gate.c) */
     }
@@ -780,6 +781,7 @@ gw_http_conn_relay(struct gw_server *srv, struct bufferevent *bev, const char *p
     struct gw_conn *c = TAILQ_LAST(&srv->conns, gw_conn_list);
     c->relayed = true;
     srv->nrelayed++; /* in no limit: the gate below publishes the count without it */
+    GW_GAUGE_DEC(client_conns_open); /* nor in the gauge: its client's connection is counted */
     str_copy(c->relay_id, sizeof(c->relay_id), id);
     gw_http_fair_idle(c); /* out of the idle list: never shed */
     return 0;

@@ -457,3 +457,28 @@ def test_a_relay_takes_no_place_at_the_connection_limit(gateway, rgw, bucket, tm
     finally:
         for s in conns:
             s.close()
+
+
+def test_client_connections_gauge_counts_clients_not_relays(gateway, rgw, bucket):
+    """fencegate_client_connections_open counts the clients' connections:
+    two kept-alive connections, one on each loop, each scrape /metrics in
+    turn, and both read 2, the scrape the worker loop relays to the control
+    loop as well as the one the control loop serves itself."""
+    gw = acceptor(gateway, bucket, loops=2)
+    conns = connect(gw, 2)  # one on each loop
+    try:
+        rids = []
+        for _ in range(3):
+            for s in conns:
+                s.sendall(f"GET /metrics HTTP/1.1\r\nHost: {gw.host}\r\n\r\n".encode())
+                r = http.client.HTTPResponse(s)
+                r.begin()
+                text = r.read().decode()
+                rids.append(r.getheader("x-amz-request-id"))
+                got = [line for line in text.splitlines()
+                       if line.startswith("fencegate_client_connections_open ")]
+                assert got == ["fencegate_client_connections_open 2"], got
+        assert sorted(set(loops_of(gw, rids).values())) == [0, 1]
+    finally:
+        for s in conns:
+            s.close()
