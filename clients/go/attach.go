@@ -13,7 +13,10 @@ package fencegate
 //   - once the lease is lost, a write returns *LeaseLost before anything is
 //     sent, checked again before each retry attempt;
 //   - the gateway's fencing refusals come out as typed errors, converted
-//     inside the retry loop, and none is retryable for the SDK's retryer.
+//     inside the retry loop, and none is retryable for the SDK's retryer;
+//   - a refusal of a write that carried the lease's own lock and token
+//     (StaleFencingToken, FencingLeaseExpired) is the gateway's judgment on
+//     it: the lease is lost, OnLost run, before the call returns.
 
 import (
 	"context"
@@ -114,6 +117,11 @@ func (l *Lease) AddMiddleware(stack *middleware.Stack) error {
 		out, md, err := next.HandleDeserialize(ctx, in)
 		if err != nil {
 			if typed := fencingError(err); typed != nil {
+				if req, ok := in.Request.(*smithyhttp.Request); ok &&
+					req.Header.Get(headerLock) == l.lock &&
+					req.Header.Get(headerToken) == strconv.FormatUint(l.token, 10) {
+					l.refused(typed) // lost before the caller sees the error
+				}
 				return out, md, typed
 			}
 		}

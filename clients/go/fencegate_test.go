@@ -300,9 +300,7 @@ func TestAttachHeadersByOperation(t *testing.T) {
 
 func TestRefusalsAreTypedAndNeverRetried(t *testing.T) {
 	gwf := newFake(t, 5000)
-	l := lease(t, gwf, Options{})
 	f := newFakeS3(t)
-	c := s3For(f.URL, l.Attach)
 	cases := []struct {
 		code   string
 		status int
@@ -313,7 +311,9 @@ func TestRefusalsAreTypedAndNeverRetried(t *testing.T) {
 		{"FencingTokenNotGranted", 409, func(e error) bool { return errors.As(e, new(*FencingTokenNotGranted)) }},
 		{"MissingFencingToken", 428, func(e error) bool { return errors.As(e, new(*MissingFencingToken)) }},
 	}
+	var c *s3.Client
 	for _, tc := range cases {
+		c = s3For(f.URL, lease(t, gwf, Options{}).Attach) // a stale refusal loses its lease
 		f.mu.Lock()
 		f.status, f.body, f.seen = tc.status, "<Error><Code>"+tc.code+"</Code><Message>no</Message></Error>", nil
 		f.mu.Unlock()
@@ -466,5 +466,66 @@ func TestCheckComparesTheClockItself(t *testing.T) {
 	var ll *LeaseLost
 	if err := l.Check(); !errors.As(err, &ll) || ll.Reason != ReasonExpired {
 		t.Fatalf("Check past the deadline: %v", err)
+	}
+}
+
+// TestARefusalOfTheLeasesTokenLosesIt: the fence refusing a write that
+// carried the lease's own token is its judgment on the lease: lost (OnLost
+// run) before the call returns, and the next write is refused unsent.  A
+// refusal of a part (the lock only: the upload's epoch was judged) or a
+// token never granted says nothing about the lease.
+func TestARefusalOfTheLeasesTokenLosesIt(t *testing.T) {
+	gwf := newFake(t, 5000)
+	f := newFakeS3(t)
+	ctx := context.Background()
+	put := func(c *s3.Client) error {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bkt"),
+			Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+		return err
+	}
+	for _, tc := range []struct{ code, reason string }{
+		{"StaleFencingToken", ReasonSuperseded},
+		{"FencingLeaseExpired", ReasonExpired},
+		{"FencingTokenNotGranted", ""},
+	} {
+		l := lease(t, gwf, Options{})
+		var seen []string
+		l.OnLost(func(r string) { seen = append(seen, r) })
+		c := s3For(f.URL, l.Attach)
+		f.mu.Lock()
+		f.status, f.body, f.seen = 409, "<Error><Code>"+tc.code+"</Code><Message>no</Message></Error>", nil
+		f.mu.Unlock()
+		if _, ok := AsFencingError(put(c)); !ok {
+			t.Fatalf("%s: not a fencing error", tc.code)
+		}
+		if tc.reason == "" {
+			if l.Reason() != "" || len(seen) != 0 {
+				t.Fatalf("%s: lost (%q)", tc.code, l.Reason())
+			}
+			continue
+		}
+		if l.Reason() != tc.reason || len(seen) != 1 || seen[0] != tc.reason {
+			t.Fatalf("%s: reason %q, OnLost saw %v", tc.code, l.Reason(), seen)
+		}
+		var lost *LeaseLost
+		if err := put(c); !errors.As(err, &lost) {
+			t.Fatalf("%s: the next write: %v", tc.code, err)
+		}
+		f.mu.Lock()
+		n := len(f.seen)
+		f.mu.Unlock()
+		if n != 1 {
+			t.Fatalf("%s: sent %d times, want once", tc.code, n)
+		}
+	}
+	l := lease(t, gwf, Options{})
+	c := s3For(f.URL, l.Attach)
+	f.mu.Lock()
+	f.status, f.body = 409, "<Error><Code>StaleFencingToken</Code><Message>no</Message></Error>"
+	f.mu.Unlock()
+	_, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("bkt"), Key: aws.String("orders/x"),
+		UploadId: aws.String("u"), PartNumber: 1, Body: strings.NewReader("x")})
+	if _, ok := AsFencingError(err); !ok || l.Reason() != "" {
+		t.Fatalf("a part refused: %v, lease %q", err, l.Reason())
 	}
 }

@@ -336,6 +336,25 @@ func (l *Lease) checkDeadline() {
 	l.lose(reason)
 }
 
+// refused: the fence refused a write that carried this lease's lock and
+// token, its judgment on the lease: lost now, superseded (StaleFencingToken)
+// or expired (FencingLeaseExpired).  The deadline is judged first, so a
+// process woken from a pause past it reads expired, as its timer would say a
+// moment later.
+func (l *Lease) refused(err error) {
+	reason := ""
+	switch err.(type) {
+	case *StaleFencingToken:
+		reason = ReasonSuperseded
+	case *FencingLeaseExpired:
+		reason = ReasonExpired
+	default:
+		return
+	}
+	l.checkDeadline()
+	l.lose(reason) // no-op once lost
+}
+
 func (l *Lease) lose(reason string) {
 	l.mu.Lock()
 	if l.reason != "" {

@@ -279,11 +279,16 @@ def tokens():
     # Each refusal, from a client that retries (standard mode, 5 attempts).
     refusals = {}
 
-    def refused(name, fn):
+    def refused(name, fn, le):
+        """fn's refusal, counted at the gateway, and what it did to le:
+        ["held"] or ["lost", reason, what the next write raised]."""
         before = rejections()
         res = outcome(fn)
         time.sleep(0.1)
-        refusals[name] = {"result": res, "counted": rejections() - before}
+        after = ["held"]
+        if le.lost.is_set():
+            after = ["lost", le.reason, outcome(fn)[0]]
+        refusals[name] = {"result": res, "counted": rejections() - before, "lease": after}
 
     api = lease._api
     def release_behind_its_back(le):  # the gateway ends it; the library does not know yet
@@ -296,16 +301,19 @@ def tokens():
     c2 = s3()
     newer.attach(c2)
     c2.put_object(Bucket=b, Key="orders/newer", Body=b"n")
-    refused("StaleFencingToken", lambda: c.put_object(Bucket=b, Key="orders/p", Body=b"old"))
+    refused("StaleFencingToken", lambda: c.put_object(Bucket=b, Key="orders/p", Body=b"old"),
+            lease)
 
     release_behind_its_back(newer)
-    refused("FencingLeaseExpired", lambda: c2.put_object(Bucket=b, Key="orders/p", Body=b"x"))
+    refused("FencingLeaseExpired", lambda: c2.put_object(Bucket=b, Key="orders/p", Body=b"x"),
+            newer)
 
     third = gw.lease("orders", lease_ms=30000, wait_ms=20000)
     c3 = s3()
     third.attach(c3)
     third.token += 100  # a token nobody granted (test only: tokens come from the gateway)
-    refused("FencingTokenNotGranted", lambda: c3.put_object(Bucket=b, Key="orders/p", Body=b"x"))
+    refused("FencingTokenNotGranted", lambda: c3.put_object(Bucket=b, Key="orders/p", Body=b"x"),
+            third)
     third.token -= 100
 
     rgw = boto3.session.Session().client(
@@ -314,7 +322,8 @@ def tokens():
         config=botocore.config.Config(s3={"addressing_style": "path"}))
     up = rgw.create_multipart_upload(Bucket=b, Key="orders/unseen")["UploadId"]
     refused("MissingFencingToken", lambda: c3.upload_part(Bucket=b, Key="orders/unseen",
-                                                         UploadId=up, PartNumber=1, Body=b"x"))
+                                                         UploadId=up, PartNumber=1, Body=b"x"),
+            third)
     rgw.abort_multipart_upload(Bucket=b, Key="orders/unseen", UploadId=up)
     event("refusals", refusals=refusals)
     for le in (lease, newer, third):

@@ -448,9 +448,16 @@ def test_tokens_on_writes_and_typed_refusals(jsdir, wgw, rgw, bucket, workers):
     expect = {"stale": ("StaleFencingToken", 409, "stale"),
               "not_granted": ("FencingTokenNotGranted", 409, "not_granted"),
               "missing": ("MissingFencingToken", 428, "missing_token"),
-              "lease_expired": ("FencingLeaseExpired", 409, "lease_expired")}
+              "lease_expired": ("FencingLeaseExpired", 409, "lease_expired"),
+              "own_expired": ("FencingLeaseExpired", 409, "lease_expired"),
+              "own_stale": ("StaleFencingToken", 409, "stale")}
     keys = {"stale": prefix + "r-stale", "not_granted": prefix + "r-not-granted",
-            "missing": foreign, "lease_expired": prefix + "r-expired"}
+            "missing": foreign, "lease_expired": prefix + "r-expired",
+            "own_expired": prefix + "r-own-expired", "own_stale": prefix + "r-own-stale"}
+    # the lease's own token refused: lost before the throw, the next write
+    # (to the same key: one audit record) refused by the library, unsent
+    assert out["own_expired"]["lease"] == [True, "expired", "LeaseLost"], out["own_expired"]
+    assert out["own_stale"]["lease"] == [True, "superseded", "LeaseLost"], out["own_stale"]
     recs = audit(wgw)
     for k, (name, status, kind) in expect.items():
         r = out[k]
@@ -459,7 +466,7 @@ def test_tokens_on_writes_and_typed_refusals(jsdir, wgw, rgw, bucket, workers):
         assert r["status"] == status and r["attempts"] == 1, (k, r)
         mine = [x for x in recs if x.get("key") == keys[k]]
         assert len(mine) == 1 and mine[0]["kind"] == kind, (k, mine)  # one request, no retry
-    for k in ("r-stale", "r-not-granted", "r-expired"):
+    for k in ("r-stale", "r-not-granted", "r-expired", "r-own-expired", "r-own-stale"):
         assert rgw_get(rgw, bucket, prefix + k) is None
     c.abort_multipart_upload(Bucket=bucket, Key=foreign, UploadId=up)
     print(f"writes ({wgw.auth}): 64 MiB multipart in {out['bigMs']} ms; refusals "

@@ -12,7 +12,10 @@
 //    sent, checked again before each retry attempt;
 //  - the gateway's fencing refusals (409/428) come out as typed errors
 //    (StaleFencingToken, ...), converted inside the retry loop: none is
-//    retryable for the SDK's strategies.
+//    retryable for the SDK's strategies;
+//  - a refusal that names the lease's own lock and token (StaleFencingToken,
+//    FencingLeaseExpired) is the gateway's judgment on it: the lease is lost,
+//    its signal aborted, before the error is thrown.
 //
 // One lease per client: attaching another lease replaces the first.
 import { LeaseLost, fencingError } from "./errors.js";
@@ -65,7 +68,10 @@ export function attach(lease, client) {
       return await next(args);
     } catch (e) {
       const typed = fencingError(e);
-      if (typed) throw typed;
+      if (typed) {
+        lease.refused(typed); // lost before the caller sees the error, if it names the lease
+        throw typed;
+      }
       if (lease.signal.aborted && e?.name === "AbortError") {
         throw new LeaseLost(lease.lock, lease.token, lease.reason);
       }

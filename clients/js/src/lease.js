@@ -2,7 +2,7 @@
 // judged lost on the LOCAL MONOTONIC clock (performance.now()), never on a
 // server's answer: the lease is lost when its deadline passes without a
 // confirmed renewal, whatever the network does, or at once when a renewal is
-// refused.  The deadline counts from when the granting (or renewing) request
+// refused or the fence refuses one of its writes as stale or expired.  The deadline counts from when the granting (or renewing) request
 // was SENT, so it never falls after the gateway's own (DESIGN G6).
 import { attach, detach } from "./attach.js";
 import { GatewayError, LeaseLost, LockHeld } from "./errors.js";
@@ -221,6 +221,21 @@ export class Lease {
   /** Renews now (used after a late grant); resolves when answered or lost. */
   renewNow() {
     return this.#renew();
+  }
+
+  /**
+   * A write refused by the fence (a FencingError, attach.js).  When it names
+   * this lease's own lock and epoch, the gateway has judged the lease: lost
+   * now, "superseded" (StaleFencingToken) or "expired" (FencingLeaseExpired).
+   * The deadline is judged first, so a process woken from a pause past it
+   * reads "expired", as its timer would say a moment later.
+   */
+  refused(e) {
+    if (e?.Lock !== this.#lock || String(e?.Token) !== String(this.#token)) return;
+    const reason = { StaleFencingToken: "superseded", FencingLeaseExpired: "expired" }[e.name];
+    if (!reason || this.lost) return;
+    this.cause = e;
+    this.#lose(reason);
   }
 
   /** A release sent even though the lease is lost (a grant we could not confirm in time). */

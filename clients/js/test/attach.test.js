@@ -162,3 +162,79 @@ test("a send with abortSignal: lease.signal is aborted by the loss", async () =>
   fg.renew = "ok";
   await assert.rejects(p, (e) => e instanceof LeaseLost || e.name === "AbortError");
 });
+
+for (const [code, reason] of [["StaleFencingToken", "superseded"],
+  ["FencingLeaseExpired", "expired"], ["FencingTokenNotGranted", null]]) {
+  test(`${code} naming the lease's own lock and token: ${reason ?? "not"} lost before the throw`, async () => {
+    const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+    const c = s3();
+    lease.attach(c);
+    const seen = [];
+    lease.onLost((r) => seen.push(r));
+    lease.signal.addEventListener("abort", () => seen.push("aborted"));
+    fg.s3 = { status: 409, code, lock: lease.lock, token: lease.token };
+    try {
+      await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" })),
+        (e) => {
+          seen.push("thrown");
+          return e.name === code;
+        });
+      if (!reason) {
+        assert.deepEqual(seen, ["thrown"]);
+        assert.equal(lease.lost, false);
+        return;
+      }
+      assert.deepEqual(seen, [reason, "aborted", "thrown"]);
+      assert.equal(lease.reason, reason);
+      const before = fg.requests.length;
+      await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "y" })),
+        (e) => e instanceof LeaseLost && e.reason === reason);
+      assert.equal(fg.requests.length, before, "nothing sent");
+    } finally {
+      fg.s3 = null;
+      await lease.release();
+    }
+  });
+}
+
+test("a refusal naming another lock or token leaves the lease held", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+  const c = s3();
+  lease.attach(c);
+  try {
+    for (const s3err of [{ lock: lease.lock, token: lease.token - 1 }, { lock: "other", token: lease.token }]) {
+      fg.s3 = { status: 409, code: "StaleFencingToken", ...s3err };
+      await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" })),
+        (e) => e instanceof StaleFencingToken);
+      assert.equal(lease.lost, false);
+    }
+  } finally {
+    fg.s3 = null;
+    await lease.release();
+  }
+});
+
+test("a stale refusal after the deadline passed reads expired", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 300 });
+  const c = s3();
+  lease.attach(c);
+  fg.s3 = { status: 409, code: "StaleFencingToken", lock: lease.lock, token: lease.token };
+  // paused past the deadline with the answer read and not yet handled (no
+  // timer can run in between): the refusal is judged before the deadline's timer
+  c.middlewareStack.add((next) => async (args) => {
+    try {
+      return await next(args);
+    } catch (e) {
+      const t = performance.now();
+      while (performance.now() - t < 450) { /* stopped past the lease */ }
+      throw e;
+    }
+  }, { step: "deserialize", priority: "high", name: "stall" });
+  try {
+    await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" })),
+      (e) => e instanceof StaleFencingToken);
+    assert.equal(lease.reason, "expired");
+  } finally {
+    fg.s3 = null;
+  }
+});

@@ -26,7 +26,8 @@ export async function fakeGateway() {
       if (g.s3) {
         res.writeHead(g.s3.status, { "content-type": "application/xml" });
         res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${g.s3.code}</Code>` +
-          `<Message>refused</Message><Lock>orders</Lock><Token>1</Token></Error>`);
+          `<Message>refused</Message><Lock>${g.s3.lock ?? "orders"}</Lock>` +
+          `<Token>${g.s3.token ?? 1}</Token></Error>`);
       } else {
         res.writeHead(200, { etag: '"x"', "content-type": "application/xml" });
         res.end(req.method === "POST" && req.url.includes("uploads")

@@ -1,6 +1,6 @@
 """A lease on one lock: its renewals, its local deadline, its loss.
 
-Three things decide when the lease is lost, and none of them waits on the
+Four things decide when the lease is lost, and none of them waits on the
 network:
 
 * the local deadline, on the monotonic clock: the send time of the last
@@ -11,6 +11,10 @@ network:
   socket); check() and the S3 hooks also compare the clock themselves, so a
   process that wakes from a pause sees the loss before its next write;
 * a refused renewal (409 superseded, 403, 404): lost at once;
+* a write of an attached client refused by the fence with this lease's lock
+  and token (StaleFencingToken: "superseded", FencingLeaseExpired:
+  "expired", unless the deadline has passed, judged first): lost before the
+  write's error is raised;
 * release().
 
 The reason says which: "superseded" (a newer token was granted), "expired"
@@ -159,6 +163,19 @@ class Lease:
             unreachable = self._failing or (self._inflight and on_time)
         self._lose(UNREACHABLE if unreachable else EXPIRED)
         return True
+
+    def _refused(self, error):
+        """A write refused by the fence (error: the S3 error document's
+        fields).  When it names this lease's lock and token, the gateway has
+        judged the lease: lost now.  A deadline already passed is judged
+        first, so a process waking from a pause reads "expired", as it would
+        have a moment later."""
+        if error.get("Lock") != self.lock or error.get("Token") != str(self.token):
+            return
+        reason = {"StaleFencingToken": SUPERSEDED,
+                  "FencingLeaseExpired": EXPIRED}.get(error.get("Code"))
+        if reason is not None and not self._judge():
+            self._lose(reason)
 
     def _lose(self, reason):
         """Marks the lease lost with reason unless it already is; runs the

@@ -15,7 +15,10 @@ untouched).
   after the deadline is refused too.
 * needs-retry (registered first): a fencing refusal (409/428 with one of the
   four codes) is raised there as its typed error, so no retry handler, in
-  whatever mode or with however many attempts, can send it again.
+  whatever mode or with however many attempts, can send it again.  A refusal
+  that names the attached lease's lock and token (StaleFencingToken,
+  FencingLeaseExpired) is the gateway's judgment on that lease: the lease is
+  lost, and its on_lost callbacks have run, before the error is raised.
 """
 
 import threading
@@ -76,14 +79,16 @@ class _Slot:
                 del request.headers["X-Fencing-Token"]
 
     # needs-retry.s3
-    @staticmethod
-    def needs_retry(response=None, operation=None, **kwargs):
+    def needs_retry(self, response=None, operation=None, **kwargs):
         if response is None:
             return None
         http, parsed = response
-        code = (parsed or {}).get("Error", {}).get("Code")
-        cls = FENCING_ERRORS.get(code)
+        error = (parsed or {}).get("Error", {})
+        cls = FENCING_ERRORS.get(error.get("Code"))
         if cls is not None and getattr(http, "status_code", 0) in (409, 428):
+            lease = self.lease
+            if lease is not None:
+                lease._refused(error)  # lost before the caller sees the error
             raise cls(parsed, getattr(operation, "name", "unknown"))
         return None
 
@@ -122,7 +127,7 @@ def attach(client, lease):
             _slots[client] = slot
             events = client.meta.events
             events.register("before-sign.s3", slot.before_sign, unique_id=_UNIQUE + "-sign")
-            events.register_first("needs-retry.s3", _Slot.needs_retry,
+            events.register_first("needs-retry.s3", slot.needs_retry,
                                   unique_id=_UNIQUE + "-retry")
     slot.set(lease)
     return Attachment(client, slot, lease)

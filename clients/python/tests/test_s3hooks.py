@@ -66,6 +66,77 @@ def test_refusals_typed_and_sent_once(fake, lease, code, status, mode):
     assert len(s3_calls(fake)) == 1
 
 
+FENCED = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+          '<Message>refused</Message><Lock>{lock}</Lock><Token>{token}</Token>'
+          '<CurrentToken>{current}</CurrentToken></Error>')
+
+
+@pytest.mark.parametrize("code,reason", [("StaleFencingToken", "superseded"),
+                                         ("FencingLeaseExpired", "expired"),
+                                         ("FencingTokenNotGranted", None)])
+def test_a_refusal_naming_the_lease_loses_it_before_raising(fake, lease, code, reason):
+    """The gateway's refusal of this lease's token is its judgment on the
+    lease: lost (on_lost run) before the caller sees the error, and the next
+    write is refused here, unsent.  A token the gateway never granted says
+    nothing about the lease."""
+    fake.routes[("PUT", "")] = lambda r, b: (409, FENCED.format(
+        code=code, lock="orders", token=lease.token, current=lease.token + 1).encode(),
+        {"Content-Type": "application/xml"})
+    c = s3(fake)
+    lease.attach(c)
+    seen = []
+    lease.on_lost(lambda le: seen.append(le.reason))
+    with pytest.raises(getattr(fencegate, code)):
+        try:
+            c.put_object(Bucket="b", Key="k", Body=b"x")
+        finally:
+            seen.append("raised")
+    if reason is None:
+        assert seen == ["raised"] and not lease.lost.is_set()
+        return
+    assert seen == [reason, "raised"] and lease.reason == reason
+    with pytest.raises(fencegate.LeaseLost):
+        c.put_object(Bucket="b", Key="k", Body=b"y")
+    assert len(s3_calls(fake)) == 1
+
+
+@pytest.mark.parametrize("lock,delta", [("orders", 1), ("other", 0)])
+def test_a_refusal_naming_another_lease_leaves_this_one(fake, lease, lock, delta):
+    """A refusal of another token or lock (a part claimed by an older
+    upload's epoch, say) is no judgment on the attached lease."""
+    fake.routes[("PUT", "")] = lambda r, b: (409, FENCED.format(
+        code="StaleFencingToken", lock=lock, token=lease.token + delta,
+        current=lease.token + 5).encode(), {"Content-Type": "application/xml"})
+    c = s3(fake)
+    lease.attach(c)
+    with pytest.raises(fencegate.StaleFencingToken):
+        c.upload_part(Bucket="b", Key="k", UploadId="u", PartNumber=1, Body=b"p")
+    assert not lease.lost.is_set()
+
+
+def test_a_refusal_after_the_deadline_reads_expired(fake):
+    """Woken from a pause past its deadline, a process whose in-flight write
+    comes back refused as stale reads the reason its clock gives, "expired",
+    whichever thread looks first."""
+    fake.grant(5000)
+    now = [100.0]
+    gw = fencegate.Gateway(fake.url, credentials=False)
+    le = gw.lease("orders", lease_ms=5000, wait_ms=0)
+    le._clock = lambda: now[0]          # the watchdog sleeps on the real clock: not yet
+    le._deadline = 105.0
+    fake.routes[("PUT", "")] = lambda r, b: (409, FENCED.format(
+        code="StaleFencingToken", lock="orders", token=le.token,
+        current=le.token + 1).encode(), {"Content-Type": "application/xml"})
+    c = s3(fake)
+    le.attach(c)
+    # checked before sending on time; "paused" 2 s past the deadline in flight
+    c.meta.events.register("before-send.s3.PutObject", lambda **kw: now.__setitem__(0, 107.0))
+    with pytest.raises(fencegate.StaleFencingToken):
+        c.put_object(Bucket="b", Key="k", Body=b"x")
+    assert le.lost.is_set() and le.reason == "expired"
+    le.release()
+
+
 def test_other_errors_still_retried(fake, lease):
     fake.routes[("PUT", "")] = lambda r, b: (503, ERR.format(code="SlowDown").encode())
     c = s3(fake, attempts=3)

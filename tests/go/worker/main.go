@@ -483,28 +483,35 @@ func tokens() {
 	event("writes", "steps", steps, "token", lease.Token())
 
 	refusals := map[string]interface{}{}
-	refused := func(name string, fn func() error) {
+	// fn's refusal, counted at the gateway, and what it did to l: ["held"]
+	// or ["lost", reason, what the next write returned]
+	refused := func(name string, fn func() error, l *fencegate.Lease) {
 		before := refusalsTotal()
 		res := outcome(fn())
 		time.Sleep(100 * time.Millisecond)
-		refusals[name] = map[string]interface{}{"result": res, "counted": refusalsTotal() - before}
+		after := []interface{}{"held"}
+		if l.Reason() != "" {
+			after = []interface{}{"lost", l.Reason(), outcome(fn())[0]}
+		}
+		refusals[name] = map[string]interface{}{"result": res, "counted": refusalsTotal() - before,
+			"lease": after}
 	}
 	releaseBehindItsBack(lease)
 	newer, err := gw.Lease(bg, "orders", fencegate.LeaseOptions{LeaseMs: 30000, WaitMs: 20000})
 	must(err)
 	c2 := s3c(newer.Attach)
 	must(put(c2, "orders/newer", []byte("n")))
-	refused("StaleFencingToken", func() error { return put(c, "orders/p", []byte("old")) })
+	refused("StaleFencingToken", func() error { return put(c, "orders/p", []byte("old")) }, lease)
 
 	releaseBehindItsBack(newer)
-	refused("FencingLeaseExpired", func() error { return put(c2, "orders/p", []byte("x")) })
+	refused("FencingLeaseExpired", func() error { return put(c2, "orders/p", []byte("x")) }, newer)
 
 	third, err := gw.Lease(bg, "orders", fencegate.LeaseOptions{LeaseMs: 30000, WaitMs: 20000})
 	must(err)
 	c3 := s3c(third.Attach)
 	refused("FencingTokenNotGranted", func() error {
 		return put(c3, "orders/p", []byte("x"), bumpToken(third.Token()+100))
-	})
+	}, third)
 
 	rgw := s3Client(cfg.RGWURL, cfg.RGWAK, cfg.RGWSK, 1, nil)
 	cmu, err := rgw.CreateMultipartUpload(bg, &s3.CreateMultipartUploadInput{Bucket: &b, Key: aws.String("orders/unseen")})
@@ -513,7 +520,7 @@ func tokens() {
 		_, err := c3.UploadPart(bg, &s3.UploadPartInput{Bucket: &b, Key: aws.String("orders/unseen"),
 			UploadId: cmu.UploadId, PartNumber: 1, Body: bytes.NewReader([]byte("x"))})
 		return err
-	})
+	}, third)
 	_, _ = rgw.AbortMultipartUpload(bg, &s3.AbortMultipartUploadInput{Bucket: &b, Key: aws.String("orders/unseen"),
 		UploadId: cmu.UploadId})
 	event("refusals", "refusals", refusals)

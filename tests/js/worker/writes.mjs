@@ -87,4 +87,34 @@ tell(other, { lock: env.lock, token });
 await refusal("lease_expired", FencingLeaseExpired,
   () => c2.send(new PutObjectCommand({ Bucket: B, Key: P + "r-expired", Body: "x" })));
 await other.release();
+
+// A refusal of a lease's own lock and token is the gateway's judgment on it:
+// the lease is lost before the error is thrown, and the next write (to the
+// same key) is refused here, unsent.  giveBack() ends a lease at the gateway
+// while the library still holds it.
+async function own(name, cls, lease, client, key) {
+  await refusal(name, cls, () => client.send(new PutObjectCommand({ Bucket: B, Key: P + key, Body: "x" })));
+  let next = "sent";
+  try {
+    await client.send(new PutObjectCommand({ Bucket: B, Key: P + key, Body: "y" }));
+  } catch (e) {
+    next = errName(e);
+  }
+  out[name].lease = [lease.lost, lease.reason, next];
+}
+const ended = await gw.lease(env.lock, { holder: env.holder, leaseMs: 30000 });
+const c3 = s3();
+ended.attach(c3);
+await ended.giveBack();
+await own("own_expired", FencingLeaseExpired, ended, c3, "r-own-expired");
+const zombie = await gw.lease(env.lock, { holder: env.holder, leaseMs: 30000 });
+const c4 = s3();
+zombie.attach(c4);
+await zombie.giveBack();
+const leader = await gw.lease(env.lock, { holder: `${env.holder}-next`, leaseMs: 30000 });
+const c5 = s3();
+leader.attach(c5);
+await c5.send(new PutObjectCommand({ Bucket: B, Key: P + "r-leader", Body: "leader" }));
+await own("own_stale", StaleFencingToken, zombie, c4, "r-own-stale");
+await leader.release();
 emit("done", out);
