@@ -25,6 +25,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/num.h"
 
 static uint32_t
@@ -541,7 +542,7 @@ gw_http_req_free(struct gw_req *req)
 struct gw_req *
 gw_http_req_new(struct gw_conn *c)
 {
-    struct gw_req *req = calloc(1, sizeof(*req));
+    struct gw_req *req = mem_zalloc(sizeof(*req));
     if (req == NULL) {
         return NULL;
     }

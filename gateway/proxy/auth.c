@@ -8,6 +8,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/num.h"
 #include "gateway/base/config.h"
 #include "gateway/http/http.h"
@@ -124,7 +125,7 @@ static struct gw_sigv4_header *
 headers_view(struct gw_req *req)
 {
     size_t n = gw_req_header_count(req);
-    struct gw_sigv4_header *hs = calloc(n > 0 ? n : 1, sizeof(*hs));
+    struct gw_sigv4_header *hs = mem_zalloc_array(n > 0 ? n : 1, sizeof(*hs));
     for (size_t i = 0; hs != NULL && i < n; i++) {
         const struct gw_header *h = gw_req_header_at(req, i);
         hs[i].name = h->name;

@@ -6,6 +6,7 @@
 
 #include "common/codec.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "gateway/http/http.h"
 #include "gateway/s3/checksum.h"
 #include "gateway/s3/chunk_enc.h"
@@ -42,7 +43,7 @@ set_fail(struct gw_body *b, int err, int status, const char *code, const char *m
 struct gw_body *
 gw_body_new(struct gw_req *req, const struct gw_auth *auth, bool trailers_upstream)
 {
-    struct gw_body *b = calloc(1, sizeof(*b));
+    struct gw_body *b = mem_zalloc(sizeof(*b));
     if (b == NULL) {
         return NULL;
     }

@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
@@ -237,7 +238,7 @@ fwd_headers(struct fwd *f)
     size_t nclient = gw_req_header_count(f->req);
     /* + x-amz-meta-fencing-epoch, and Content-Encoding, x-amz-decoded-content-length
      * and x-amz-trailer (re-framed) or the checksum header (buffered) */
-    f->extra = calloc(nclient + 5, sizeof(*f->extra)); /* + our condition (fwd_cond) */
+    f->extra = mem_zalloc_array(nclient + 5, sizeof(*f->extra)); /* + our condition (fwd_cond) */
     if (f->extra == NULL) {
         f->rc = ERR_NOMEM;
         return FWD_FAIL;
@@ -261,7 +262,7 @@ fwd_headers(struct fwd *f)
                 return FWD_FAIL;
             }
             if (f->ce == NULL) {
-                f->ce = calloc(PROXY_MAX_CE, sizeof(*f->ce));
+                f->ce = mem_zalloc_array(PROXY_MAX_CE, sizeof(*f->ce));
                 if (f->ce == NULL) {
                     f->rc = ERR_NOMEM;
                     return FWD_FAIL;
@@ -507,8 +508,8 @@ forward(struct gw_proxy *px, struct gw_req *req, const struct gw_s3req *s3,
         const struct gw_auth *auth, const struct gw_proxy_fence *fenced, const char *mem,
         size_t mem_len)
 {
-    struct fwd *f = calloc(1, sizeof(*f));
-    struct preq *p = f != NULL ? calloc(1, sizeof(*p)) : NULL;
+    struct fwd *f = mem_zalloc(sizeof(*f));
+    struct preq *p = f != NULL ? mem_zalloc(sizeof(*p)) : NULL;
     if (p == NULL) {
         free(f);
         if (fenced != NULL) {

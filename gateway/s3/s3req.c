@@ -104,6 +104,7 @@ struct qparam {
 /* NAME(s): a string literal and its length, for the tables below. */
 #define NAME(s) s, sizeof(s) - 1
 
+/* Every name starts with a lower-case letter: find_qparam relies on it. */
 static const struct qparam qparams[] = {
     {NAME("uploads"), GW_S3_Q_UPLOADS},           {NAME("uploadId"), GW_S3_Q_UPLOAD_ID},
     {NAME("partNumber"), GW_S3_Q_PART_NUMBER},     {NAME("delete"), GW_S3_Q_DELETE},
@@ -297,6 +298,10 @@ same_name(const char *name, size_t len, const char *s, size_t n, bool icase)
 static const struct qparam *
 find_qparam(const char *name, size_t len, bool icase)
 {
+    if (!icase && (len == 0 || name[0] < 'a' || name[0] > 'z')) {
+        return NULL; /* every name starts with a lower-case letter; a presigned URL's
+                        X-Amz-* parameters need no scan */
+    }
     for (size_t i = 0; i < sizeof(qparams) / sizeof(qparams[0]); i++) {
         if (same_name(qparams[i].name, qparams[i].len, name, len, icase)) {
             return &qparams[i];

@@ -12,6 +12,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/token.h"
 #include "gateway/base/config.h"
 #include "gateway/s3/s3xml.h"
@@ -220,7 +221,7 @@ msg_reserve(struct gw_s3client_msg *m, size_t n)
     }
     /* one allocation for the three, sh first (the strictest alignment of them) */
     struct gw_sigv4_header *sh =
-        calloc(1, n * sizeof(*sh) + 2 * n * sizeof(size_t) + (n + 1) * sizeof(const char *));
+        mem_zalloc(n * sizeof(*sh) + 2 * n * sizeof(size_t) + (n + 1) * sizeof(const char *));
     if (sh == NULL) {
         return ERR_NOMEM;
     }
@@ -453,7 +454,7 @@ gw_s3client_sign(struct gw_s3client *c, const struct gw_s3client_sign_req *rq,
     if (rc != 0) {
         goto fail;
     }
-    if (total > SIGN_NAMES_LOCAL && (names = calloc(total, sizeof(*names))) == NULL) {
+    if (total > SIGN_NAMES_LOCAL && (names = mem_zalloc_array(total, sizeof(*names))) == NULL) {
         rc = ERR_NOMEM;
         goto fail;
     }

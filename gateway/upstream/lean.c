@@ -47,6 +47,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mem.h"
 
 GW_UPSTREAM_OPS_DECL(lean);
 
@@ -214,7 +215,7 @@ xfer_new(struct event_base *base)
 {
     size_t at = (sizeof(struct gw_lean_xfer) + 15) & ~(size_t)15;
     size_t ev = (event_get_struct_event_size() + 15) & ~(size_t)15;
-    struct gw_lean_xfer *x = calloc(1, at + 2 * ev);
+    struct gw_lean_xfer *x = mem_zalloc(at + 2 * ev);
     if (x == NULL) {
         return NULL;
     }
