@@ -235,7 +235,10 @@ int
 gw_upmsg_req_header_check(const char *h, int64_t body_length, enum gw_upmsg_req_hdr *kind,
                           bool *empty)
 {
-    static const char *const names[] = {"Accept", "Expect", "Transfer-Encoding", "Content-Length"};
+    static const struct {
+        const char *name;
+        size_t len;
+    } names[] = {{"Accept", 6}, {"Expect", 6}, {"Transfer-Encoding", 17}, {"Content-Length", 14}};
     const char *colon = strchr(h, ':');
     if (colon == NULL || !http_is_token(h, (size_t)(colon - h))) {
         return ERR_INVAL;
@@ -250,8 +253,9 @@ gw_upmsg_req_header_check(const char *h, int64_t body_length, enum gw_upmsg_req_
     *empty = vlen == 0;
     *kind = GW_UPMSG_REQ_HDR_OTHER;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (strlen(names[i]) == nlen && strncasecmp(h, names[i], nlen) == 0) {
+        if (names[i].len == nlen && strncasecmp(h, names[i].name, nlen) == 0) {
             *kind = (enum gw_upmsg_req_hdr)i;
+            break;
         }
     }
     if (*kind == GW_UPMSG_REQ_HDR_TE) {
