@@ -3,7 +3,7 @@
  *
  * glibc 2.36 (Debian 12) serves calloc from its arenas only, never from the
  * per-thread cache (tcache) that malloc and free use, so a small calloc costs
- * about 300 instructions (callgrind) where malloc and memset cost well under
+ * about 260 instructions (callgrind) where malloc and memset cost well under
  * 100, and a freed block goes back to a cache calloc never reads.  Blocks
  * that live for one request use these; long-lived ones keep calloc.
  */

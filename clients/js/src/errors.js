@@ -55,6 +55,9 @@ export class GatewayError extends FencegateError {
  * Fields from the S3 error document: Code, Lock, Token, CurrentToken.
  */
 export class FencingError extends S3ServiceException {
+  /** What the refusal of a lease's own token says of that lease: the reason it is lost with, or null. */
+  static leaseReason = null;
+
   constructor(from) {
     super({
       name: new.target.name,
@@ -72,9 +75,13 @@ export class FencingError extends S3ServiceException {
 }
 
 /** The token is lower than the lock's highest (409). */
-export class StaleFencingToken extends FencingError {}
+export class StaleFencingToken extends FencingError {
+  static leaseReason = "superseded";
+}
 /** The token is the highest, but its lease ended (409). */
-export class FencingLeaseExpired extends FencingError {}
+export class FencingLeaseExpired extends FencingError {
+  static leaseReason = "expired";
+}
 /** The token is above every epoch granted (409). */
 export class FencingTokenNotGranted extends FencingError {}
 /** A fenced write without a token (428). */

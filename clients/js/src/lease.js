@@ -2,8 +2,9 @@
 // judged lost on the LOCAL MONOTONIC clock (performance.now()), never on a
 // server's answer: the lease is lost when its deadline passes without a
 // confirmed renewal, whatever the network does, or at once when a renewal is
-// refused or the fence refuses one of its writes as stale or expired.  The deadline counts from when the granting (or renewing) request
-// was SENT, so it never falls after the gateway's own (DESIGN G6).
+// refused or the fence refuses one of its writes as stale or expired.  The
+// deadline counts from when the granting (or renewing) request was SENT, so
+// it never falls after the gateway's own (DESIGN G6).
 import { attach, detach } from "./attach.js";
 import { GatewayError, LeaseLost, LockHeld } from "./errors.js";
 import {
@@ -232,7 +233,7 @@ export class Lease {
    */
   refused(e) {
     if (e?.Lock !== this.#lock || String(e?.Token) !== String(this.#token)) return;
-    const reason = { StaleFencingToken: "superseded", FencingLeaseExpired: "expired" }[e.name];
+    const reason = e.constructor.leaseReason;
     if (!reason || this.lost) return;
     this.cause = e;
     this.#lose(reason);

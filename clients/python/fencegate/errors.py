@@ -47,15 +47,23 @@ class LeaseLost(FencegateError):
 
 
 class FencingError(ClientError):
-    """Base of the gateway's fencing refusals (a botocore ClientError)."""
+    """Base of the gateway's fencing refusals (a botocore ClientError).
+    lease_reason: what the refusal of a lease's own token says of that lease
+    (the reason it is lost with), None when it says nothing."""
+
+    lease_reason = None
 
 
 class StaleFencingToken(FencingError):
     """409: a newer token has been granted (and used) for the lock."""
 
+    lease_reason = "superseded"
+
 
 class FencingLeaseExpired(FencingError):
     """409: the token is the newest, but its lease ended."""
+
+    lease_reason = "expired"
 
 
 class FencingTokenNotGranted(FencingError):

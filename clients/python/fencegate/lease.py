@@ -164,17 +164,17 @@ class Lease:
         self._lose(UNREACHABLE if unreachable else EXPIRED)
         return True
 
-    def _refused(self, error):
+    def _refused(self, error, reason):
         """A write refused by the fence (error: the S3 error document's
-        fields).  When it names this lease's lock and token, the gateway has
-        judged the lease: lost now.  A deadline already passed is judged
-        first, so a process waking from a pause reads "expired", as it would
-        have a moment later."""
-        if error.get("Lock") != self.lock or error.get("Token") != str(self.token):
+        fields; reason: its class's lease_reason, None when the refusal says
+        nothing of a lease).  When it names this lease's lock and token, the
+        gateway has judged the lease: lost now with reason.  A deadline
+        already passed is judged first, so a process waking from a pause
+        reads "expired", as it would have a moment later."""
+        if reason is None or error.get("Lock") != self.lock or \
+                error.get("Token") != str(self.token):
             return
-        reason = {"StaleFencingToken": SUPERSEDED,
-                  "FencingLeaseExpired": EXPIRED}.get(error.get("Code"))
-        if reason is not None and not self._judge():
+        if not self._judge():
             self._lose(reason)
 
     def _lose(self, reason):

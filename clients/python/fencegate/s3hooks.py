@@ -88,7 +88,7 @@ class _Slot:
         if cls is not None and getattr(http, "status_code", 0) in (409, 428):
             lease = self.lease
             if lease is not None:
-                lease._refused(error)  # lost before the caller sees the error
+                lease._refused(error, cls.lease_reason)  # lost before the caller sees it
             raise cls(parsed, getattr(operation, "name", "unknown"))
         return None
 
