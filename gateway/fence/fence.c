@@ -423,6 +423,45 @@ verdict_of(struct flock *lk, const struct elect_window *w, uint32_t margin, uint
 }
 
 /*
+ * window_verdict's yes, and nothing else: it neither starts a read nor arms a
+ * timer (for a decision that can also wait for the loop, which does both).
+ */
+static bool
+window_covers_now(struct flock *lk, uint64_t epoch, uint32_t margin)
+{
+    struct gw_fence *f = lk->f;
+    if (f->win.peek == NULL) {
+        return true;
+    }
+    uint64_t now = clock_mono_ms();
+    struct elect_window w;
+    return now >= f->gate_until && f->win.peek(f->win.arg, lk->name, epoch, now, &w) == 0 &&
+           w.state == ELECT_WIN_OPEN && w.until >= now + margin;
+}
+
+/*
+ * Would the next judge admit t, just listed, as the first thing it does?  t
+ * is of the lock's highest epoch (above it, the advance must be durable
+ * first), no write waits before it (first come, first judged), no older write
+ * is in flight (the barrier), and a window covers it: judge_one's admission.
+ * Everything else (a refusal included) is left to judge, from the loop.
+ */
+static bool
+admissible_now(struct flock *lk, struct gw_fence_ticket *t)
+{
+    if (lk->judging || t->epoch != lk->highest) {
+        return false;
+    }
+    struct gw_fence_ticket *o;
+    TAILQ_FOREACH (o, &lk->tickets, link) {
+        if (o != t && (o->state == T_WAITING || (o->state == T_ADMITTED && o->epoch < t->epoch))) {
+            return false;
+        }
+    }
+    return window_covers_now(lk, t->epoch, t->margin);
+}
+
+/*
  * Does a window cover a write of epoch with margin now?  Without windows
  * configured: yes.  Starts a read or arms a timer when it cannot say yet.
  */
@@ -728,7 +767,11 @@ gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const cha
     str_copy(t->principal, sizeof(t->principal), principal != NULL ? principal : "");
     TAILQ_INSERT_TAIL(&lk->tickets, t, link);
     *out = t;
-    /* The verdict must never arrive before this returns: judge from the loop.
+    if (admissible_now(lk, t)) {
+        t->state = T_ADMITTED; /* judge's own verdict, one turn of the loop early */
+        return GW_FENCE_ADMITTED;
+    }
+    /* Any other verdict never arrives before this returns: judge from the loop.
      * The pending count keeps the lock entry alive until then. */
     static const struct timeval now = {0, 0};
     if (event_base_once(f->base, -1, EV_TIMEOUT, on_admit_judge, lk, &now) != 0) {
@@ -760,14 +803,8 @@ gw_fence_ticket_may_finish(struct gw_fence_ticket *t)
     if (f->win.peek == NULL) {
         return true;
     }
-    if (!t->holding) {
-        uint64_t now = clock_mono_ms();
-        struct elect_window w;
-        if (now >= f->gate_until && t->epoch >= lk->highest &&
-            f->win.peek(f->win.arg, lk->name, t->epoch, now, &w) == 0 &&
-            w.state == ELECT_WIN_OPEN && w.until >= now + t->margin) {
-            return true;
-        }
+    if (!t->holding && t->epoch >= lk->highest && window_covers_now(lk, t->epoch, t->margin)) {
+        return true;
     }
     /* Held: judged from the loop (a read if need be), then resume or cut. */
     if (!t->holding) {

@@ -253,8 +253,11 @@ void gw_fence_free(struct gw_fence *f);
  * [in]  admitted  runs once with the verdict, never before this returns
  * [in]  cut       runs at most once, after admission, if the barrier cuts the write
  * [out] out       the ticket: hold it until the write ends, then release it
- * Returns 0 (started) or ERR_INVAL / ERR_NOMEM (no callback will run).
+ * Returns GW_FENCE_ADMITTED (admitted now, as the loop's next judgement would:
+ * admitted will not run), 0 (started: admitted runs later), or ERR_INVAL /
+ * ERR_NOMEM (no callback will run).
  */
+#define GW_FENCE_ADMITTED 1 /* gw_fence_admit: admitted at once */
 MUST_USE int gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim,
                             const char *reqid, const char *principal, gw_fence_admit_fn *admitted,
                             gw_fence_cut_fn *cut, void *arg, struct gw_fence_ticket **out);

@@ -29,7 +29,8 @@ struct gw_fport_ticket;
 /*
  * gw_fport_admit - gw_fence_admit (f: the control loop's fence; unused on a
  * worker loop, whose crossing reaches it).  Same arguments, returns and
- * callbacks; ERR_CLOSED too on a worker loop (the control loop is going).
+ * callbacks; on a worker loop never GW_FENCE_ADMITTED (the verdict crosses
+ * back), and ERR_CLOSED too (the control loop is going).
  */
 MUST_USE int gw_fport_admit(struct gw_fence *f, const struct gw_fence_claim *claim,
                             const char *reqid, const char *principal, gw_fence_admit_fn *admitted,

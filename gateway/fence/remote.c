@@ -249,12 +249,15 @@ c_admit(struct gw_fence_hub *h, struct msg *m)
     TAILQ_INSERT_TAIL(&h->halves, c, link);
     h->n++;
     int rc = gw_fence_admit(h->f, &m->claim, m->reqid, m->principal, c_admitted, c_cut, c, &c->t);
-    if (rc != 0) {
+    if (rc < 0) {
         c->t = NULL;
         answer(c, M_VERDICT, rc, 0);
         return;
     }
     gw_fence_ticket_rebind(c->t, c_cut, c_resume, c);
+    if (rc == GW_FENCE_ADMITTED) {
+        c_admitted(c, 0, m->claim.token);
+    }
 }
 
 static void

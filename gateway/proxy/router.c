@@ -514,7 +514,9 @@ admit(struct gw_router *rt, struct gw_req *req, const struct gw_s3req *s3,
               gw_loopctx_here != NULL ? gw_loopctx_here->index : 0);
     int rc = gw_fport_admit(rt->fence, &claim, gw_req_id(req), principal_name(auth), on_admitted,
                             on_pending_cut, pd, &pd->ticket);
-    if (rc != 0) {
+    if (rc == GW_FENCE_ADMITTED) {
+        on_admitted(pd, 0, claim.token);
+    } else if (rc != 0) {
         pending_free(pd);
         gw_refuse_err(req, rc, "The fence could not be checked.");
     }

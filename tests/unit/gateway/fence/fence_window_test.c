@@ -197,6 +197,7 @@ struct w {
     uint64_t cut_current;
     int resumes;        /* resume callbacks */
     int resumes_inside; /* ... that ran inside gw_fence_ticket_may_finish */
+    bool at_once;       /* admitted by gw_fence_admit itself (GW_FENCE_ADMITTED) */
     struct gw_fence_ticket *t;
 };
 
@@ -330,8 +331,13 @@ admit_claim(struct env *e, const char *lock, uint64_t token, bool complete, stru
     struct gw_fence_claim c = {.fenced = true, .token = token, .complete = complete};
     (void)snprintf(c.lock, sizeof(c.lock), "%s", lock);
     memset(w, 0, sizeof(*w));
-    assert_int_equal(gw_fence_admit(e->f, &c, "req", "tester", on_verdict, on_cut, w, &w->t), 0);
+    int rc = gw_fence_admit(e->f, &c, "req", "tester", on_verdict, on_cut, w, &w->t);
+    assert_true(rc == 0 || rc == GW_FENCE_ADMITTED);
     assert_int_equal(w->verdicts, 0); /* never before the call returns */
+    if (rc == GW_FENCE_ADMITTED) {
+        w->at_once = true;
+        on_verdict(w, 0, token); /* what the caller does: the verdict, as the loop would give it */
+    }
     gw_fence_ticket_rebind(w->t, on_cut, on_resume, w);
 }
 
@@ -442,6 +448,94 @@ test_open_window_admits_only_with_the_margin(void **state)
     release(&a);
     release(&b);
     release(&c);
+}
+
+/*
+ * A write the loop's next judgement would admit first is admitted by
+ * gw_fence_admit itself, with nothing read; any other is left to the loop:
+ * a window short of the margin, the start gate, a token above the highest
+ * (durable first, G2), a write already waiting before it (first come, first
+ * judged), an older write in flight (the barrier, G3), a refusal.
+ */
+static void
+test_admitted_at_once_only_as_the_loop_would(void **state)
+{
+    struct env *e = *state;
+    struct w a, b, c, d, g, s, x;
+    at(PAST_GATE);
+    admitted(e, "n", 5, &a); /* the advance to 5 goes by the loop */
+    assert_false(a.at_once);
+    RUN_UNTIL(e, durable(e, "n") == 5);
+    e->fk.peek_rc = 0;
+    e->fk.peek_w = win(ELECT_WIN_OPEN, PAST_GATE + 60000, 5);
+    int reads = e->fk.reads;
+    admit(e, "n", 5, &b);
+    assert_true(b.at_once);
+    assert_int_equal(b.verdicts, 1);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(e->fk.reads, reads);
+    assert_true(may_finish(&b)); /* admitted as the loop admits: its last byte may go */
+
+    e->fk.peek_w = win(ELECT_WIN_OPEN, PAST_GATE + COMMIT_MS - 1, 5); /* short of the margin */
+    e->fk.hold = true;
+    admit(e, "n", 5, &c);
+    assert_false(c.at_once);
+    spin(e, 20);
+    assert_int_equal(c.verdicts, 0); /* it waits for a read */
+    e->fk.peek_w = win(ELECT_WIN_OPEN, PAST_GATE + 60000, 5);
+    admit(e, "n", 5, &d); /* the window would cover it, but c came first */
+    assert_false(d.at_once);
+    e->fk.read_w = e->fk.peek_w;
+    fake_release(&e->fk);
+    RUN_UNTIL(e, c.verdicts == 1 && d.verdicts == 1);
+    assert_int_equal(c.err, 0);
+    assert_int_equal(d.err, 0);
+
+    gw_fence_ticket_sent(a.t);
+    gw_fence_ticket_sent(b.t);
+    gw_fence_learn(e->f, "n", 6);
+    RUN_UNTIL(e, durable(e, "n") == 6 && c.cuts + d.cuts == 2); /* unsent epoch-5 writes cut */
+    e->fk.peek_w = win(ELECT_WIN_OPEN, PAST_GATE + 60000, 6);
+    admit(e, "n", 5, &s); /* below the highest: refused by the loop */
+    assert_false(s.at_once);
+    RUN_UNTIL(e, s.verdicts == 1);
+    assert_int_equal(s.err, ERR_FENCED);
+    admit(e, "n", 6, &g); /* the sent epoch-5 writes a and b are awaited: the barrier */
+    assert_false(g.at_once);
+    spin(e, 20);
+    assert_int_equal(g.verdicts, 0);
+    release(&a);
+    release(&b);
+    RUN_UNTIL(e, g.verdicts == 1);
+    assert_int_equal(g.err, 0);
+
+    admit(e, "n", 7, &x); /* above the highest: the advance is durable first (G2) */
+    assert_false(x.at_once);
+    RUN_UNTIL(e, x.verdicts == 1 && g.cuts == 1);
+    assert_int_equal(x.err, 0);
+    assert_int_equal(durable(e, "n"), 7);
+    release(&x);
+}
+
+/* The start gate: nothing is admitted at once while it is closed. */
+static void
+test_not_at_once_before_the_gate(void **state)
+{
+    struct env *e = *state;
+    struct w a;
+    /* an earlier life's highest */
+    assert_int_equal(store_fence_advance_sync(e->st, "g", 3, NULL, NULL, NULL), 0);
+    at(COMPLETE_MS - 1);
+    e->fk.peek_rc = 0;
+    e->fk.peek_w = win(ELECT_WIN_OPEN, PAST_GATE + 60000, 3);
+    admit(e, "g", 3, &a); /* the highest, a window: only the gate stands */
+    assert_false(a.at_once);
+    spin(e, 20);
+    assert_int_equal(a.verdicts, 0);
+    at(PAST_GATE);
+    RUN_UNTIL(e, a.verdicts == 1);
+    assert_int_equal(a.err, 0);
+    release(&a);
 }
 
 /* A live lease whose window is too short waits (re-reading) and ends with
@@ -854,6 +948,9 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_window_admits_only_with_the_margin, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_admitted_at_once_only_as_the_loop_would, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_not_at_once_before_the_gate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_window_waits_until_it_ends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_answers_refuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_superseded_advances_the_fence, setup, teardown),
