@@ -62,13 +62,6 @@ static const unsigned char uri_kept[256] = {
     ['z'] = 1, ['~'] = 1, ['/'] = 2,
 };
 
-/* b stands for itself in SigV4's UriEncode (keep_slash: 2 in a path, else 0). */
-static int
-is_kept(unsigned char b, int keep_slash)
-{
-    return uri_kept[b] == 1 || (uri_kept[b] == 2 && keep_slash);
-}
-
 /* Output staging so that encoding does not call buf_append per byte. */
 struct stage {
     struct buf *out; /* destination */
@@ -95,74 +88,67 @@ stage_put(struct stage *st, char c)
     st->tmp[st->n++] = c;
 }
 
-/* n bytes that stand for themselves: staged, or past the stage's room straight to the buffer. */
-static void
-stage_bytes(struct stage *st, const char *p, size_t n)
-{
-    if (n > sizeof(st->tmp) - st->n) {
-        stage_flush(st);
-        if (n > sizeof(st->tmp)) {
-            if (st->err == 0) {
-                st->err = buf_append(st->out, p, n);
-            }
-            return;
-        }
-    }
-    memcpy(st->tmp + st->n, p, n);
-    st->n += n;
-}
-
-static void
-stage_byte_encoded(struct stage *st, unsigned char b, int keep_slash)
-{
-    static const char up[] = "0123456789ABCDEF";
-    if (is_kept(b, keep_slash)) {
-        stage_put(st, (char)b);
-        return;
-    }
-    stage_put(st, '%');
-    stage_put(st, up[b >> 4]);
-    stage_put(st, up[b & 15]);
-}
-
 /*
  * Decode s[0..n) once (%XX, and '+' as space when plus_space) and encode the
- * result per SigV4 UriEncode (uppercase hex; '/' kept when keep_slash).
+ * result per SigV4 UriEncode (uppercase hex; '/' kept when keep_slash),
+ * appended to out.  Written in place: a byte in gives at most three out, so
+ * room for 3n (or whatever the cap leaves) is made once, and no byte is
+ * staged or appended on its own.  On failure out is unchanged.
  */
 static int
 recode(const char *s, size_t n, int plus_space, int keep_slash, struct buf *out)
 {
-    struct stage st = {.out = out};
-
-    for (size_t i = 0; i < n; i++) {
-        size_t j = i; /* a run that encodes to itself, staged whole */
-        while (j < n && is_kept((unsigned char)s[j], keep_slash)) {
-            j++;
-        }
-        if (j > i) {
-            stage_bytes(&st, s + i, j - i);
-            i = j - 1;
-            continue;
-        }
-        unsigned char b = (unsigned char)s[i];
-        if (b == '%') {
-            if (i + 2 >= n) { /* a '%' needs two hex digits after it */
-                return ERR_INVAL;
-            }
-            int hi = hex_digit((unsigned char)s[i + 1]);
-            int lo = hex_digit((unsigned char)s[i + 2]);
-            if (hi < 0 || lo < 0) {
-                return ERR_INVAL;
-            }
-            b = (unsigned char)(hi << 4 | lo);
-            i += 2;
-        } else if (b == '+' && plus_space) {
-            b = ' ';
-        }
-        stage_byte_encoded(&st, b, keep_slash);
+    static const char up[] = "0123456789ABCDEF";
+    const unsigned char kept = keep_slash ? 3 : 1; /* the uri_kept bits that stand for themselves */
+    if (n == 0) {
+        return 0;
     }
-    stage_flush(&st);
-    return st.err;
+    size_t left = out->cap - out->len;
+    size_t room = n <= left / 3 ? 3 * n : left;
+    int err = buf_reserve(out, room);
+    if (err != 0) {
+        return err;
+    }
+    char *d = out->data + out->len;
+    const char *end = d + room;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)s[i];
+        if (!(uri_kept[b] & kept)) {
+            if (b == '%') {
+                int hi = i + 2 < n ? hex_digit((unsigned char)s[i + 1]) : -1;
+                int lo = i + 2 < n ? hex_digit((unsigned char)s[i + 2]) : -1;
+                if (hi < 0 || lo < 0) { /* a '%' needs two hex digits after it */
+                    err = ERR_INVAL;
+                    break;
+                }
+                b = (unsigned char)(hi << 4 | lo);
+                i += 2;
+            } else if (b == '+' && plus_space) {
+                b = ' ';
+            }
+        }
+        if (uri_kept[b] & kept) {
+            if (d == end) {
+                err = ERR_TOOBIG;
+                break;
+            }
+            *d++ = (char)b;
+        } else {
+            if (end - d < 3) {
+                err = ERR_TOOBIG;
+                break;
+            }
+            d[0] = '%';
+            d[1] = up[b >> 4];
+            d[2] = up[b & 15];
+            d += 3;
+        }
+    }
+    if (err == 0) {
+        out->len = (size_t)(d - out->data);
+    }
+    out->data[out->len] = '\0';
+    return err;
 }
 
 /* RFC 3986 5.2.4 remove_dot_segments plus "//" squashing, for non-S3 services. */
@@ -323,6 +309,14 @@ gw_sigv4_canonical_query(const char *query, unsigned flags, struct buf *out)
             goto fail;
         }
         q->klen = enc.len - q->koff;
+        /* buf_cstr, not enc.data: "=" and "=&=" encode to nothing, and enc then has no
+         * storage yet (NULL + 0 and memcmp(NULL, ..., 0) are undefined) */
+        if ((flags & GW_SIGV4_F_SKIP_SIGNATURE) &&
+            memcmp_len(buf_cstr(&enc) + q->koff, q->klen, "X-Amz-Signature", 15) == 0) {
+            enc.len = q->koff; /* its value is never encoded */
+            enc.data[enc.len] = '\0';
+            continue;
+        }
         q->voff = enc.len;
         if (eq != NULL) {
             err = recode(eq + 1, n - kn - 1, 1, 0, &enc);
@@ -331,13 +325,6 @@ gw_sigv4_canonical_query(const char *query, unsigned flags, struct buf *out)
             }
         }
         q->vlen = enc.len - q->voff;
-        /* buf_cstr, not enc.data: "=" and "=&=" encode to nothing, and enc then has no
-         * storage yet (NULL + 0 and memcmp(NULL, ..., 0) are undefined) */
-        if ((flags & GW_SIGV4_F_SKIP_SIGNATURE) &&
-            memcmp_len(buf_cstr(&enc) + q->koff, q->klen, "X-Amz-Signature", 15) == 0) {
-            enc.len = q->koff;
-            continue;
-        }
         np++;
     }
     const char *encoded = buf_cstr(&enc); /* "" when every key and value was empty */

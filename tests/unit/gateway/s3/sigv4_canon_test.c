@@ -119,6 +119,19 @@ test_canonical_uri(void **state)
     buf_init(&b, 8);
     assert_int_equal(gw_sigv4_canonical_uri("/$$$$$$$$$", 10, 0, &b), ERR_TOOBIG);
     buf_cleanup(&b);
+    /* Exactly at the cap fits, one byte short does not and leaves the buffer as it was. */
+    buf_init(&b, 8);
+    assert_int_equal(buf_append(&b, "x", 1), 0);
+    assert_int_equal(gw_sigv4_canonical_uri("/$$", 3, 0, &b), 0);
+    assert_string_equal(buf_cstr(&b), "x/%24%24");
+    b.len = 1;
+    b.data[1] = '\0';
+    assert_int_equal(gw_sigv4_canonical_uri("/$$a", 4, 0, &b), ERR_TOOBIG);
+    assert_int_equal(b.len, 1);
+    assert_string_equal(buf_cstr(&b), "x");
+    assert_int_equal(gw_sigv4_canonical_uri("/a%", 3, 0, &b), ERR_INVAL);
+    assert_string_equal(buf_cstr(&b), "x");
+    buf_cleanup(&b);
 }
 
 static void
