@@ -21,6 +21,17 @@ clock_mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t
+clock_coarse_ms(void)
+{
+    if (atomic_load_explicit(&pinned, memory_order_acquire)) {
+        return atomic_load_explicit(&pinned_mono, memory_order_relaxed);
+    }
+    struct timespec ts;
+    (void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 int64_t
 clock_wall_ms(void)
 {

@@ -16,6 +16,15 @@
 /* Milliseconds on the monotonic clock (CLOCK_MONOTONIC), or the pinned value. */
 uint64_t clock_mono_ms(void);
 
+/*
+ * clock_coarse_ms - the monotonic clock at the kernel tick's resolution
+ * (CLOCK_MONOTONIC_COARSE: up to a tick, a few ms, behind clock_mono_ms; a
+ * fifth of its cost), or the pinned monotonic value.  For idle and progress
+ * timeouts that a request stamps several times, never for a lease or a write
+ * window (G6); compared only with its own values.
+ */
+uint64_t clock_coarse_ms(void);
+
 /* Milliseconds since the Unix epoch (CLOCK_REALTIME), or the pinned value. */
 int64_t clock_wall_ms(void);
 

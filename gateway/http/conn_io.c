@@ -16,7 +16,7 @@
 uint64_t
 gw_http_now_ms(void)
 {
-    return clock_mono_ms();
+    return clock_coarse_ms();
 }
 
 void

@@ -391,7 +391,7 @@ void gw_http_handout_give(struct gw_server *srv, int fd, const char *peer, size_
  * (drain, free; any server). */
 void gw_http_handout_stop(struct gw_server *srv);
 
-/* gw_http_now_ms - the monotonic clock in ms (conn_io.c). */
+/* gw_http_now_ms - the coarse monotonic clock in ms, for the connections' timeouts (conn_io.c). */
 uint64_t gw_http_now_ms(void);
 
 /*

@@ -185,7 +185,7 @@ static void unwait(struct gw_lean_xfer *x);
 void
 lean_xfer_touch(struct gw_lean_xfer *x)
 {
-    x->last_progress_ms = clock_mono_ms();
+    x->last_progress_ms = clock_coarse_ms();
 }
 
 static void
@@ -606,7 +606,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
     if ((x->send_paused && !x->body_done) || x->recv_paused) {
         return; /* the clock stands still while we hold either side; resume re-arms it */
     }
-    uint64_t idle = clock_mono_ms() - x->last_progress_ms;
+    uint64_t idle = clock_coarse_ms() - x->last_progress_ms;
     uint64_t limit = x->up->pub.opts.timeout_ms;
     if (idle < limit) {
         arm_timer(x, limit - idle);

@@ -82,7 +82,7 @@ struct gw_lean_xfer {
     struct event *kick;                  /* deferred work: send, buffered input, settle; the same */
     int64_t body_length;                 /* request body bytes, -1 for none */
     uint64_t body_sent;                  /* bytes read_body handed over */
-    uint64_t last_progress_ms;           /* clock_mono_ms() when a byte last moved */
+    uint64_t last_progress_ms;           /* clock_coarse_ms() when a byte last moved */
     int busy;                            /* inside one of our entry points */
     int end_err;                         /* how it ended (valid when ended) */
     bool ended;                          /* lean_xfer_end ran: report at settle */
