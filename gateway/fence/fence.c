@@ -49,7 +49,10 @@ struct gw_fence_ticket {
 
 TAILQ_HEAD(ticket_list, gw_fence_ticket);
 
-/* A lock with writes in flight. */
+/* A lock with writes in flight, or one of the GW_FENCE_IDLE_MAX without any
+ * that were last used (idle: its highest, kept so that a lock's next write
+ * does not read it from the store again; this fence is the only writer of
+ * its table, so what it keeps stays what the store holds). */
 struct flock {
     struct gw_fence *f;               /* owner */
     char name[GW_FENCE_LOCK_MAX + 1]; /* lock name */
@@ -65,10 +68,13 @@ struct flock {
     uint64_t rd_epoch;                /* the epoch read */
     int rd_err;                       /* its error (0: rd_w valid) */
     struct elect_window rd_w;         /* its answer */
+    bool idle;                        /* nothing in flight: on f->idle */
     LIST_ENTRY(flock) link;           /* in f->table[] */
+    TAILQ_ENTRY(flock) idle_link;     /* in f->idle, oldest first */
 };
 
 LIST_HEAD(flock_list, flock);
+TAILQ_HEAD(flock_queue, flock);
 
 struct gw_fence {
     struct event_base *base;                /* borrowed */
@@ -80,7 +86,9 @@ struct gw_fence {
     struct gw_fence_windows win;            /* write windows (win.peek NULL: none) */
     uint64_t gate_until;                    /* mono ms: no fenced write admitted before */
     uint64_t created;                       /* mono ms of gw_fence_new */
-    struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight */
+    struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight, and the idle */
+    struct flock_queue idle;                /* locks with nothing in flight, oldest first */
+    size_t nidle;                           /* their number (<= GW_FENCE_IDLE_MAX) */
 };
 
 static unsigned
@@ -106,6 +114,7 @@ gw_fence_new(struct event_base *base, struct store *st)
     for (size_t i = 0; i < FENCE_BUCKETS; i++) {
         LIST_INIT(&f->table[i]);
     }
+    TAILQ_INIT(&f->idle);
     return f;
 }
 
@@ -193,6 +202,11 @@ flock_get(struct gw_fence *f, const char *lock, struct flock **out)
 {
     struct flock *lk = flock_find(f, lock);
     if (lk != NULL) {
+        if (lk->idle) {
+            TAILQ_REMOVE(&f->idle, lk, idle_link);
+            f->nidle--;
+            lk->idle = false;
+        }
         *out = lk;
         return 0;
     }
@@ -214,14 +228,31 @@ flock_get(struct gw_fence *f, const char *lock, struct flock **out)
     return 0;
 }
 
-/* Forgets a lock with nothing in flight (its state is in the store). */
+/* A lock with nothing in flight joins the idle (its state is in the store);
+ * past GW_FENCE_IDLE_MAX of them, the one unused longest is forgotten. */
 static void
 flock_maybe_free(struct flock *lk)
 {
-    if (TAILQ_EMPTY(&lk->tickets) && lk->pending == 0 && !lk->judging && lk->abort_upto == 0) {
-        LIST_REMOVE(lk, link);
-        free(lk);
+    if (lk->idle || !TAILQ_EMPTY(&lk->tickets) || lk->pending != 0 || lk->judging ||
+        lk->abort_upto != 0) {
+        return;
     }
+    struct gw_fence *f = lk->f;
+    lk->idle = true;
+    TAILQ_INSERT_TAIL(&f->idle, lk, idle_link);
+    if (++f->nidle > GW_FENCE_IDLE_MAX) {
+        struct flock *old = TAILQ_FIRST(&f->idle);
+        TAILQ_REMOVE(&f->idle, old, idle_link);
+        f->nidle--;
+        LIST_REMOVE(old, link);
+        free(old);
+    }
+}
+
+size_t
+gw_fence_idle_locks(const struct gw_fence *f)
+{
+    return f->nidle;
 }
 
 int

@@ -243,6 +243,13 @@ typedef void gw_fence_advance_fn(void *arg, const char *lock, uint64_t highest);
  */
 void gw_fence_set_advance_hook(struct gw_fence *f, gw_fence_advance_fn *on_advance, void *arg);
 
+/* Locks with nothing in flight whose highest the fence keeps in memory, the
+ * ones used last: a lock's writes one after the other read the store once. */
+#define GW_FENCE_IDLE_MAX 1024
+
+/* gw_fence_idle_locks - how many it keeps now (at most GW_FENCE_IDLE_MAX). */
+size_t gw_fence_idle_locks(const struct gw_fence *f);
+
 /* gw_fence_free - free; every ticket must have been released or cancelled.  NULL-safe. */
 void gw_fence_free(struct gw_fence *f);
 

@@ -169,6 +169,47 @@ test_not_granted_and_stale(void **state)
     assert_int_equal(cur, 3);
 }
 
+/*
+ * A lock with nothing in flight stays in memory, up to GW_FENCE_IDLE_MAX of
+ * them, the one unused longest forgotten first; a forgotten lock's highest
+ * comes back from the store.
+ */
+static void
+test_idle_locks_kept_up_to_a_bound(void **state)
+{
+    struct env *e = *state;
+    struct w a, b;
+    grant(e, "first", 5);
+    admit(e, "first", 5, &a);
+    RUN_UNTIL(e, a.verdicts == 1);
+    assert_int_equal(a.err, 0);
+    assert_int_equal(gw_fence_idle_locks(e->f), 0); /* in flight */
+    gw_fence_ticket_release(a.t);
+    assert_int_equal(gw_fence_idle_locks(e->f), 1);
+    admit(e, "first", 5, &a); /* kept: the verdict at once, as the loop's would be */
+    assert_true(a.at_once);
+    assert_int_equal(gw_fence_idle_locks(e->f), 0);
+    gw_fence_ticket_release(a.t);
+
+    char name[32];
+    for (int i = 0; i < GW_FENCE_IDLE_MAX + 8; i++) {
+        (void)snprintf(name, sizeof(name), "other-%d", i);
+        admit(e, name, 1, &b); /* never granted: refused (G4), the lock then idle */
+        RUN_UNTIL(e, b.verdicts == 1);
+        assert_int_equal(b.err, ERR_DENIED);
+    }
+    assert_int_equal(gw_fence_idle_locks(e->f), GW_FENCE_IDLE_MAX);
+    admit(e, "first", 4, &a); /* forgotten first: read again, and still refuses what it did */
+    assert_false(a.at_once);
+    RUN_UNTIL(e, a.verdicts == 1);
+    assert_int_equal(a.err, ERR_FENCED);
+    assert_int_equal(a.current, 5);
+    admit(e, "first", 5, &a);
+    RUN_UNTIL(e, a.verdicts == 1);
+    assert_int_equal(a.err, 0);
+    gw_fence_ticket_release(a.t);
+}
+
 static int lookups;
 
 static void
@@ -317,6 +358,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_not_granted_and_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_locks_kept_up_to_a_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_barrier_cuts_unsent_older_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_while_waiting, setup, teardown),
