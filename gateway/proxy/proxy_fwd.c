@@ -15,6 +15,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/num.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
@@ -114,8 +115,8 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
     p->store = fenced->store;
     p->token = fenced->token;
     str_copy(p->lock, sizeof(p->lock), fenced->lock);
-    (void)snprintf(p->principal, sizeof(p->principal), "%s",
-                   f->auth->principal != NULL ? f->auth->principal->name : "");
+    str_copy(p->principal, sizeof(p->principal),
+             f->auth->principal != NULL ? f->auth->principal->name : "");
     p->s3 = malloc(sizeof(*p->s3));
     if (p->s3 == NULL) {
         f->rc = ERR_NOMEM;
@@ -289,8 +290,7 @@ fwd_headers(struct fwd *f)
         if (f->nce == 0) {
             fwd_add(f, "Content-Encoding", "aws-chunked");
         }
-        (void)snprintf(f->decoded, sizeof(f->decoded), "%llu",
-                       (unsigned long long)f->auth->decoded_length);
+        f->decoded[fmt_u64(f->auth->decoded_length, f->decoded)] = '\0';
         fwd_add(f, "x-amz-decoded-content-length", f->decoded);
         fwd_add(f, "x-amz-trailer", f->trailer);
     } else if (f->ck_alg != GW_CHECKSUM_NONE) {
@@ -298,7 +298,7 @@ fwd_headers(struct fwd *f)
     }
     if (f->p->ticket != NULL && cfg->fencing.record_epoch_metadata &&
         (f->s3->op == GW_S3_OP_PUT_OBJECT || f->s3->op == GW_S3_OP_CREATE_MULTIPART)) {
-        (void)snprintf(f->epoch, sizeof(f->epoch), "%llu", (unsigned long long)f->p->token);
+        f->epoch[fmt_u64(f->p->token, f->epoch)] = '\0';
         fwd_add(f, "x-amz-meta-fencing-epoch", f->epoch);
     }
     return FWD_OK;

@@ -324,7 +324,7 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     }
     if (p->ticket != NULL) {
         char cur[24];
-        (void)snprintf(cur, sizeof(cur), "%llu", (unsigned long long)p->token);
+        cur[fmt_u64(p->token, cur)] = '\0';
         if (gw_resp_header(req, "X-Fencing-Current-Token", cur) != 0) {
             log_warn("req %s: could not add X-Fencing-Current-Token", gw_req_id(req));
         }
