@@ -10,26 +10,28 @@ static atomic_bool pinned;
 static _Atomic uint64_t pinned_mono;
 static _Atomic int64_t pinned_wall;
 
-uint64_t
-clock_mono_ms(void)
+/* The monotonic clock id in ms, or the pinned monotonic value. */
+static uint64_t
+mono_ms(clockid_t id)
 {
     if (atomic_load_explicit(&pinned, memory_order_acquire)) {
         return atomic_load_explicit(&pinned_mono, memory_order_relaxed);
     }
     struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    (void)clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t
+clock_mono_ms(void)
+{
+    return mono_ms(CLOCK_MONOTONIC);
 }
 
 uint64_t
 clock_coarse_ms(void)
 {
-    if (atomic_load_explicit(&pinned, memory_order_acquire)) {
-        return atomic_load_explicit(&pinned_mono, memory_order_relaxed);
-    }
-    struct timespec ts;
-    (void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return mono_ms(CLOCK_MONOTONIC_COARSE);
 }
 
 int64_t

@@ -18,7 +18,7 @@ uint64_t clock_mono_ms(void);
 
 /*
  * clock_coarse_ms - the monotonic clock at the kernel tick's resolution
- * (CLOCK_MONOTONIC_COARSE: up to a tick, a few ms, behind clock_mono_ms; a
+ * (CLOCK_MONOTONIC_COARSE: a tick or two, a few ms, behind clock_mono_ms; a
  * fifth of its cost), or the pinned monotonic value.  For idle and progress
  * timeouts that a request stamps several times, never for a lease or a write
  * window (G6); compared only with its own values.
