@@ -324,6 +324,16 @@ test_verdicts_cross_to_the_worker(void **state)
     gw_fence_rticket_release(a.t);
     /* the refusal ended its control half by itself; the release ended a's */
     PUMP_UNTIL(hub_tickets() == 0);
+    /* the highest with nothing in flight: the control loop admits it at once
+     * (GW_FENCE_ADMITTED), and the verdict still crosses to the worker */
+    struct w c;
+    admit(&wb, "orders", 5, &c);
+    PUMP_UNTIL(c.verdicts == 1);
+    assert_int_equal(c.err, 0);
+    assert_int_equal(c.current, 5);
+    assert_int_equal(c.wrong_thread, 0);
+    gw_fence_rticket_release(c.t);
+    PUMP_UNTIL(hub_tickets() == 0);
 }
 
 static void
