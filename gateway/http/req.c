@@ -9,11 +9,11 @@
 #define LOG_MODULE "http"
 
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "common/buf.h"
 #include "common/log.h"
 #include "gateway/http/internal.h"
 
@@ -113,8 +113,11 @@ gw_req_config(const struct gw_req *req)
 static const char *
 find(const struct gw_hdr_list *h, const char *name)
 {
+    size_t n = strlen(name);
     for (size_t i = 0; i < h->n; i++) {
-        if (str_caseeq(h->view[i].name, name)) {
+        /* the lengths first: most names differ in them, and then no byte is compared
+         * (about 80 lookups that miss a fenced PUT) */
+        if (h->view[i].name_len == n && strncasecmp(h->view[i].name, name, n) == 0) {
             return h->view[i].value;
         }
     }
