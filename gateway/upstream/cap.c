@@ -260,10 +260,11 @@ gw_upstream_cap_share(const struct gw_upstream_cap *c)
     return c->share;
 }
 
-bool
-gw_upstream_cap_hand_over(struct gw_upstream_cap *c, uint32_t slot, bool to_empty_only)
+/* A member other than slot whose transfers wait (holding no connection, with
+ * to_empty_only), in turn from c->turn; NULL: none. */
+static struct cap_member *
+pick(struct gw_upstream_cap *c, uint32_t slot, bool to_empty_only, uint32_t start)
 {
-    uint32_t start = (uint32_t)atomic_fetch_add_explicit(&c->turn, 1, memory_order_relaxed);
     for (uint32_t k = 0; k < c->nmembers; k++) {
         uint32_t i = (start + k) % c->nmembers;
         struct cap_member *m = &c->m[i];
@@ -271,11 +272,28 @@ gw_upstream_cap_hand_over(struct gw_upstream_cap *c, uint32_t slot, bool to_empt
             (to_empty_only && atomic_load_explicit(&m->conns, memory_order_relaxed) != 0)) {
             continue;
         }
-        atomic_fetch_add(&m->granted, 1);
-        poke(m);
-        return true;
+        return m;
     }
-    return false;
+    return NULL;
+}
+
+bool
+gw_upstream_cap_waiting(struct gw_upstream_cap *c, uint32_t slot, bool to_empty_only)
+{
+    return pick(c, slot, to_empty_only, 0) != NULL;
+}
+
+bool
+gw_upstream_cap_hand_over(struct gw_upstream_cap *c, uint32_t slot, bool to_empty_only)
+{
+    uint32_t start = (uint32_t)atomic_fetch_add_explicit(&c->turn, 1, memory_order_relaxed);
+    struct cap_member *m = pick(c, slot, to_empty_only, start);
+    if (m == NULL) {
+        return false;
+    }
+    atomic_fetch_add(&m->granted, 1);
+    poke(m);
+    return true;
 }
 
 uint32_t

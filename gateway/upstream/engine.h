@@ -99,6 +99,8 @@ void gw_upstream_cap_idle(struct gw_upstream_cap *c, uint32_t slot, size_t idle)
 uint32_t gw_upstream_cap_shed_asked(struct gw_upstream_cap *c, uint32_t slot);
 void gw_upstream_cap_held(struct gw_upstream_cap *c, uint32_t slot, size_t conns);
 uint32_t gw_upstream_cap_share(const struct gw_upstream_cap *c);
+/* gw_upstream_cap_waiting - would gw_upstream_cap_hand_over find a member to give to? */
+MUST_USE bool gw_upstream_cap_waiting(struct gw_upstream_cap *c, uint32_t slot, bool to_empty_only);
 MUST_USE bool gw_upstream_cap_hand_over(struct gw_upstream_cap *c, uint32_t slot,
                                         bool to_empty_only);
 uint32_t gw_upstream_cap_granted(struct gw_upstream_cap *c, uint32_t slot);

@@ -351,12 +351,15 @@ lean_conn_gone(struct lean_conn *c)
 static bool
 close_for_other(struct gw_lean *up, struct lean_conn *c, bool to_empty_only)
 {
-    if (!gw_upstream_cap_hand_over(up->cap, up->cap_slot, to_empty_only)) {
+    if (!gw_upstream_cap_waiting(up->cap, up->cap_slot, to_empty_only)) {
         return false;
     }
-    up->handing = true; /* the slot stays counted: it is the other loop's now */
-    lean_conn_close(c);
+    up->handing = true; /* the slot stays counted: it is the other loop's next */
+    lean_conn_close(c); /* the socket closes before the other loop may open one */
     up->handing = false;
+    if (!gw_upstream_cap_hand_over(up->cap, up->cap_slot, to_empty_only)) {
+        gw_upstream_cap_give(up->cap); /* the waiter went meanwhile: the slot goes back */
+    }
     return true;
 }
 

@@ -732,7 +732,6 @@ lean_conn_close(struct lean_conn *c)
     if (c == NULL) {
         return;
     }
-    lean_conn_gone(c);
     if (c->x != NULL) {
         c->x->c = NULL;
     }
@@ -740,6 +739,9 @@ lean_conn_close(struct lean_conn *c)
         event_free(c->rev); /* before the socket closes with the bufferevent */
     }
     bufferevent_free(c->bev); /* closes the socket: bytes still queued never leave */
+    /* then the slot goes back: another loop may open a connection at once, and
+     * the process must never hold more than upstream.max_connections */
+    lean_conn_gone(c);
     event_free(c->ctimer);
     free(c);
 }
