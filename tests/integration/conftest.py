@@ -38,6 +38,7 @@ import copy
 import itertools
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -139,11 +140,38 @@ def pytest_collection_modifyitems(config, items):
 # ---------------------------------------------------------------- helpers --
 
 
+_PORTS_GIVEN = set()
+
+
+def _ephemeral_low():
+    """The lowest port the kernel hands to outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port that was free on 127.0.0.1 a moment ago, below the kernel's
+    range for outgoing connections: bind(0) draws from that range, where any
+    connection the suite opens (to RGW, through a gateway) could take the port
+    between this check and the process that listens on it ("Address already in
+    use"). Never the same port twice in one run."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(10000, low) if low > 10100 else 0
+        if port in _PORTS_GIVEN:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            port = s.getsockname()[1]
+        _PORTS_GIVEN.add(port)
+        return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def run_workers():
