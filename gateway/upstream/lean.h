@@ -204,6 +204,15 @@ void lean_tls_free_ctx(void *ctx);
  */
 struct bufferevent *lean_tls_bev(void *ctx, struct event_base *base, const char *host, bool verify);
 
+/*
+ * lean_bev_close - free a connection's bufferevent (from lean_tls_bev when
+ * tls, else a socket bufferevent made without BEV_OPT_CLOSE_ON_FREE) and
+ * close its socket before returning.  libevent 2.1 would close it in a
+ * finalizer, a turn of the loop later, after the caller gave its slot in the
+ * process's cap to another loop (DESIGN "The upstream pool across loops").
+ */
+void lean_bev_close(struct bufferevent *bev, bool tls);
+
 /* lean_tls_error - text for the TLS failure queued on bev, in tmp; NULL if none is queued. */
 const char *lean_tls_error(struct bufferevent *bev, char *tmp, size_t len);
 

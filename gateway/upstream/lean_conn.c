@@ -685,7 +685,7 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     c->up = up;
     c->t = *t;
     c->bev = t->tls ? lean_tls_bev(up->ssl_ctx, up->pub.base, t->host, up->pub.opts.tls_verify)
-                    : bufferevent_socket_new(up->pub.base, -1, BEV_OPT_CLOSE_ON_FREE);
+                    : bufferevent_socket_new(up->pub.base, -1, 0); /* lean_bev_close closes it */
     c->ctimer = evtimer_new(up->pub.base, conn_connect_timeout, c);
     if (c->bev == NULL || c->ctimer == NULL) {
         log_error("cannot set up a connection to %s:%u", t->host, t->port);
@@ -716,7 +716,7 @@ lean_conn_open(struct gw_lean *up, const struct lean_target *t)
     return c;
 fail:
     if (c->bev != NULL) {
-        bufferevent_free(c->bev);
+        lean_bev_close(c->bev, t->tls);
     }
     if (c->ctimer != NULL) {
         event_free(c->ctimer);
@@ -738,7 +738,7 @@ lean_conn_close(struct lean_conn *c)
     if (c->rev != NULL) {
         event_free(c->rev); /* before the socket closes with the bufferevent */
     }
-    bufferevent_free(c->bev); /* closes the socket: bytes still queued never leave */
+    lean_bev_close(c->bev, c->t.tls); /* the socket closes: bytes still queued never leave */
     /* then the slot goes back: another loop may open a connection at once, and
      * the process must never hold more than upstream.max_connections */
     lean_conn_gone(c);

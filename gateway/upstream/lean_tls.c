@@ -13,6 +13,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -69,8 +70,9 @@ lean_tls_bev(void *vctx, struct event_base *base, const char *host, bool verify)
         SSL_free(ssl);
         return NULL;
     }
-    struct bufferevent *bev = bufferevent_openssl_socket_new(
-        base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+    /* no BEV_OPT_CLOSE_ON_FREE: lean_bev_close frees the SSL and closes the socket */
+    struct bufferevent *bev =
+        bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, 0);
     if (bev == NULL) {
         log_error("bufferevent_openssl_socket_new failed");
         SSL_free(ssl);
@@ -81,6 +83,18 @@ lean_tls_bev(void *vctx, struct event_base *base, const char *host, bool verify)
      * bodies are checked by llhttp regardless. */
     bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
     return bev;
+}
+
+void
+lean_bev_close(struct bufferevent *bev, bool tls)
+{
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    SSL *ssl = tls ? bufferevent_openssl_get_ssl(bev) : NULL;
+    bufferevent_free(bev); /* its events leave the loop now, its memory in a later turn */
+    SSL_free(ssl);         /* libevent's finalizer touches it only with BEV_OPT_CLOSE_ON_FREE */
+    if (fd >= 0) {
+        (void)close(fd); /* now, where the finalizer would close it a turn later */
+    }
 }
 
 const char *
