@@ -17,7 +17,7 @@
  * for a shed, closed instead of parked while another loop waits, and closed
  * when the client is freed.
  */
-#define gw_upstream_cap_give cap_give_real
+#define gw_upstream_cap_give      cap_give_real
 #define gw_upstream_cap_hand_over cap_hand_over_real
 #include "gateway/upstream/cap.c"
 #undef gw_upstream_cap_give
@@ -34,6 +34,30 @@ static struct {
     int most_open;
 } seen;
 
+/* Field i (0-based) of a /proc/net/tcp line, split on blanks; NULL past the end. */
+static const char *
+tcp_field(const char *line, int i, size_t *len)
+{
+    const char *p = line;
+    for (int k = 0;; k++) {
+        while (*p == ' ' || *p == '\t') {
+            p++;
+        }
+        if (*p == '\0' || *p == '\n') {
+            return NULL;
+        }
+        const char *e = p;
+        while (*e != '\0' && *e != ' ' && *e != '\t' && *e != '\n') {
+            e++;
+        }
+        if (k == i) {
+            *len = (size_t)(e - p);
+            return p;
+        }
+        p = e;
+    }
+}
+
 /* The process's sockets connected to 127.0.0.1:port that a descriptor still holds. */
 static int
 open_to(uint16_t port)
@@ -43,13 +67,18 @@ open_to(uint16_t port)
     char line[512];
     int n = 0;
     while (fgets(line, sizeof(line), f) != NULL) {
-        unsigned rport;
-        unsigned st;
-        unsigned long inode;
-        /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
-        if (sscanf(line, " %*u: %*x:%*x %*x:%x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &rport, &st,
-                   &inode) == 3 &&
-            rport == port && inode != 0) {
+        /* sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode */
+        size_t rlen;
+        size_t ilen;
+        const char *rem = tcp_field(line, 2, &rlen);
+        const char *inode = tcp_field(line, 9, &ilen);
+        const char *colon = rem != NULL ? memchr(rem, ':', rlen) : NULL;
+        if (colon == NULL || inode == NULL) {
+            continue; /* the header line */
+        }
+        unsigned long rport = strtoul(colon + 1, NULL, 16);
+        unsigned long ino = strtoul(inode, NULL, 10);
+        if (rport == port && ino != 0) {
             n++;
         }
     }
