@@ -227,6 +227,7 @@ type fakeS3 struct {
 	seen   []string // "METHOD query lock token"
 	status int
 	body   string
+	during func() // run while a request is in flight, before it is answered
 }
 
 func newFakeS3(t *testing.T) *fakeS3 {
@@ -236,8 +237,11 @@ func newFakeS3(t *testing.T) *fakeS3 {
 		f.mu.Lock()
 		f.seen = append(f.seen, r.Method+" "+r.URL.RawQuery+" "+r.Header.Get(headerLock)+" "+
 			r.Header.Get(headerToken))
-		status, body := f.status, f.body
+		status, body, during := f.status, f.body, f.during
 		f.mu.Unlock()
+		if during != nil {
+			during()
+		}
 		if strings.Contains(r.URL.RawQuery, "uploadId") && r.Method == "POST" {
 			body = "<CompleteMultipartUploadResult><ETag>\"x\"</ETag></CompleteMultipartUploadResult>"
 		}
@@ -466,6 +470,38 @@ func TestCheckComparesTheClockItself(t *testing.T) {
 	var ll *LeaseLost
 	if err := l.Check(); !errors.As(err, &ll) || ll.Reason != ReasonExpired {
 		t.Fatalf("Check past the deadline: %v", err)
+	}
+}
+
+// TestARefusalPastTheDeadlineReadsExpired: the deadline is judged before the
+// refusal.  A process paused while its write was in flight (its watchdog not
+// yet run when it wakes) that reads StaleFencingToken for that write lost
+// its lease to the pause: expired, as the watchdog would say a moment later,
+// not superseded.  The pause is made by moving the lease's deadline past
+// the slack and stopping its watchdog while the fake store holds the write.
+func TestARefusalPastTheDeadlineReadsExpired(t *testing.T) {
+	gwf := newFake(t, 5000)
+	f := newFakeS3(t)
+	l := lease(t, gwf, Options{})
+	var seen []string
+	l.OnLost(func(r string) { seen = append(seen, r) })
+	c := s3For(f.URL, l.Attach)
+	f.mu.Lock()
+	f.status, f.body = 409, "<Error><Code>StaleFencingToken</Code><Message>no</Message></Error>"
+	f.during = func() {
+		l.mu.Lock()
+		l.watchdog.Stop()
+		l.deadline = time.Now().Add(-2 * time.Second) // past the slack of a 5 s lease
+		l.mu.Unlock()
+	}
+	f.mu.Unlock()
+	_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+	if _, ok := AsFencingError(err); !ok {
+		t.Fatalf("not a fencing error: %v", err)
+	}
+	if l.Reason() != ReasonExpired || len(seen) != 1 || seen[0] != ReasonExpired {
+		t.Fatalf("reason %q, OnLost saw %v; want expired", l.Reason(), seen)
 	}
 }
 
