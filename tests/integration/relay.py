@@ -73,13 +73,22 @@ class DelayRelay:
     @staticmethod
     def _read_message(sock, buf, is_response, head_only=False):
         """One message: (bytes, leftover).  Bodies by Content-Length, or (responses)
-        chunked to the last chunk and its trailers."""
-        while b"\r\n\r\n" not in buf:
+        chunked to the last chunk and its trailers.  The bytes gather in a
+        bytearray, found in by offset: bytes += chunk copies the whole buffer
+        each time, quadratic in a 40 MiB body (minutes, past RGW's idle timeout
+        on the relay's connection to it)."""
+        buf = bytearray(buf)
+
+        def more():
             chunk = sock.recv(65536)
-            if not chunk:
-                return None, buf
-            buf += chunk
-        head, rest = buf.split(b"\r\n\r\n", 1)
+            buf.extend(chunk)
+            return bool(chunk)
+
+        while buf.find(b"\r\n\r\n") < 0:
+            if not more():
+                return None, bytes(buf)
+        hend = buf.find(b"\r\n\r\n") + 4
+        head = bytes(buf[:hend - 4])
         length = 0
         chunked = False
         for line in head.split(b"\r\n")[1:]:
@@ -92,35 +101,27 @@ class DelayRelay:
             length = 0
             chunked = False
         if chunked:
-            pos = 0
+            pos = hend
             while True:  # walk the chunks: size line, data, CRLF; the last is "0"
-                while b"\r\n" not in rest[pos:]:
-                    chunk = sock.recv(65536)
-                    if not chunk:
+                while buf.find(b"\r\n", pos) < 0:
+                    if not more():
                         return None, b""
-                    rest += chunk
-                eol = rest.index(b"\r\n", pos)
-                size = int(rest[pos:eol].split(b";")[0], 16)
+                eol = buf.find(b"\r\n", pos)
+                size = int(bytes(buf[pos:eol]).split(b";")[0], 16)
                 if size == 0:
-                    while b"\r\n\r\n" not in rest[eol:]:
-                        chunk = sock.recv(65536)
-                        if not chunk:
+                    while buf.find(b"\r\n\r\n", eol) < 0:
+                        if not more():
                             return None, b""
-                        rest += chunk
-                    length = rest.index(b"\r\n\r\n", eol) + 4
+                    length = buf.find(b"\r\n\r\n", eol) + 4 - hend
                     break
                 pos = eol + 2 + size + 2
-                while len(rest) < pos:
-                    chunk = sock.recv(65536)
-                    if not chunk:
+                while len(buf) < pos:
+                    if not more():
                         return None, b""
-                    rest += chunk
-        while len(rest) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
+        while len(buf) < hend + length:
+            if not more():
                 return None, b""
-            rest += chunk
-        return head + b"\r\n\r\n" + rest[:length], rest[length:]
+        return bytes(buf[:hend + length]), bytes(buf[hend + length:])
 
     def _serve(self, c):
         up = socket.create_connection(("127.0.0.1", self.upstream_port))
