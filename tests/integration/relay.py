@@ -194,6 +194,22 @@ def split_request(raw):
     return lines[0], headers, body
 
 
+def _cut(s):
+    """Shut a socket down, then close it.  close() alone, while another thread
+    is blocked in recv on it, only drops the descriptor: the socket stays
+    open, the peer gets no FIN and the recv no wake-up (a gateway's kept-alive
+    connection from the relay stayed established, so its drain at the end of
+    a test waited out its 10 s)."""
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    try:
+        s.close()
+    except OSError:
+        pass
+
+
 class BlackholeRelay:
     """A plain TCP relay to 127.0.0.1:upstream_port that can be blackholed:
     after blackhole(), bytes in both directions are read and dropped (new
@@ -251,16 +267,11 @@ class BlackholeRelay:
             if not self.blackholed:
                 for s in (src, dst):
                     if s is not None:
-                        try:
-                            s.close()
-                        except OSError:
-                            pass
+                        _cut(s)
 
     def close(self):
+        """Every connection is cut (_cut)."""
         self.stop = True
         self.lsock.close()
         for s in self.socks:
-            try:
-                s.close()
-            except OSError:
-                pass
+            _cut(s)
