@@ -43,6 +43,16 @@ cpu_ticks() {
     echo "$s"
 }
 
+# cpu_ticks_user PID...: the user-mode part of cpu_ticks (utime alone)
+cpu_ticks_user() {
+    local p s=0 v
+    for p in "$@"; do
+        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12}') || v=0
+        s=$((s + ${v:-0}))
+    done
+    echo "$s"
+}
+
 # status_kb FIELD PID...: a /proc/PID/status kB field (VmHWM, VmRSS) summed over PIDs
 status_kb() {
     local f=$1 p s=0 v

@@ -29,7 +29,8 @@
 # (curl -T from tmpfs).  wrk and curl run on CPU 0, origin, nginx and both
 # gateways on CPU 1 (taskset).  Measured per target: req/s, p50/p99, CPU
 # µs per request (utime+stime from /proc/PID/stat of the proxy: nginx master
-# + workers, the gateway's threads), peak RSS (VmHWM) after the small-request
+# + workers, the gateway's threads; then split into user and system time),
+# peak RSS (VmHWM) after the small-request
 # runs; for the big PUT MiB/s, CPU and VmHWM (reset first through
 # /proc/PID/clear_refs).  Prints markdown tables with gateway/nginx ratios.
 # Asserts nothing about speed; fails if a target answers wrongly.
@@ -268,14 +269,14 @@ for c in $CASES; do
             ppids=$(proxy_pids "$tg")
             note "$m $(size_label "$b") -c$conns repeat $((r + 1))/$REPEATS: $tg"
             # shellcheck disable=SC2086
-            c0=$(cpu_ticks $ppids)
+            c0=$(cpu_ticks $ppids) u0=$(cpu_ticks_user $ppids)
             BENCH_BODY=$body BENCH_TOKEN=$wrk_token taskset -c "$LOAD_CPU" wrk -t1 -c"$conns" -d"${SECS}s" --latency \
                 -s "$T/wrk.lua" "${URL[$tg.$m.$b]}" >"$T/wrk.out" 2>&1 || die "wrk failed: $(cat "$T/wrk.out")"
             # shellcheck disable=SC2086
-            c1=$(cpu_ticks $ppids)
+            c1=$(cpu_ticks $ppids) u1=$(cpu_ticks_user $ppids)
             read -r rps p50 p99 n errs <<<"$(wrkstats "$T/wrk.out")"
-            printf 'wrk\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$(size_label "$b")" \
-                "$conns" "$tg" "$r" "$rps" "$p50" "$p99" "$n" "$errs" "$((c1 - c0))" >>"$RES"
+            printf 'wrk\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$(size_label "$b")" \
+                "$conns" "$tg" "$r" "$rps" "$p50" "$p99" "$n" "$errs" "$((c1 - c0))" "$((u1 - u0))" >>"$RES"
         done
         alive_check "$m $b -c$conns"
     done

@@ -2,7 +2,7 @@
 
 Input: the results file the script writes, one record a line, tab-separated:
   hz     TICKS_PER_SECOND
-  wrk    CASE CONNS TARGET REPEAT RPS P50_MS P99_MS REQUESTS ERRORS CPU_TICKS
+  wrk    CASE CONNS TARGET REPEAT RPS P50_MS P99_MS REQUESTS ERRORS CPU_TICKS [USER_TICKS]
   hwm    TARGET KIB                  peak RSS over the small-request runs
   biglabel LABEL               the big PUT's size, "1 GiB"
   big    TARGET MIB_PER_S HTTP_CODE CPU_TICKS PEAK_RSS_KIB
@@ -33,7 +33,8 @@ def _load(path):
                 order.append(key)
             runs[key + (f[3],)].append(
                 {"rps": float(f[5]), "p50": float(f[6]), "p99": float(f[7]), "n": int(f[8]),
-                 "err": int(f[9]), "ticks": int(f[10])})
+                 "err": int(f[9]), "ticks": int(f[10]),
+                 "uticks": int(f[11]) if len(f) > 11 else None})
         elif f[0] == "hwm":
             hwm[f[1]] = int(f[2])
         elif f[0] == "biglabel":
@@ -51,6 +52,8 @@ def _stats(rs, hz):
         "p99": sum(r["p99"] for r in rs) / len(rs),
         "err": sum(r["err"] for r in rs),
         "cpu": sum(r["ticks"] for r in rs) * 1e6 / hz / n if n else 0.0,
+        "user": (sum(r["uticks"] for r in rs) * 1e6 / hz / n
+                 if n and all(r["uticks"] is not None for r in rs) else None),
         "reps": len(rs),
     }
 
@@ -79,6 +82,19 @@ def report(path):
         cells = " | ".join(f"{s[t]['p50']:.2f} / {s[t]['p99']:.2f}" for t in TARGETS)
         e = "/".join(str(s[t]["err"]) for t in TARGETS)
         print(f"| {case} | {conns} | {cells} | {e} |")
+    if lat and all(s[t]["user"] is not None for _, _, s in lat for t in TARGETS):
+        # user space is where the targets' own code runs; the kernel's share
+        # (the sockets' system calls, loopback TCP) is much the same for all
+        print()
+        print("| case | conns | CPU µs/req user / system nginx | gateway | gw/nginx user "
+              "| gateway+auth | gw+auth/nginx user |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for case, conns, s in lat:
+            us = {t: (s[t]["user"], s[t]["cpu"] - s[t]["user"]) for t in TARGETS}
+            cells = {t: f"{us[t][0]:.1f} / {us[t][1]:.1f}" for t in TARGETS}
+            print(f"| {case} | {conns} | {cells['nginx']} | {cells['gw']} "
+                  f"| {_ratio(us['gw'][0], us['nginx'][0])} | {cells['gw_auth']} "
+                  f"| {_ratio(us['gw_auth'][0], us['nginx'][0])} |")
     print()
     print("| | nginx | gateway | gw/nginx | gateway+auth | gw+auth/nginx |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
