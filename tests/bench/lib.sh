@@ -32,26 +32,26 @@ stop_pid() {
     wait "$pid" 2>/dev/null || true
 }
 
-# cpu_ticks PID...: utime+stime summed over PIDs (fields 14 and 15; the comm
-# field may hold spaces, so cut after its closing parenthesis).
-cpu_ticks() {
-    local p s=0 v
+# stat_ticks AWK_EXPR PID...: AWK_EXPR over each PID's /proc/PID/stat fields,
+# summed over PIDs; the comm field may hold spaces, so the fields are
+# counted after its closing parenthesis ($12 is utime, field 14; $13 stime).
+stat_ticks() {
+    local e=$1 p s=0 v
+    shift
     for p in "$@"; do
-        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13}') || v=0
+        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk "{print $e}") || v=0
         s=$((s + ${v:-0}))
     done
     echo "$s"
 }
 
+# cpu_ticks PID...: utime+stime summed over PIDs
+# shellcheck disable=SC2016 # awk's fields, not the shell's
+cpu_ticks() { stat_ticks '$12 + $13' "$@"; }
+
 # cpu_ticks_user PID...: the user-mode part of cpu_ticks (utime alone)
-cpu_ticks_user() {
-    local p s=0 v
-    for p in "$@"; do
-        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12}') || v=0
-        s=$((s + ${v:-0}))
-    done
-    echo "$s"
-}
+# shellcheck disable=SC2016
+cpu_ticks_user() { stat_ticks '$12' "$@"; }
 
 # status_kb FIELD PID...: a /proc/PID/status kB field (VmHWM, VmRSS) summed over PIDs
 status_kb() {
