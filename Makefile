@@ -130,8 +130,13 @@ TSAN_INTEGRATION := tests/integration/test_workers.py tests/integration/test_acc
   tests/integration/test_audit_durable.py \
   tests/integration/test_access_log.py tests/integration/test_metrics.py
 
+# Under a sanitizer, check is what it instruments: the unit tests and the
+# integration tests.  The worker libraries' own unit tests (Python, JS, Go)
+# and deploy/'s rules run no fencegate code, so they run once, in plain check.
 ifneq (,$(findstring thread,$(SAN)))
 check: unit integration-tsan
+else ifneq (,$(SAN))
+check: unit integration
 else
 check: check-deploy unit js-unit integration
 endif
@@ -153,11 +158,6 @@ check-deploy:
 
 unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
-
-integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client py-client go-client
-	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) FENCEGATE_PYVENV=$(CURDIR)/$(PYVENV) \
-	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) FENCEGATE_GOWORKER=$(CURDIR)/$(GO_WORKER) \
-	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
 
 # The Python worker library (clients/python), installed the supported offline
 # way into a fresh venv that sees Debian's botocore; its own unit tests run
@@ -200,6 +200,19 @@ $(GO_WORKER): $(GO_SRCS)
 	cd $(GO_DIR)/gopath/src/fencegate && $(GO_ENV) go vet ./... && $(GO_ENV) go build ./... && \
 	  $(GO_ENV) go build -o $(CURDIR)/$(GO_DIR)/example-worker ./examples/worker
 	$(GO_ENV) go build -o $(CURDIR)/$(GO_WORKER) ./tests/go/worker
+
+# The integration tests drive the Python and Go worker libraries: plain check
+# runs their unit tests first (py-client, go-client), a sanitizer build only
+# builds them.
+ifneq (,$(SAN))
+INTEGRATION_CLIENTS := $(PY_STAMP) $(GO_WORKER)
+else
+INTEGRATION_CLIENTS := py-client go-client
+endif
+integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client $(INTEGRATION_CLIENTS)
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) FENCEGATE_PYVENV=$(CURDIR)/$(PYVENV) \
+	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) FENCEGATE_GOWORKER=$(CURDIR)/$(GO_WORKER) \
+	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
 
 # npm packages the JS client tests drive, pinned by tests/js/package-lock.json,
 # installed into the build tree (never into the repository).

@@ -215,6 +215,7 @@ def vm_hwm_kib(pid):
     raise AssertionError("no VmHWM")
 
 
+@pytest.mark.slow  # 35 s under ASan; the 48 MiB transfers run the same code there
 def test_1gib_put_and_get_bounded_memory(gateway, rgw, bucket):
     gw = gateway()
     size = 1024 * 1024 * 1024

@@ -1,5 +1,6 @@
 """The Go worker library (clients/go) against the real gateway and RGW, each
-test with principals (SigV4 on the JSON API) and without.  Workers are
+test with principals (SigV4 on the JSON API) and without (the two long
+ones, steady writing and three electors, with principals only).  Workers are
 separate processes: the binary `make go-client` builds from
 tests/go/worker against the library (FENCEGATE_GOWORKER), speaking the same
 JSON-lines events as the Python library's worker (py_worker.py), so the

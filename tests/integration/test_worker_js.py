@@ -1,7 +1,8 @@
 """The JavaScript worker library (clients/js), installed as users get it: from
 `npm pack` into a scratch project (`make js-client`, build/jsclient), driven
 by the node scripts in tests/js/worker/ against the real gateway and RGW,
-with principals (the JSON API signed with SigV4) and without.  Each script
+with principals (the JSON API signed with SigV4) and without (the steady
+writing test, the longest, with principals only).  Each script
 prints JSON lines {ev, t, ...}, t on CLOCK_MONOTONIC like time.monotonic()."""
 import hashlib
 import json
@@ -293,6 +294,9 @@ def test_zombie_sigstop(jsdir, wgw, rgw, bucket, workers, relays):
 
 
 @pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
+# one mode (sigv4): it times renewals over several leases, which the shorter
+# tests cover in both modes
+@pytest.mark.parametrize("wgw", ["sigv4"], indirect=True)
 def test_lease_kept_through_steady_writing(jsdir, wgw, rgw, bucket, workers):
     """One lease through 6 lease durations of a write every 100 ms: never
     lost, renewed about three times a lease, every write accepted."""

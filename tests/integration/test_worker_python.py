@@ -1,6 +1,7 @@
 """The Python worker library (clients/python) against the real gateway and
 RGW, each test with principals (SigV4 on the JSON API, through botocore's
-credential chain) and without.  Workers are separate processes run by the
+credential chain) and without, but the two long ones (steady writing, three
+electors), which run with principals only.  Workers are separate processes run by the
 python of the venv `make py-client` installed the package into
 (FENCEGATE_PYVENV; tests/integration/py_worker.py), so what is tested is the
 installed package.
@@ -240,6 +241,9 @@ def test_sigstop_past_the_lease(setup):
 
 
 @pytest.mark.slow  # timing-bound (short leases): not under sanitizers
+# one mode (principals): it times renewals and hand-overs over several leases,
+# which the shorter tests cover in both modes
+@pytest.mark.parametrize("setup", ["principals"], indirect=True)
 def test_lease_kept_through_steady_writing(setup):
     s = setup
     w = s.start("steady", durations=6)
@@ -253,6 +257,9 @@ def test_lease_kept_through_steady_writing(setup):
 
 
 @pytest.mark.slow  # timing-bound (short leases): not under sanitizers
+# one mode (principals): it times renewals and hand-overs over several leases,
+# which the shorter tests cover in both modes
+@pytest.mark.parametrize("setup", ["principals"], indirect=True)
 def test_three_electors_one_leader_and_kill9(setup):
     s = setup
     watcher = s.start("watch")
