@@ -32,26 +32,26 @@ stop_pid() {
     wait "$pid" 2>/dev/null || true
 }
 
-# stat_ticks AWK_EXPR PID...: AWK_EXPR over each PID's /proc/PID/stat fields,
-# summed over PIDs; the comm field may hold spaces, so the fields are
-# counted after its closing parenthesis ($12 is utime, field 14; $13 stime).
-stat_ticks() {
-    local e=$1 p s=0 v
-    shift
+# cpu_times PID...: "TOTAL USER", utime+stime and utime alone, in ticks,
+# summed over PIDs, each /proc/PID/stat read once (both at one instant, so
+# TOTAL - USER is the system time).  The comm field may hold spaces, so the
+# fields are counted after its closing parenthesis ($12 is utime, field 14;
+# $13 stime).
+cpu_times() {
+    local p t=0 u=0 v w
     for p in "$@"; do
-        v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk "{print $e}") || v=0
-        s=$((s + ${v:-0}))
+        read -r v w < <(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | awk '{print $12 + $13, $12}') || true
+        t=$((t + ${v:-0})) u=$((u + ${w:-0}))
     done
-    echo "$s"
+    echo "$t $u"
 }
 
 # cpu_ticks PID...: utime+stime summed over PIDs
-# shellcheck disable=SC2016 # awk's fields, not the shell's
-cpu_ticks() { stat_ticks '$12 + $13' "$@"; }
-
-# cpu_ticks_user PID...: the user-mode part of cpu_ticks (utime alone)
-# shellcheck disable=SC2016
-cpu_ticks_user() { stat_ticks '$12' "$@"; }
+cpu_ticks() {
+    local t _
+    read -r t _ <<<"$(cpu_times "$@")"
+    echo "$t"
+}
 
 # status_kb FIELD PID...: a /proc/PID/status kB field (VmHWM, VmRSS) summed over PIDs
 status_kb() {

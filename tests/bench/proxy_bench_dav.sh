@@ -121,7 +121,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# lib.sh: cpu_ticks, status_kb, nginx_pids, wait_code, wrkstats
+# lib.sh: cpu_times, cpu_ticks, status_kb, nginx_pids, wait_code, wrkstats
 proxy_pids() { # TARGET
     case $1 in
     nginx) nginx_pids "$NGX_PID" ;;
@@ -269,11 +269,11 @@ for c in $CASES; do
             ppids=$(proxy_pids "$tg")
             note "$m $(size_label "$b") -c$conns repeat $((r + 1))/$REPEATS: $tg"
             # shellcheck disable=SC2086
-            c0=$(cpu_ticks $ppids) u0=$(cpu_ticks_user $ppids)
+            read -r c0 u0 <<<"$(cpu_times $ppids)"
             BENCH_BODY=$body BENCH_TOKEN=$wrk_token taskset -c "$LOAD_CPU" wrk -t1 -c"$conns" -d"${SECS}s" --latency \
                 -s "$T/wrk.lua" "${URL[$tg.$m.$b]}" >"$T/wrk.out" 2>&1 || die "wrk failed: $(cat "$T/wrk.out")"
             # shellcheck disable=SC2086
-            c1=$(cpu_ticks $ppids) u1=$(cpu_ticks_user $ppids)
+            read -r c1 u1 <<<"$(cpu_times $ppids)"
             read -r rps p50 p99 n errs <<<"$(wrkstats "$T/wrk.out")"
             printf 'wrk\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$(size_label "$b")" \
                 "$conns" "$tg" "$r" "$rps" "$p50" "$p99" "$n" "$errs" "$((c1 - c0))" "$((u1 - u0))" >>"$RES"
