@@ -81,10 +81,11 @@ wait_code() {
     return 1
 }
 
-# nginx_conf NAME PORT WORKERS SERVER-BODY [HTTP-EXTRA]: $T/nginx-NAME/nginx.conf,
+# nginx_conf NAME PORT WORKERS SERVER-BODY [HTTP-EXTRA [MAIN-EXTRA]]: $T/nginx-NAME/nginx.conf,
 # an nginx on 127.0.0.1:PORT with its own prefix (pid, logs, temp paths under
 # $T/nginx-NAME), WORKERS worker processes, SERVER-BODY inside its one server
-# block and HTTP-EXTRA (an upstream block) in http.
+# block, HTTP-EXTRA (an upstream block) in http and MAIN-EXTRA (e.g.
+# "master_process off;") at the top level.
 nginx_conf() {
     local user=""
     # as root, nginx's workers would drop to nobody, who cannot enter the 0700
@@ -96,6 +97,7 @@ nginx_conf() {
 daemon off;
 $user
 worker_processes $3;
+${6:-}
 pid $T/nginx-$1/nginx.pid;
 error_log $T/nginx-$1/error.log warn;
 events { worker_connections 4096; }
@@ -190,16 +192,25 @@ dav_origin() {
 # its callgrind files $T/cg.out.PID; GW_PID set once it answers /readyz on
 # GW_PORT, or exits with its log.
 cg_serve() {
+    cg_start "http://127.0.0.1:$GW_PORT/readyz" "$1" serve -c "$2"
+}
+
+# cg_start READY-URL CMD...: CMD under callgrind as cg_serve runs the
+# gateway (GW_PID set once READY-URL answers 200); for another server
+# measured alike, such as nginx in one process (master_process off).
+cg_start() {
+    local ready=$1
+    shift
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/cg.out.%p" \
-        "$1" serve -c "$2" </dev/null >"$T/gw.log" 2>&1 &
+        "$@" </dev/null >"$T/gw.log" 2>&1 &
     GW_PID=$!
     local i
     for ((i = 0; i < 20; i++)); do # valgrind starts slowly: up to 5 minutes
-        wait_code "http://127.0.0.1:$GW_PORT/readyz" 200 && break
+        wait_code "$ready" 200 && break
         kill -0 "$GW_PID" 2>/dev/null || break # it exited: no use waiting
     done
     if [ "$i" -ge 20 ] || ! kill -0 "$GW_PID" 2>/dev/null; then
-        echo "${BENCH%.sh}: the gateway did not become ready:" >&2
+        echo "${BENCH%.sh}: $1 did not become ready:" >&2
         tail "$T/gw.log" >&2
         exit 1
     fi

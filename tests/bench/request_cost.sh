@@ -11,9 +11,13 @@
 #   gw_auth  one principal, the dir election, a fence over the bucket: every
 #            request's SigV4 presigned URL is verified, a PUT carries the
 #            lock's token and is fence-checked, every request is re-signed
+#   nginx    the reference: nginx as make bench-proxy's plain streaming
+#            reverse proxy (keep-alive upstream, no buffering), in one
+#            process (master_process off) so that one callgrind sees it all
 # After 200 warm-up requests, instrumentation is switched on for N GET 1 KiB
 # (then N PUT 1 KiB) on one keep-alive connection.  Printed per request:
-# every instruction the gateway ran (Ir), and with BASELINE_BIN (another
+# every instruction the gateway ran (Ir), each target's count over nginx's
+# (a ratio no host's system-call cost moves), and with BASELINE_BIN (another
 # build, e.g. `git archive COMMIT` built alike) the same for it and the
 # difference.  Note: valgrind hides the CPU's SHA extensions from OpenSSL,
 # so SHA-256's share here is several times what it is on the machine.
@@ -78,7 +82,15 @@ measure() {
     local bin=$1 target=$2 out
     rm -rf "$T/gw-data" "$T/gwa-data"
     mkdir -p "$T/gw-data" "$T/gwa-data"
-    cg_serve "$bin" "$T/$target.json"
+    if [ "$target" = nginx ]; then
+        nginx_conf peer "$GW_PORT" 1 "$(nginx_proxy_location origin)" \
+            "upstream origin { server 127.0.0.1:$ORG_PORT; keepalive 128; keepalive_requests 10000000; }" \
+            "master_process off;"
+        cg_start "http://127.0.0.1:$GW_PORT/bench/obj" \
+            "$NGINX" -p "$T/nginx-peer/" -c "$T/nginx-peer/nginx.conf" -e "$T/nginx-peer/error.log"
+    else
+        cg_serve "$bin" "$T/$target.json"
+    fi
     if [ "$target" = gw_auth ]; then
         "$PY" "$HELPER" acquire "http://127.0.0.1:$GW_PORT/_fencegate/v1/locks/bench/acquire" \
             "$AK" "$SK" bench 3600000 >"$T/token"
@@ -99,18 +111,24 @@ measure() {
 }
 
 echo "== request cost: callgrind, $N requests per case after 200 warm-up, $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "| target | case | Ir per request |${BASE_BIN:+ baseline build | difference |}"
-echo "| --- | --- | ---: |${BASE_BIN:+ ---: | ---: |}"
+echo "| target | case | Ir per request | over nginx |${BASE_BIN:+ baseline build | difference |}"
+echo "| --- | --- | ---: | ---: |${BASE_BIN:+ ---: | ---: |}"
+measure "$NGINX" nginx >"$T/nginx"
+while read -r m ir; do
+    echo "| nginx | $m 1 KiB | $ir | 1.00 |${BASE_BIN:+ | |}"
+done <"$T/nginx"
 for target in gw gw_auth; do
     measure "$BIN" "$target" >"$T/new"
     [ -z "$BASE_BIN" ] || measure "$BASE_BIN" "$target" -base >"$T/base"
     while read -r m ir; do
+        ng=$(awk -v m="$m" '$1 == m { print $2 }' "$T/nginx")
+        ratio=$(awk -v a="$ir" -v b="$ng" 'BEGIN { printf "%.2f", a / b }')
         if [ -n "$BASE_BIN" ]; then
             b=$(awk -v m="$m" '$1 == m { print $2 }' "$T/base")
-            awk -v t="$target" -v m="$m" -v a="$ir" -v b="$b" \
-                'BEGIN { printf "| %s | %s 1 KiB | %d | %d | %+.2f %% |\n", t, m, a, b, (a - b) * 100 / b }'
+            awk -v t="$target" -v m="$m" -v a="$ir" -v b="$b" -v r="$ratio" \
+                'BEGIN { printf "| %s | %s 1 KiB | %d | %s | %d | %+.2f %% |\n", t, m, a, r, b, (a - b) * 100 / b }'
         else
-            echo "| $target | $m 1 KiB | $ir |"
+            echo "| $target | $m 1 KiB | $ir | $ratio |"
         fi
     done <"$T/new"
 done
