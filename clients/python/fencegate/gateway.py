@@ -131,7 +131,10 @@ class Gateway:
         a thread and returns the Election at once: election.stop() ends it.
         An exception from run or a callback ends the election (the lease
         released first): raised in the blocking form, kept in
-        election.error in the threaded one.
+        election.error in the threaded one.  So does a campaign the gateway
+        refuses outright (a GatewayError with a 4xx status other than 429,
+        such as 403 denied: the principal may not hold the lock); an
+        unreachable or unready gateway is asked again.
         """
         e = Election(self, lock, run, holder or default_holder(), lease_ms, on_started,
                      on_stopped, on_new_leader, stop)
@@ -140,6 +143,12 @@ class Gateway:
         else:
             e.start()
         return e
+
+
+def _transient(e):
+    """True for a GatewayError worth asking again: no answer, 429 or 5xx (as
+    the JS and Go libraries judge it)."""
+    return e.status is None or e.status == 0 or e.status == 429 or e.status >= 500
 
 
 def _sleep(stop, s):
@@ -213,7 +222,9 @@ class Election:
                 try:
                     lease = self.gw._try_acquire(self.lock, self.holder, self.lease_ms,
                                                  int(POLL_S * 1000))
-                except GatewayError:
+                except GatewayError as e:
+                    if not _transient(e):
+                        raise  # refused outright (403 denied, 400): no retry will change it
                     _sleep(self._stop, 0.5)  # unreachable or unready: campaign again
                     continue
                 if not isinstance(lease, Lease):

@@ -79,3 +79,32 @@ def test_failing_on_started_gets_no_on_stopped(fake):
     assert isinstance(e.error, RuntimeError)
     assert "stopped" not in ev and "run" not in ev
     assert len(fake.calls("/release")) == 1
+
+
+def test_refused_campaign_ends_the_election(fake):
+    """403 denied is not transient: the election ends with the error (raised
+    in the blocking form, kept in election.error in the threaded one), where
+    503 and no answer are asked again."""
+    calls = []
+
+    def acquire(r, b):
+        calls.append(1)
+        if len(calls) == 1:
+            return (503, {"error": "unavailable"})
+        return (403, {"error": "denied", "message": "not yours"})
+
+    fake.routes[("POST", "/acquire")] = acquire
+    stop = threading.Event()
+    threading.Timer(5, stop.set).start()  # a broken build must not hang the suite
+    t = time.monotonic()
+    try:
+        fencegate.Gateway(fake.url, credentials=False).elect("l", lambda l: None, stop=stop)
+        raise AssertionError("elect returned instead of raising")
+    except fencegate.GatewayError as e:
+        assert e.status == 403
+    assert len(calls) == 2 and time.monotonic() - t < 3
+    stop.set()
+    calls.clear()
+    e = fencegate.Gateway(fake.url, credentials=False).elect("l", lambda l: None, block=False)
+    e.join(5)
+    assert isinstance(e.error, fencegate.GatewayError) and e.error.status == 403
