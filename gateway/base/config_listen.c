@@ -1,6 +1,6 @@
 /*
  * gateway/base/config_listen.c: the "listen" and "admin_listen" sections of
- * the configuration (a string, an object or an array of either) and the rule
+ * the configuration (a non-empty array of address strings and TLS objects) and the rule
  * that keeps the admin listeners off the S3 listeners' addresses.
  */
 #include "gateway/base/config.h"

@@ -202,7 +202,7 @@ def lock_cli(gw, who, *args):
 def test_revoke_single_gateway(rolegw, rgw, bucket):
     """An admin revokes worker-a's lease: the revoked token is refused at once
     with 409 FencingLeaseExpired (audited), nothing reaches RGW, its renew fails
-    (409 superseded: the worker library's `superseded`), the revoke is audited
+    (409 superseded with its own token: the worker libraries' `expired`), the revoke is audited
     with the admin and the holder, and the next acquire is granted at once with
     a higher token (dir backend, one gateway)."""
     gw = rolegw
@@ -364,7 +364,7 @@ def admingw(gateway, bucket, tmp_path):
 def test_admin_listener_takes_operator_endpoints(admingw, rgw, bucket):
     """With admin_listen: /metrics, /healthz and /readyz are on the admin port,
     unauthenticated, and not on the S3 port, where a path-style bucket called
-    `metrics` works; revoke only on the admin port (signed, admins only); the
+    `metrics` works; the status page only there (signed); revoke only on the admin port (signed, admins only); the
     JSON lock API stays on the S3 port."""
     gw = admingw
     for path in ("/metrics", "/healthz", "/readyz"):
@@ -374,6 +374,11 @@ def test_admin_listener_takes_operator_endpoints(admingw, rgw, bucket):
         r = requests.get(gw.url + path, timeout=10)
         assert r.status_code == 403 and "<Code>AccessDenied</Code>" in r.text, (path, r.text)
     assert "fencegate_" in requests.get(gw.admin_url + "/metrics", timeout=10).text
+    # the status page moves too: signed on the admin port, 404 on the S3 port
+    r = signed("GET", gw.admin_url + "/_fencegate/", "ops")
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html"), r.text
+    r = requests.get(gw.url + "/_fencegate/", timeout=10)
+    assert r.status_code == 404 and "admin listener" in r.text, r.text
     assert requests.head(gw.admin_url + "/healthz", timeout=10).status_code == 200
     # S3 is not served on the admin port
     r = requests.get(f"{gw.admin_url}/{bucket}/k", timeout=10)

@@ -38,6 +38,7 @@ from test_worker_python import (  # noqa: F401  (the shared scenarios, collected
     test_three_electors_one_leader_and_kill9,
     test_tokens_on_every_write_and_typed_refusals_once,
     run_readme_worker,
+    test_revoked_lease_lost_at_the_next_renewal,
     test_unreachable_lost_at_the_local_deadline,
     worker_setup,
 )

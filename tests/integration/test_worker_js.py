@@ -426,6 +426,28 @@ def test_gateway_unreachable(jsdir, wgw, bucket, workers, relays):
 
 
 @pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
+@pytest.mark.parametrize("wgw", ["anonymous"], indirect=True)  # every caller may revoke
+def test_revoked_lease_lost_at_the_next_renewal(jsdir, wgw, bucket, workers):
+    """An operator revokes the lease: the worker's next renewal is answered
+    409 superseded with its own token, so the lease is lost then (reason
+    expired), not at its deadline a lease after the last renewal; the next
+    write is refused locally."""
+    w = workers("unreachable.mjs", node_env(wgw, bucket, url=wgw.url, s3url=wgw.url))
+    w.wait_for("leased")
+    time.sleep(LEASE / 1000 / 2)
+    t_rev = time.monotonic()
+    r = requests.post(f"{wgw.url}/_fencegate/v1/locks/{LOCK}/revoke", json={}, timeout=10)
+    assert r.status_code == 200 and r.json()["released"] is True, r.text
+    lost = w.wait_for("lost", timeout=LEASE / 1000 + 5)
+    assert lost["reason"] == "expired", lost
+    # renewals go every third of a lease; the deadline is at least two thirds away
+    assert lost["t"] / 1000 - t_rev < LEASE / 1000 * 0.6, (lost["t"] / 1000 - t_rev, lost)
+    wr = w.wait_for("write")
+    assert wr["ok"] is False and wr["local"] is True, wr
+    assert w.wait(10) == 0
+
+
+@pytest.mark.slow  # timing-bound (2 s leases): not under sanitizers
 def test_tokens_on_writes_and_typed_refusals(jsdir, wgw, rgw, bucket, workers):
     """PutObject, CopyObject, DeleteObject, DeleteObjects and a 64 MiB
     multipart upload through an attached client, under a fence rule that

@@ -374,6 +374,32 @@ def test_unreachable_lost_at_the_local_deadline(setup):
     assert not s.audit()
 
 
+@pytest.mark.slow  # timing-bound (short leases): not under sanitizers
+@pytest.mark.parametrize("setup", ["plain"], indirect=True)  # every caller may revoke
+def test_revoked_lease_lost_at_the_next_renewal(setup):
+    """An operator revokes the lease: the worker's next renewal is answered
+    409 superseded with its own token, so the lease is lost then (reason
+    expired), well before its local deadline; the next write raises
+    LeaseLost unsent."""
+    s = setup
+    w = s.start("unreachable")
+    s.wait_event(w, "granted")
+    s.wait_event(w, "deadline", n=3)             # renewals move it
+    t_rev = time.monotonic()
+    r = requests.post(f"{s.gw.url}/_fencegate/v1/locks/orders/revoke", json={}, timeout=10)
+    assert r.status_code == 200 and r.json()["released"] is True, r.text
+    lost = s.wait_event(w, "lost", timeout=10)
+    ev = s.finish(w, timeout=20)
+    deadlines = [e for e in ev if e["ev"] == "deadline" and e["t"] < lost["t"]]
+    assert lost["reason"] == "expired"
+    # renewals go every third of a lease; the deadline was two thirds or more away
+    assert lost["t"] - t_rev < LEASE_MS / 1000 * 0.6, (lost["t"] - t_rev)
+    assert lost["t"] < deadlines[-1]["at"] - 0.2, (lost["t"], deadlines[-1])
+    after = [e for e in ev if e["ev"] == "after_loss"][0]["result"]
+    assert after == ["LeaseLost", "expired"]
+    assert s.rgw_body("orders/u") == b"before"
+
+
 def test_tokens_on_every_write_and_typed_refusals_once(setup):
     s = setup
     w = s.start("tokens")
