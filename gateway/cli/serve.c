@@ -77,7 +77,7 @@ struct serve {
     struct gw_handout *handout;       /* owned; "accept": "acceptor" with several loops */
     struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
     struct gw_upstream_cap *cap;      /* owned; the loops' cap on upstream connections, or NULL */
-    bool drained;                     /* this loop's server has drained */
+    bool drained;                     /* this loop's connections and detached writes have ended */
     bool workers_ended;               /* every worker loop has ended */
 };
 
@@ -92,12 +92,21 @@ maybe_exit(struct serve *s)
     }
 }
 
+/* gw_proxy_drain's done: no write of this loop runs on without its client. */
 static void
-on_drained(void *arg)
+on_writes_ended(void *arg)
 {
     struct serve *s = arg;
     s->drained = true;
     maybe_exit(s);
+}
+
+/* gw_server_drain's done: this loop's last connection is gone. */
+static void
+on_drained(void *arg)
+{
+    struct serve *s = arg;
+    gw_proxy_drain(s->proxy, on_writes_ended, s);
 }
 
 /* gw_workers_opts.exited */

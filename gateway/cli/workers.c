@@ -92,12 +92,21 @@ gw_config_workers(const struct gw_config *cfg)
     return n < 1 ? 1 : n > GW_CONFIG_MAX_WORKERS ? GW_CONFIG_MAX_WORKERS : (uint32_t)n;
 }
 
-/* gw_server_drain's done: the last connection is gone. */
+/* gw_proxy_drain's done: no write runs on without its client either. */
+static void
+on_worker_writes_ended(void *arg)
+{
+    struct worker *w = arg;
+    (void)event_base_loopexit(w->base, NULL);
+}
+
+/* gw_server_drain's done: the last connection is gone.  The loop still ends
+ * only after its fenced writes whose clients left (DESIGN "Shutdown"). */
 static void
 on_worker_drained(void *arg)
 {
     struct worker *w = arg;
-    (void)event_base_loopexit(w->base, NULL);
+    gw_proxy_drain(w->proxy, on_worker_writes_ended, w);
 }
 
 static void

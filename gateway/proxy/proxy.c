@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/queue.h>
 
+#include "common/log.h"
 #include "gateway/proxy/cond.h"
 #include "gateway/proxy/proxy_int.h"
 
@@ -81,11 +82,26 @@ gw_proxy_trailers(const struct gw_proxy *px)
     return px->trailers;
 }
 void
+gw_proxy_drain(struct gw_proxy *px, void (*done)(void *arg), void *arg)
+{
+    if (px == NULL || px->ndetached == 0) {
+        done(arg);
+        return;
+    }
+    log_info("draining: %zu fenced write(s) whose client left still await the upstream's "
+             "outcome; the epoch barrier holds until they end",
+             px->ndetached);
+    px->drain_done = done;
+    px->drain_arg = arg;
+}
+
+void
 gw_proxy_free(struct gw_proxy *px)
 {
     if (px == NULL) {
         return;
     }
+    px->drain_done = NULL; /* ending anyway: a second stop signal, or the drain done */
     while (!TAILQ_EMPTY(&px->detached)) {
         /* shutting down: cancelled, tickets released */
         gw_proxy_preq_free(TAILQ_FIRST(&px->detached));

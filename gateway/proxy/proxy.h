@@ -110,6 +110,15 @@ void gw_proxy_copy_settings(struct gw_proxy *px, const struct gw_proxy *from);
 /* gw_proxy_cond_active - whether fenced PutObjects get conditions now. */
 bool gw_proxy_cond_active(const struct gw_proxy *px);
 
+/*
+ * gw_proxy_drain - calls done(arg) once no fenced write runs on without its
+ * client (at once when none does; once).  A loop that ended sooner would
+ * release those writes' tickets while the store may still commit them, and a
+ * newer epoch's write held by the barrier on another loop would overtake
+ * them (G3).  Each such write ends by the upstream's answer or its timeout.
+ */
+void gw_proxy_drain(struct gw_proxy *px, void (*done)(void *arg), void *arg);
+
 /* gw_proxy_free - free the proxy (requests in flight must be gone; transfers still running
  * for clients that left are cancelled and their tickets released).  NULL-safe. */
 void gw_proxy_free(struct gw_proxy *px);

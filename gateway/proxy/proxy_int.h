@@ -48,6 +48,9 @@ struct gw_proxy {
     struct gw_cond *cond;        /* owned; conditional writes: the ETag map, HEADs */
     /* owned; fenced writes running on without their client (on_abort) */
     TAILQ_HEAD(preq_list, preq) detached;
+    size_t ndetached;              /* their number */
+    void (*drain_done)(void *arg); /* gw_proxy_drain's, until the last of them ends */
+    void *drain_arg;
 };
 
 /* gw_proxy_fwd_free_fn - frees the steps left to forward (proxy_fwd.c's fwd_free). */

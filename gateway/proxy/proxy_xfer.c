@@ -46,8 +46,12 @@ gw_proxy_preq_free(struct preq *p)
     gw_http_fair_transfer_end(p->client); /* the upstream slot is free again */
     gw_fport_release(p->ticket);          /* after the cancel: the write is over at S3 */
     gw_s3client_msg_cleanup(&p->msg);
+    struct gw_proxy *px = p->px;
+    bool last_detached = false;
     if (p->detached) {
-        TAILQ_REMOVE(&p->px->detached, p, link);
+        TAILQ_REMOVE(&px->detached, p, link);
+        px->ndetached--;
+        last_detached = px->ndetached == 0;
     }
     free(p->query);
     free(p->s3);
@@ -56,6 +60,11 @@ gw_proxy_preq_free(struct preq *p)
     gw_body_free(p->body);
     GW_GAUGE_DEC(requests_active);
     free(p);
+    if (last_detached && px->drain_done != NULL) {
+        void (*done)(void *) = px->drain_done;
+        px->drain_done = NULL;
+        done(px->drain_arg); /* last: it may end the loop */
+    }
 }
 
 /*
@@ -455,6 +464,7 @@ detach(struct preq *p, struct gw_req *req)
     p->req = NULL;
     p->detached = true;
     TAILQ_INSERT_TAIL(&p->px->detached, p, link);
+    p->px->ndetached++;
     if (p->recv_paused) {
         p->recv_paused = false;
         gw_xfer_resume_recv(p->x); /* last: it may end the transfer and free p */

@@ -11,13 +11,14 @@ import os
 import re
 import signal
 import socket
+import struct
 import threading
 import time
 
 import pytest
 import requests
 
-from rawhttp import recv_answer
+from rawhttp import read_response, recv_answer, status
 from relay import DelayRelay
 from test_fencing import LOCK, boto3_with_token, grant, rgw_body, wait_audit
 
@@ -228,6 +229,87 @@ def test_drain_finishes_a_held_write_on_a_worker_loop(gateway, rgw, bucket):
         for i in range(6):
             assert rgw_body(rgw, bucket, f"orders/drain{i}") == b"d"
     finally:
+        relay.close()
+
+
+def _put(sock, gw, bucket, key, token, body, *extra):
+    sock.sendall((f"PUT /{bucket}/{key} HTTP/1.1\r\nHost: {gw.host}\r\n"
+                  f"X-Fencing-Token: {token}\r\n" + "".join(f"{h}\r\n" for h in extra) +
+                  f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+
+
+def _last_loop(gw, token, seen):
+    """The loop of the newest admission of token, once more than seen of them are logged."""
+    pat = re.compile(rf"token {token} of lock {LOCK} asks the fence on loop (\d+)")
+    for _ in range(250):
+        hits = pat.findall(gw.log())
+        if len(hits) > seen:
+            return int(hits[-1])
+        time.sleep(0.02)
+    raise AssertionError(f"no new admission of token {token} in the log")
+
+
+def test_drain_awaits_a_write_whose_client_left_on_a_worker_loop(gateway, rgw, bucket):
+    """G3 at SIGTERM: an epoch-k write completely sent from a worker loop whose
+    client then left (the relay still holds it, then passes it to RGW) keeps
+    that loop, and so the barrier, until its outcome: epoch k+1's write,
+    waiting on the control loop, goes after it, and the newer body is the one
+    RGW keeps. Ending the worker loop once its connections were gone released
+    the older write's ticket while the store could still commit it."""
+    relay = DelayRelay(int(rgw.endpoint.rsplit(":", 1)[1]))
+    socks = []
+    try:
+        gw = fenced(gateway, bucket, endpoint=f"http://127.0.0.1:{relay.port}")
+        old, new = 1, 2
+        grant(gw, old)
+        # one connection on each loop: the hand-out gives each the loop with the fewest
+        by_loop = {}
+        for i in range(8):
+            c = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+            socks.append(c)
+            seen = len(re.findall(rf"token {old} of lock {LOCK} asks", gw.log()))
+            _put(c, gw, bucket, f"orders/probe{i}", old, b"probe")
+            head, _ = read_response(c)
+            assert status(head) == 200, head
+            by_loop.setdefault(_last_loop(gw, old, seen), c)
+            if len(by_loop) == 2:
+                break
+        assert sorted(by_loop) == [0, 1], by_loop
+        a, b = by_loop[1], by_loop[0]  # the older write on the worker loop
+
+        _put(a, gw, bucket, "orders/drained", old, b"older", "x-test-delay-ms: 3000")
+        for _ in range(250):
+            if any(e == "held" for e, _ in relay.log):
+                break
+            time.sleep(0.02)
+        grant(gw, new)
+        _put(b, gw, bucket, "orders/drained", new, b"newer")
+        assert _last_loop(gw, new, 0) == 0
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        a.close()  # reset: the older write's client is gone, its write sent whole
+        socks.remove(a)
+        for _ in range(250):
+            if "after the whole write was sent; awaiting" in gw.log():
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError("the older write was not detached")
+        t0 = time.monotonic()
+        os.kill(gw.pid, signal.SIGTERM)
+        head, body = read_response(b, timeout=30)
+        waited = time.monotonic() - t0
+        assert status(head) == 200, (head, body)
+        assert waited > 0.5, waited  # behind the older write's outcome, not at once
+        for _ in range(200):
+            if not gw.alive():
+                break
+            time.sleep(0.05)
+        assert gw.proc.wait(10) == 0
+        assert "fenced write(s) whose client left still await" in gw.log()
+        assert rgw_body(rgw, bucket, "orders/drained") == b"newer"
+    finally:
+        for c in socks:
+            c.close()
         relay.close()
 
 
