@@ -45,6 +45,7 @@ struct cap_member {
     atomic_uint_least32_t shed;    /* idle connections other loops asked it to close */
     atomic_uint_least32_t conns;   /* connections this loop holds (published) */
     atomic_uint_least32_t granted; /* slots other loops handed to it, not yet taken */
+    atomic_bool left;              /* its client is gone: a slot handed over now goes back */
     atomic_bool posted;            /* msg is on q (or running) */
     struct gw_loopq *q;            /* the loop's queue, set at join */
     gw_upstream_cap_look_fn *look; /* the owner's thread only: NULL once it left */
@@ -167,6 +168,16 @@ gw_upstream_cap_wait_done(struct gw_upstream_cap *c, uint32_t slot)
     }
 }
 
+/* The slots handed to m and not taken, back to the count (each exactly once:
+ * whoever exchanges them gives them). */
+static void
+give_back_granted(struct gw_upstream_cap *c, struct cap_member *m)
+{
+    for (uint_least32_t n = atomic_exchange(&m->granted, 0); n > 0; n--) {
+        gw_upstream_cap_give(c);
+    }
+}
+
 void
 gw_upstream_cap_leave(struct gw_upstream_cap *c, uint32_t slot)
 {
@@ -175,10 +186,11 @@ gw_upstream_cap_leave(struct gw_upstream_cap *c, uint32_t slot)
     atomic_store(&m->idle, 0);
     atomic_store(&m->conns, 0);
     m->look = NULL; /* a wake-up still on its way does nothing */
-    /* slots handed to it that it never took go back (none can arrive now: its want is down) */
-    for (uint_least32_t n = atomic_exchange(&m->granted, 0); n > 0; n--) {
-        gw_upstream_cap_give(c);
-    }
+    /* slots handed to it that it never took go back.  A loop that picked it
+     * while its want was up may still add one after this exchange: that loop
+     * then sees left and gives it back (gw_upstream_cap_hand_over) */
+    atomic_store(&m->left, true);
+    give_back_granted(c, m);
 }
 
 bool
@@ -292,6 +304,12 @@ gw_upstream_cap_hand_over(struct gw_upstream_cap *c, uint32_t slot, bool to_empt
         return false;
     }
     atomic_fetch_add(&m->granted, 1);
+    /* m may have left since pick saw its want: "add, then read left" against
+     * leave's "set left, then exchange", so one of the two gives it back */
+    if (atomic_load(&m->left)) {
+        give_back_granted(c, m);
+        return true; /* handed over all the same: the slot is back in the count */
+    }
     poke(m);
     return true;
 }
