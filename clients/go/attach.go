@@ -11,15 +11,24 @@ package fencegate
 //     CreateMultipartUpload, tagging, ACLs...) carries X-Fencing-Token and
 //     X-Fencing-Lock;
 //   - once the lease is lost, a write returns *LeaseLost before anything is
-//     sent, checked again before each retry attempt;
+//     sent; checked again before each retry attempt, where a loss returns
+//     *WriteOutcomeUnknown instead (an earlier attempt was sent and may have
+//     landed), the retry not sent; neither is retryable for the SDK;
 //   - the gateway's fencing refusals come out as typed errors, converted
 //     inside the retry loop, and none is retryable for the SDK's retryer;
-//   - a refusal of a write that carried the lease's own lock and token
-//     (StaleFencingToken, FencingLeaseExpired) is the gateway's judgment on
-//     it: the lease is lost, OnLost run, before the call returns.
+//   - a refusal (StaleFencingToken, FencingLeaseExpired) whose document names
+//     the lease's lock and token (<Lock>, <Token>; parts, Complete and Abort
+//     included, claimed with the upload's epoch), or, in a document without
+//     them, of a write that carried the lease's lock and token, is the
+//     gateway's judgment on the lease: lost, OnLost run, before the call
+//     returns.
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
+	"errors"
+	"io"
 	"strconv"
 	"strings"
 
@@ -35,7 +44,31 @@ const (
 	mwHeaders   = "fencegate.Headers"
 	mwCheck     = "fencegate.Check"
 	mwRefusals  = "fencegate.Refusals"
+	mwDocument  = "fencegate.RefusalDocument"
 )
+
+// attempts: one write operation's attempts, shared by its Build step (once
+// per call) and its per-attempt check inside the retry loop (the SDK's
+// attempts are sequential, in one goroutine).
+type attempts struct {
+	sent    int   // attempts let through to the transport
+	lastErr error // the latest one's error
+}
+
+type attemptsKey struct{}
+
+// refusalDoc: the <Lock> and <Token> of a 409 error document, read by the
+// innermost Deserialize middleware for the Refusals middleware (the SDK's
+// error keeps only Code and Message).
+type refusalDoc struct {
+	Lock  string `xml:"Lock"`
+	Token string `xml:"Token"`
+}
+
+type refusalDocKey struct{}
+
+// maxRefusalDoc bounds how much of a 409's body is read ahead of the SDK.
+const maxRefusalDoc = 64 << 10
 
 // Operation kinds, as Classify returns them.
 const (
@@ -83,6 +116,7 @@ func (l *Lease) AddMiddleware(stack *middleware.Stack) error {
 		if err := l.Check(); err != nil {
 			return middleware.BuildOutput{}, middleware.Metadata{}, err
 		}
+		ctx = context.WithValue(ctx, attemptsKey{}, &attempts{})
 		if req, ok := in.Request.(*smithyhttp.Request); ok {
 			req.Header.Set(headerLock, l.lock)
 			if kind == KindWrite {
@@ -100,12 +134,30 @@ func (l *Lease) AddMiddleware(stack *middleware.Stack) error {
 	_, _ = stack.Finalize.Remove(mwCheck)
 	check := middleware.FinalizeMiddlewareFunc(mwCheck, func(ctx context.Context,
 		in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-		if Classify(awsmiddleware.GetOperationName(ctx)) != KindRead {
-			if err := l.Check(); err != nil {
-				return middleware.FinalizeOutput{}, middleware.Metadata{}, err
-			}
+		if Classify(awsmiddleware.GetOperationName(ctx)) == KindRead {
+			return next.HandleFinalize(ctx, in)
 		}
-		return next.HandleFinalize(ctx, in)
+		at, _ := ctx.Value(attemptsKey{}).(*attempts)
+		if err := l.Check(); err != nil {
+			var lost *LeaseLost
+			if at != nil && at.sent > 0 && errors.As(err, &lost) {
+				// A retry: the earlier attempt may have landed.
+				cause := at.lastErr
+				if cause == nil {
+					cause = lost
+				}
+				return middleware.FinalizeOutput{}, middleware.Metadata{}, &WriteOutcomeUnknown{
+					Lock: lost.Lock, Token: lost.Token, Reason: lost.Reason, Err: cause, Lost: lost}
+			}
+			return middleware.FinalizeOutput{}, middleware.Metadata{}, err
+		}
+		if at == nil {
+			return next.HandleFinalize(ctx, in)
+		}
+		at.sent++
+		out, md, err := next.HandleFinalize(ctx, in)
+		at.lastErr = err
+		return out, md, err
 	})
 	if err := stack.Finalize.Add(check, middleware.After); err != nil {
 		return err
@@ -114,12 +166,11 @@ func (l *Lease) AddMiddleware(stack *middleware.Stack) error {
 	_, _ = stack.Deserialize.Remove(mwRefusals)
 	refusals := middleware.DeserializeMiddlewareFunc(mwRefusals, func(ctx context.Context,
 		in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
-		out, md, err := next.HandleDeserialize(ctx, in)
+		doc := &refusalDoc{}
+		out, md, err := next.HandleDeserialize(context.WithValue(ctx, refusalDocKey{}, doc), in)
 		if err != nil {
 			if typed := fencingError(err); typed != nil {
-				if req, ok := in.Request.(*smithyhttp.Request); ok &&
-					req.Header.Get(headerLock) == l.lock &&
-					req.Header.Get(headerToken) == strconv.FormatUint(l.token, 10) {
+				if l.judged(in.Request, doc) {
 					l.refused(typed) // lost before the caller sees the error
 				}
 				return out, md, typed
@@ -127,5 +178,53 @@ func (l *Lease) AddMiddleware(stack *middleware.Stack) error {
 		}
 		return out, md, err
 	})
-	return stack.Deserialize.Add(refusals, middleware.Before)
+	if err := stack.Deserialize.Add(refusals, middleware.Before); err != nil {
+		return err
+	}
+	// Deserialize, last: the raw response before the SDK reads its body.
+	_, _ = stack.Deserialize.Remove(mwDocument)
+	document := middleware.DeserializeMiddlewareFunc(mwDocument, func(ctx context.Context,
+		in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+		out, md, err := next.HandleDeserialize(ctx, in)
+		doc, _ := ctx.Value(refusalDocKey{}).(*refusalDoc)
+		if resp, ok := out.RawResponse.(*smithyhttp.Response); ok && err == nil && doc != nil &&
+			resp.StatusCode == 409 && resp.Body != nil {
+			readRefusalDoc(resp, doc)
+		}
+		return out, md, err
+	})
+	return stack.Deserialize.Add(document, middleware.After)
+}
+
+// readRefusalDoc fills doc from a 409's error document and puts the bytes
+// read back in front of the body, for the SDK's deserializer.
+func readRefusalDoc(resp *smithyhttp.Response, doc *refusalDoc) {
+	body := resp.Body
+	buf, rerr := io.ReadAll(io.LimitReader(body, maxRefusalDoc))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf), body), body}
+	if rerr != nil || len(buf) == maxRefusalDoc {
+		return // cut short: judged by the request's headers, as without a document
+	}
+	var d refusalDoc
+	if xml.Unmarshal(buf, &d) == nil {
+		doc.Lock, doc.Token = strings.TrimSpace(d.Lock), strings.TrimSpace(d.Token)
+	}
+}
+
+// judged: a fencing refusal is the gateway's judgment on this lease when its
+// document names the lease's lock and token, whatever the request carried
+// (a part, Complete or Abort carries the lock only, and is claimed with the
+// upload's epoch: this lease's when it created the upload).  A document
+// naming neither falls back on the request: it carried the lease's lock and
+// token.
+func (l *Lease) judged(request interface{}, doc *refusalDoc) bool {
+	token := strconv.FormatUint(l.token, 10)
+	if doc.Lock != "" || doc.Token != "" {
+		return doc.Lock == l.lock && doc.Token == token
+	}
+	req, ok := request.(*smithyhttp.Request)
+	return ok && req.Header.Get(headerLock) == l.lock && req.Header.Get(headerToken) == token
 }

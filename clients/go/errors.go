@@ -36,7 +36,8 @@ func (e *LockHeldError) Error() string {
 func (e *LockHeldError) Is(target error) bool { return target == ErrLockHeld }
 
 // LeaseLost: the lease is gone (or was never confirmed in time); the write
-// that returned it was not sent.
+// that returned it was not sent, no attempt of it (a lease found lost before
+// a retry is a *WriteOutcomeUnknown instead).
 type LeaseLost struct {
 	Lock   string
 	Token  uint64
@@ -49,6 +50,43 @@ func (e *LeaseLost) Error() string {
 
 // RetryableError tells the SDK's retryer never to retry a write refused locally.
 func (e *LeaseLost) RetryableError() bool { return false }
+
+// WriteOutcomeUnknown: an attached client found the lease lost before a
+// retry of a write, after an earlier attempt of the same call had been sent
+// (its answer never came, or was an error the SDK retries: the write may
+// have landed).  The retry was not sent.  Lock, Token and Reason are the
+// lost lease's, as in LeaseLost; Err is the earlier attempt's error (the
+// *LeaseLost only if none was at hand) and Lost the loss found before the
+// retry.  It is NOT a *LeaseLost for errors.As, since "nothing was sent" is
+// not true of the call: Unwrap gives the earlier attempt's error, never the
+// loss.  Read the object back (or leave it to the next holder) before
+// assuming either outcome.
+type WriteOutcomeUnknown struct {
+	Lock   string
+	Token  uint64
+	Reason string
+	Err    error
+	Lost   *LeaseLost
+}
+
+func (e *WriteOutcomeUnknown) Error() string {
+	return fmt.Sprintf("fencegate: lease on %s (token %d) lost (%s) before a retry: "+
+		"an earlier attempt was sent and its outcome is unknown: %v", e.Lock, e.Token, e.Reason, e.Err)
+}
+
+// Unwrap is the earlier attempt's error; nil when Err is (or wraps) the
+// loss, so that errors.As(err, &lost) never matches an unknown outcome.
+func (e *WriteOutcomeUnknown) Unwrap() error {
+	var ll *LeaseLost
+	if e.Err == nil || errors.As(e.Err, &ll) {
+		return nil
+	}
+	return e.Err
+}
+
+// RetryableError: the SDK's retryer must not try again (the retry would
+// find the lease lost again, and send nothing).
+func (e *WriteOutcomeUnknown) RetryableError() bool { return false }
 
 // GatewayError: the JSON API answered something unexpected (Status > 0), or
 // nothing at all (Status 0, Err says why).

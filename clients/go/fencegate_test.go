@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -242,7 +244,7 @@ func newFakeS3(t *testing.T) *fakeS3 {
 		if during != nil {
 			during()
 		}
-		if strings.Contains(r.URL.RawQuery, "uploadId") && r.Method == "POST" {
+		if strings.Contains(r.URL.RawQuery, "uploadId") && r.Method == "POST" && status == 200 {
 			body = "<CompleteMultipartUploadResult><ETag>\"x\"</ETag></CompleteMultipartUploadResult>"
 		}
 		w.WriteHeader(status)
@@ -404,30 +406,87 @@ func TestElectStopsOnlyAfterStarting(t *testing.T) {
 	}
 }
 
-func TestRetryAfterTheLossIsNotSent(t *testing.T) {
-	gwf := newFake(t, 5000)
-	l := lease(t, gwf, Options{})
-	f := newFakeS3(t)
-	f.status = 503 // retryable: the SDK tries again, after the lease is gone
-	f.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.seen = append(f.seen, r.Method)
-		f.mu.Unlock()
-		_ = l.Release() // lost while the first attempt is on the wire
-		w.WriteHeader(503)
-		_, _ = io.WriteString(w, "<Error><Code>SlowDown</Code></Error>")
-	})
-	c := s3For(f.URL, l.Attach)
-	_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
-		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
-	var ll *LeaseLost
-	if !errors.As(err, &ll) || ll.Reason != ReasonReleased {
-		t.Fatalf("err %v", err)
+// countingRetryer counts the attempts the SDK's retry loop starts.
+type countingRetryer struct {
+	aws.RetryerV2
+	attempts int32
+}
+
+func (r *countingRetryer) GetAttemptToken(ctx context.Context) (func(error) error, error) {
+	atomic.AddInt32(&r.attempts, 1)
+	return r.RetryerV2.GetAttemptToken(ctx)
+}
+
+// TestARetryAfterTheLossIsAnUnknownOutcome: the lease lost while a write's
+// first attempt is on the wire (the body reached the server, then a 503 or a
+// reset connection), the SDK's retry finds it lost: the retry is not sent,
+// and the call returns *WriteOutcomeUnknown (the earlier attempt may have
+// landed), never a *LeaseLost ("nothing was sent"), and is not retried.
+func TestARetryAfterTheLossIsAnUnknownOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		answer       func(l *Lease, w http.ResponseWriter)
+		cause        func(error) bool
+	}{
+		{"503", ReasonReleased, func(l *Lease, w http.ResponseWriter) {
+			_ = l.Release() // lost while the first attempt is on the wire
+			w.WriteHeader(503)
+			_, _ = io.WriteString(w, "<Error><Code>SlowDown</Code></Error>")
+		}, func(e error) bool {
+			var api smithy.APIError
+			return errors.As(e, &api) && api.ErrorCode() == "SlowDown"
+		}},
+		{"reset", ReasonExpired, func(l *Lease, w http.ResponseWriter) {
+			l.mu.Lock() // the deadline passes while the write is in flight
+			l.watchdog.Stop()
+			l.deadline = time.Now().Add(-2 * time.Second)
+			l.mu.Unlock()
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			_ = conn.(*net.TCPConn).SetLinger(0) // RST: "connection reset by peer"
+			_ = conn.Close()
+		}, func(e error) bool { return e != nil && strings.Contains(e.Error(), "connection reset") }},
+	} {
+		gwf := newFake(t, 5000)
+		l := lease(t, gwf, Options{})
+		var seen int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body) // the body reached the store
+			atomic.AddInt32(&seen, 1)
+			tc.answer(l, w)
+		}))
+		rt := &countingRetryer{RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 5 })}
+		c := s3For(srv.URL, l.Attach, func(o *s3.Options) { o.Retryer = rt })
+		_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+			Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+		srv.Close()
+		var unknown *WriteOutcomeUnknown
+		if !errors.As(err, &unknown) || unknown.Reason != tc.reason || unknown.Lock != "orders" ||
+			unknown.Token != l.Token() || unknown.Lost == nil || unknown.Lost.Reason != tc.reason {
+			t.Fatalf("%s: %T %v", tc.name, err, err)
+		}
+		if errors.As(err, new(*LeaseLost)) {
+			t.Fatalf("%s: an unknown outcome reads as LeaseLost (nothing sent): %v", tc.name, err)
+		}
+		if !tc.cause(unknown.Err) || errors.Unwrap(unknown) != unknown.Err {
+			t.Fatalf("%s: the earlier attempt's error: %T %v", tc.name, unknown.Err, unknown.Err)
+		}
+		if n := atomic.LoadInt32(&seen); n != 1 {
+			t.Fatalf("%s: sent %d times; the retry after the loss must not leave", tc.name, n)
+		}
+		if n := atomic.LoadInt32(&rt.attempts); n != 2 {
+			t.Fatalf("%s: %d attempts; the unknown outcome must not be retried", tc.name, n)
+		}
+		if retry.NewStandard().IsErrorRetryable(unknown) {
+			t.Fatalf("%s: retryable", tc.name)
+		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.seen) != 1 {
-		t.Fatalf("sent %d times; the retry after the loss must not leave", len(f.seen))
+	// Err the LeaseLost (no earlier error at hand): still not a LeaseLost.
+	lost := &LeaseLost{Lock: "orders", Token: 3, Reason: ReasonExpired}
+	if e := error(&WriteOutcomeUnknown{Lock: "orders", Token: 3, Reason: ReasonExpired, Err: lost, Lost: lost}); errors.As(e, new(*LeaseLost)) {
+		t.Fatal("Unwrap gives the LeaseLost")
 	}
 }
 
@@ -563,5 +622,75 @@ func TestARefusalOfTheLeasesTokenLosesIt(t *testing.T) {
 		UploadId: aws.String("u"), PartNumber: 1, Body: strings.NewReader("x")})
 	if _, ok := AsFencingError(err); !ok || l.Reason() != "" {
 		t.Fatalf("a part refused: %v, lease %q", err, l.Reason())
+	}
+}
+
+// TestARefusalNamingTheLeaseLosesItWhateverTheRequestCarried: a part,
+// UploadPartCopy, Complete or Abort carries the lock only and is claimed
+// with the upload's epoch; a StaleFencingToken or FencingLeaseExpired whose
+// document names the lease's lock and token is the gateway's judgment on the
+// lease: lost before the call returns.  One naming another token (an older
+// upload's epoch) or another lock says nothing about it.
+func TestARefusalNamingTheLeaseLosesItWhateverTheRequestCarried(t *testing.T) {
+	gwf := newFake(t, 5000)
+	f := newFakeS3(t)
+	ctx := context.Background()
+	b, k, u := aws.String("bkt"), aws.String("orders/x"), aws.String("u")
+	ops := map[string]func(*s3.Client) error{
+		"UploadPart": func(c *s3.Client) error {
+			_, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: b, Key: k, UploadId: u, PartNumber: 1,
+				Body: strings.NewReader("x")})
+			return err
+		},
+		"UploadPartCopy": func(c *s3.Client) error {
+			_, err := c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: b, Key: k, UploadId: u,
+				PartNumber: 1, CopySource: aws.String("bkt/orders/y")})
+			return err
+		},
+		"CompleteMultipartUpload": func(c *s3.Client) error {
+			_, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: b, Key: k, UploadId: u})
+			return err
+		},
+		"AbortMultipartUpload": func(c *s3.Client) error {
+			_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: b, Key: k, UploadId: u})
+			return err
+		},
+	}
+	for name, op := range ops {
+		for _, tc := range []struct {
+			code, lock, reason string
+			tokenDelta         int64
+		}{
+			{"StaleFencingToken", "orders", ReasonSuperseded, 0},
+			{"FencingLeaseExpired", "orders", ReasonExpired, 0},
+			{"StaleFencingToken", "orders", "", -1}, // an older upload's epoch
+			{"StaleFencingToken", "other", "", 0},
+		} {
+			l := lease(t, gwf, Options{})
+			var seen []string
+			l.OnLost(func(r string) { seen = append(seen, r) })
+			c := s3For(f.URL, l.Attach)
+			f.mu.Lock()
+			f.status, f.seen = 409, nil
+			f.body = "<Error><Code>" + tc.code + "</Code><Message>no</Message><Lock>" + tc.lock +
+				"</Lock><Token>" + strconv.FormatInt(int64(l.Token())+tc.tokenDelta, 10) +
+				"</Token><CurrentToken>99</CurrentToken></Error>"
+			f.mu.Unlock()
+			err := op(c)
+			if fe, ok := AsFencingError(err); !ok || fe.Code != tc.code || fe.StatusCode != 409 {
+				t.Fatalf("%s %s: %T %v", name, tc.code, err, err)
+			}
+			f.mu.Lock()
+			sent := append([]string(nil), f.seen...)
+			f.mu.Unlock()
+			if len(sent) != 1 || !strings.HasSuffix(sent[0], " orders ") {
+				t.Fatalf("%s: sent %q, want once with the lock only", name, sent)
+			}
+			if l.Reason() != tc.reason || len(seen) != map[bool]int{true: 1}[tc.reason != ""] ||
+				(tc.reason != "" && seen[0] != tc.reason) {
+				t.Fatalf("%s %s <Lock>%s</Lock> token%+d: reason %q, OnLost saw %v; want %q",
+					name, tc.code, tc.lock, tc.tokenDelta, l.Reason(), seen, tc.reason)
+			}
+		}
 	}
 }

@@ -336,8 +336,9 @@ func (l *Lease) checkDeadline() {
 	l.lose(reason)
 }
 
-// refused: the fence refused a write that carried this lease's lock and
-// token, its judgment on the lease: lost now, superseded (StaleFencingToken)
+// refused: the fence refused a write in this lease's name (its document
+// names the lease's lock and token, or the write carried them; see
+// Lease.judged), its judgment on the lease: lost now, superseded (StaleFencingToken)
 // or expired (FencingLeaseExpired).  The deadline is judged first, so a
 // process woken from a pause past it reads expired, as its timer would say a
 // moment later.

@@ -140,6 +140,10 @@ func outcome(err error) []interface{} {
 	if err == nil {
 		return []interface{}{"ok", nil}
 	}
+	var unknown *fencegate.WriteOutcomeUnknown
+	if errors.As(err, &unknown) { // before the APIError of the attempt it wraps
+		return []interface{}{"WriteOutcomeUnknown", unknown.Reason}
+	}
 	var ll *fencegate.LeaseLost
 	if errors.As(err, &ll) {
 		return []interface{}{"LeaseLost", ll.Reason}
