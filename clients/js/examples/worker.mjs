@@ -1,6 +1,6 @@
 // A worker that leads on the lock "orders" and writes a report through the
 // gateway every second.  Paused past its lease (a GC pause, SIGSTOP, a
-// suspended VM), it learns of the loss before its next write is sent, and
+// frozen container), it learns of the loss before its next write is sent, and
 // campaigns again.  SIGTERM or Ctrl-C stops it; a leader gives its lease back.
 //
 //   FENCEGATE_URL=http://127.0.0.1:9000 BUCKET=data \
@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 
 import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { FencingError, Gateway, LeaseLost } from "fencegate";
+import { FencingError, Gateway, LeaseLost, WriteOutcomeUnknown } from "fencegate";
 
 const url = process.env.FENCEGATE_URL ?? "http://127.0.0.1:9000";
 const bucket = process.env.BUCKET ?? "data";
@@ -31,7 +31,9 @@ async function lead(lease) {
       }), { abortSignal: lease.signal });
       console.log(`wrote orders/report: token ${lease.token}, write ${n}`);
     } catch (e) {
-      if (e instanceof LeaseLost || e instanceof FencingError) return; // not the leader any more
+      // Not the leader any more.  WriteOutcomeUnknown: the loss cut this write
+      // short after it was sent, so it may have landed; the next leader decides.
+      if (e instanceof LeaseLost || e instanceof WriteOutcomeUnknown || e instanceof FencingError) return;
       throw e;
     }
     await sleep(1000, undefined, { signal: lease.signal }).catch(() => {});

@@ -8,8 +8,11 @@
 //  - every other command (PutObject, CopyObject, DeleteObject(s),
 //    CreateMultipartUpload, tagging, ACLs...) carries X-Fencing-Token and
 //    X-Fencing-Lock;
-//  - once the lease is lost, every write throws LeaseLost before anything is
-//    sent, checked again before each retry attempt;
+//  - once the lease is lost, a write throws LeaseLost before anything is
+//    sent; the lease is checked again before each retry attempt, and a loss
+//    found there, once an earlier attempt was sent, throws
+//    WriteOutcomeUnknown (the earlier attempt may have landed), as does a
+//    write in flight aborted by the loss (abortSignal: lease.signal);
 //  - the gateway's fencing refusals (409/428) come out as typed errors
 //    (StaleFencingToken, ...), converted inside the retry loop: none is
 //    retryable for the SDK's strategies;
@@ -17,8 +20,18 @@
 //    FencingLeaseExpired) is the gateway's judgment on it: the lease is lost,
 //    its signal aborted, before the error is thrown.
 //
-// One lease per client: attaching another lease replaces the first.
-import { LeaseLost, fencingError } from "./errors.js";
+// One lease per client: attaching another lease replaces the first.  A client
+// made with cacheMiddleware: true is refused: smithy then keeps the handler
+// stack it resolved first per command type, and attach/detach would no
+// longer take effect.
+//
+// Where the two middlewares sit (smithy's stack, @smithy/core retry): the
+// build step runs once per send, above the retry middleware (finalizeRequest,
+// priority high); the check runs in finalizeRequest at priority low, below
+// the retry middleware and the signer, so once per attempt.  The send's
+// state (how many attempts were handed to the HTTP handler) lives in a
+// WeakMap on the handler context, which is one object per send.
+import { FencingError, LeaseLost, WriteOutcomeUnknown, fencingError } from "./errors.js";
 
 const NAME = "fencegateLease";
 const CHECK = "fencegateLeaseCheck";
@@ -41,29 +54,73 @@ function setHeader(request, name, value) {
   if (request && typeof request.headers === "object") request.headers[name] = value;
 }
 
+const sends = new WeakMap(); // handler context (one per send) -> {sent: attempts handed on}
+
+// smithy's SMITHY_CONTEXT_KEY (@smithy/types): where the send's abortSignal is.
+const SMITHY_CONTEXT = "__smithy_context";
+
+function cachingRefused() {
+  return new TypeError("attach: this S3Client has cacheMiddleware: true, which keeps the " +
+    "handler stack resolved at a command type's first send, so a lease could not be attached " +
+    "or detached reliably; create the client without cacheMiddleware (the default, false)");
+}
+
+const lost = (lease) => new LeaseLost(lease.lock, lease.token, lease.reason);
+const unknown = (lease, cause) => new WriteOutcomeUnknown(lease.lock, lease.token, lease.reason, { cause });
+
+// An error out of the retry loop (which races its backoff and first token
+// against the send's abortSignal), with the lease lost: an AbortError is the
+// loss (LeaseLost if no attempt was sent, else an unknown outcome); the
+// earlier attempt's error, thrown because the loss aborted the signal before
+// a retry (no answer, or a 5xx), is an unknown outcome too.
+function afterSend(lease, st, context, e) {
+  if (e instanceof WriteOutcomeUnknown || e instanceof FencingError || e instanceof LeaseLost) return e;
+  if (!lease.lost) return e;
+  if (e?.name === "AbortError") return st.sent > 0 ? unknown(lease, lost(lease)) : lost(lease);
+  if (st.sent === 0) return e;
+  const status = e?.$metadata?.httpStatusCode;
+  const answered = typeof status === "number" && status > 0 && status < 500;
+  if (!answered && context?.[SMITHY_CONTEXT]?.abortSignal?.aborted) return unknown(lease, e);
+  return e;
+}
+
 export function attach(lease, client) {
   const stack = client?.middlewareStack;
   if (!stack || typeof stack.add !== "function") {
     throw new TypeError("attach: an AWS SDK v3 client (with a middlewareStack) is required");
   }
+  if (client.config?.cacheMiddleware === true) throw cachingRefused();
   stack.remove(NAME);
   stack.remove(CHECK);
   bound.set(client, lease);
 
-  // build: once per send, before signing and before the retry loop.
+  // build: once per send, before signing and above the retry loop.
   stack.add((next, context) => async (args) => {
     const kind = classify(context.commandName);
     if (kind === "read") return next(args);
-    lease.check();
+    if (client.config?.cacheMiddleware === true) throw cachingRefused(); // turned on after attach
+    lease.check(); // LeaseLost: nothing was sent
     setHeader(args.request, "x-fencing-lock", lease.lock);
     if (kind === "write") setHeader(args.request, "x-fencing-token", String(lease.token));
-    return next(args);
+    const st = { sent: 0 };
+    sends.set(context, st);
+    try {
+      return await next(args);
+    } catch (e) {
+      throw afterSend(lease, st, context, e);
+    }
   }, { step: "build", name: NAME, tags: ["FENCEGATE"] });
 
   // finalizeRequest, low priority: inside the retry loop, once per attempt.
   stack.add((next, context) => async (args) => {
     if (classify(context.commandName) === "read") return next(args);
-    lease.check();
+    const st = sends.get(context) ?? { sent: 0 };
+    if (lease.lost) {
+      // Before a retry, an earlier attempt was sent: it may have landed.
+      // (The causes carry no transient error: the SDK never retries these.)
+      throw st.sent > 0 ? unknown(lease, lost(lease)) : lost(lease);
+    }
+    st.sent++;
     try {
       return await next(args);
     } catch (e) {
@@ -73,7 +130,7 @@ export function attach(lease, client) {
         throw typed;
       }
       if (lease.signal.aborted && e?.name === "AbortError") {
-        throw new LeaseLost(lease.lock, lease.token, lease.reason);
+        throw unknown(lease, lost(lease)); // handed to the HTTP handler: its body may be delivered
       }
       throw e;
     }

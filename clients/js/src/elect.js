@@ -15,7 +15,7 @@
 // the loss of its lease (a bug is not hidden by campaigning again), after
 // releasing the lease and calling onStopped, or when the gateway refuses the
 // campaign itself (403: this principal may not hold the lock).
-import { FencingError, LeaseLost } from "./errors.js";
+import { FencingError, LeaseLost, WriteOutcomeUnknown } from "./errors.js";
 import { acquireLease } from "./lease.js";
 import { defaultHolder, now, sleep } from "./util.js";
 
@@ -23,8 +23,8 @@ import { defaultHolder, now, sleep } from "./util.js";
 const MIN_TERM_MS = 1000;
 
 function isLoss(e, lease) {
-  return lease.lost || e instanceof LeaseLost || e instanceof FencingError ||
-    e?.name === "AbortError" || e?.name === "LeaseLost";
+  return lease.lost || e instanceof LeaseLost || e instanceof WriteOutcomeUnknown ||
+    e instanceof FencingError || e?.name === "AbortError" || e?.name === "LeaseLost";
 }
 
 // Calls onNewLeader once per epoch, from the watch or from our own grant.

@@ -18,11 +18,35 @@ export class FencegateError extends Error {
 
 /**
  * The lease is gone (or was never confirmed in time): nothing was sent.
- * `reason` is "superseded", "expired", "released" or "unreachable".
+ * `reason` is "superseded", "expired", "released" or "unreachable".  An
+ * attached client throws it instead of a write's first attempt; a loss found
+ * once an attempt was sent is a WriteOutcomeUnknown instead.
  */
 export class LeaseLost extends FencegateError {
   constructor(lock, token, reason, options) {
     super(`lease on ${lock} (token ${token}) lost: ${reason}`, options);
+    this.lock = lock;
+    this.token = token;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The lease was lost while a write of an attached client was under way,
+ * after an attempt of it had been sent: found lost before a retry (the SDK
+ * retries after a reset connection, a timeout, a 5xx: the earlier attempt's
+ * body may have reached the gateway), or aborted by the loss in flight
+ * (`abortSignal: lease.signal`).  The write may or may not have landed: read
+ * it back, or leave it to the next holder, before assuming either outcome.
+ * Nothing more of the call is sent.  Not a LeaseLost ("nothing was sent" is
+ * not true of this call).  `lock`, `token` and `reason` are the lost lease's;
+ * `cause` is the LeaseLost, or the earlier attempt's error when the SDK
+ * gave up on that one because the loss aborted its signal.
+ */
+export class WriteOutcomeUnknown extends FencegateError {
+  constructor(lock, token, reason, options) {
+    super(`lease on ${lock} (token ${token}) lost (${reason}) while a write was under way: ` +
+      "an attempt of it was sent and its outcome is unknown", options);
     this.lock = lock;
     this.token = token;
     this.reason = reason;

@@ -13,4 +13,5 @@ export {
   LockHeld,
   MissingFencingToken,
   StaleFencingToken,
+  WriteOutcomeUnknown,
 } from "./errors.js";

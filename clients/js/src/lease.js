@@ -120,6 +120,22 @@ export async function acquireLease(gw, lock, { holder, leaseMs, waitMs = 0, sign
   }
 }
 
+/**
+ * The loss reason for a renewal the gateway refused, or null when the answer
+ * is no judgment on the lease (unavailable, timeouts, sign-in failures): 409
+ * "superseded" (superseded if its token is newer than ours, else expired),
+ * 404 "not_found" and 403 "denied" (no such epoch, or not ours: expired).
+ */
+export function refusalReason(status, body, token) {
+  const err = body && typeof body === "object" ? body.error : undefined;
+  if (status === 409 && err === "superseded") {
+    const other = body.token;
+    return Number.isInteger(other) && other > token ? "superseded" : "expired";
+  }
+  if ((status === 404 && err === "not_found") || (status === 403 && err === "denied")) return "expired";
+  return null;
+}
+
 export class Lease {
   #gw;
   #leaseId;
@@ -187,7 +203,8 @@ export class Lease {
 
   /**
    * Adds this lease's token to every write of an AWS SDK v3 S3Client (see
-   * attach.js); writes after the loss throw LeaseLost without being sent.
+   * attach.js); writes after the loss throw LeaseLost without being sent
+   * (WriteOutcomeUnknown when the loss comes after an attempt was sent).
    * Returns a function that detaches it.
    */
   attach(s3) {
@@ -326,12 +343,15 @@ export class Lease {
       this.#granted(sentAt, r.body);
       return;
     }
-    if (r.status === 409 || r.status === 403 || r.status === 404) {
+    const reason = refusalReason(r.status, r.body, this.#token);
+    if (reason) {
       this.cause = r.body;
-      const newer = r.status === 409 && r.body?.token > this.#token;
-      this.#lose(newer || r.status !== 409 ? "superseded" : "expired");
+      this.#lose(reason);
       return;
     }
+    // 5xx, 429, sign-in trouble (a 403 in S3 XML: RequestTimeTooSkewed,
+    // SignatureDoesNotMatch, ExpiredToken), a proxy's 404...: no judgment on
+    // the lease, tried again until the deadline.
     this.#failed(new GatewayError(`renew ${this.lock}: HTTP ${r.status}: ${r.raw}`,
       { status: r.status, body: r.body }));
   }

@@ -11,7 +11,7 @@ import {
 
 import {
   FencingError, FencingLeaseExpired, FencingTokenNotGranted, Gateway, LeaseLost,
-  MissingFencingToken, StaleFencingToken, attachedLease, classify,
+  MissingFencingToken, StaleFencingToken, WriteOutcomeUnknown, attachedLease, classify,
 } from "../src/index.js";
 import { fakeGateway } from "./fake.js";
 
@@ -160,7 +160,158 @@ test("a send with abortSignal: lease.signal is aborted by the loss", async () =>
   const p = c.send(new PutObjectCommand({ Bucket: "b", Key: "slow", Body: "x" }), { abortSignal: lease.signal });
   await lease.renewNow();
   fg.renew = "ok";
-  await assert.rejects(p, (e) => e instanceof LeaseLost || e.name === "AbortError");
+  // lost before the attempt (nothing sent) or during it (its outcome unknown)
+  await assert.rejects(p, (e) => e instanceof LeaseLost || e instanceof WriteOutcomeUnknown);
+});
+
+// The error of a write whose attempt was sent when the lease was lost.
+function outcomeUnknown(lease, e) {
+  assert.ok(e instanceof WriteOutcomeUnknown, `${e?.name}: ${e?.message}`);
+  assert.ok(!(e instanceof LeaseLost));
+  assert.equal(e.name, "WriteOutcomeUnknown");
+  assert.equal(e.lock, lease.lock);
+  assert.equal(e.token, lease.token);
+  assert.ok(lease.reason);
+  assert.equal(e.reason, lease.reason);
+  assert.ok(e.cause instanceof Error);
+  return true;
+}
+const busy = (ms) => {
+  const t = performance.now();
+  while (performance.now() - t < ms) { /* stopped */ }
+};
+const puts = (key) => fg.requests.filter((r) => r.method === "PUT" && r.url.includes(`/b/${key}`));
+
+test("lost before a retry (body delivered, connection reset, deadline past): WriteOutcomeUnknown", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 300 });
+  const c = s3();
+  lease.attach(c);
+  fg.s3hook = async (rec, req) => {
+    if (!req.url.includes("/b/reset")) return false;
+    busy(500); // the body is in; the process stalls past the lease
+    req.socket.destroy(); // and the connection is reset: the SDK retries
+    return true;
+  };
+  try {
+    await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "reset", Body: "body" })),
+      (e) => outcomeUnknown(lease, e) && e.cause instanceof LeaseLost);
+    assert.equal(lease.reason, "expired");
+    assert.deepEqual(puts("reset").map((r) => r.body), ["body"], "one attempt, its body delivered");
+    // the next write sends nothing: LeaseLost
+    const before = fg.requests.length;
+    await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "reset2", Body: "x" })),
+      (e) => e instanceof LeaseLost && e.reason === "expired");
+    assert.equal(fg.requests.length, before);
+  } finally {
+    fg.s3hook = null;
+  }
+});
+
+test("abortSignal: lease.signal, a write in flight aborted by the loss: WriteOutcomeUnknown", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+  const c = s3();
+  lease.attach(c);
+  fg.s3hook = async (rec, req, res) => {
+    if (!req.url.includes("/b/inflight")) return false;
+    fg.hung.push(res); // the body is in; no answer yet when the lease is lost
+    fg.renew = "refuse";
+    await lease.renewNow();
+    fg.renew = "ok";
+    return true;
+  };
+  try {
+    await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "inflight", Body: "body" }),
+      { abortSignal: lease.signal }),
+    (e) => outcomeUnknown(lease, e) && e.cause instanceof LeaseLost);
+    assert.equal(lease.reason, "superseded");
+    assert.equal(puts("inflight").length, 1);
+  } finally {
+    fg.s3hook = null;
+    fg.renew = "ok";
+  }
+});
+
+test("abortSignal: lease.signal, lost while the SDK retries a reset write: WriteOutcomeUnknown", async () => {
+  for (const wait of [0, 5, 30]) {
+    const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+    const c = s3();
+    lease.attach(c);
+    let first = true;
+    fg.s3hook = async (rec, req, res) => {
+      if (!req.url.includes("/b/retry")) return false;
+      if (!first) {
+        fg.hung.push(res); // a retry in flight: never answered
+        return true;
+      }
+      first = false;
+      req.socket.destroy(); // the body is in, the connection reset
+      setTimeout(async () => { // then the lease is lost: before, during or after the backoff
+        fg.renew = "refuse";
+        await lease.renewNow();
+        fg.renew = "ok";
+      }, wait);
+      return true;
+    };
+    try {
+      await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "retry", Body: "body" }),
+        { abortSignal: lease.signal }), (e) => outcomeUnknown(lease, e), `loss after ${wait} ms`);
+      assert.equal(lease.reason, "superseded");
+      assert.ok(puts("retry").length >= 1);
+    } finally {
+      fg.s3hook = null;
+      fg.renew = "ok";
+    }
+  }
+});
+
+test("abortSignal: lease.signal, lost as a reset attempt fails: WriteOutcomeUnknown, cause the attempt's error", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+  const c = s3();
+  lease.attach(c);
+  // the loss lands between the attempt's failure and the retry decision: the
+  // SDK gives up with the attempt's error (its signal is aborted)
+  c.middlewareStack.add((next) => async (args) => {
+    try {
+      return await next(args);
+    } catch (e) {
+      void lease.release(); // lost at once ("released")
+      throw e;
+    }
+  }, { step: "finalizeRequest", priority: "normal", name: "loseOnError" });
+  fg.s3hook = async (rec, req) => {
+    if (!req.url.includes("/b/giveup")) return false;
+    req.socket.destroy();
+    return true;
+  };
+  try {
+    await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "giveup", Body: "body" }),
+      { abortSignal: lease.signal }), (e) => outcomeUnknown(lease, e) && !(e.cause instanceof LeaseLost) &&
+      e.cause.code === "ECONNRESET");
+    assert.equal(lease.reason, "released");
+    assert.equal(puts("giveup").length, 1);
+  } finally {
+    fg.s3hook = null;
+  }
+});
+
+test("a client with cacheMiddleware: true is refused (attach and detach would not take effect)", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+  const cached = new S3Client({
+    endpoint: fg.url, region: "us-east-1", forcePathStyle: true, cacheMiddleware: true,
+    credentials: { accessKeyId: "AK", secretAccessKey: "SK" },
+  });
+  assert.throws(() => lease.attach(cached), (e) => e instanceof TypeError && /cacheMiddleware/.test(e.message));
+  assert.equal(attachedLease(cached), undefined);
+  assert.deepEqual(cached.middlewareStack.identify().filter((m) => m.startsWith("fencegate")), []);
+  // turned on after attach: its writes are refused, nothing sent
+  const c = s3();
+  lease.attach(c);
+  c.config.cacheMiddleware = true;
+  const before = fg.requests.length;
+  await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "k", Body: "x" })),
+    (e) => e instanceof TypeError && /cacheMiddleware/.test(e.message));
+  assert.equal(fg.requests.length, before);
+  await lease.release();
 });
 
 for (const [code, reason] of [["StaleFencingToken", "superseded"],

@@ -7,8 +7,9 @@ export async function fakeGateway() {
   const g = {
     requests: [], // {method, url, headers, body}
     locks: new Map(), // lock -> {token, leaseId, holder, leaseMs, expires, released}
-    renew: "ok", // "ok" | "refuse" | "hang" | "503"
+    renew: "ok", // "ok" | "refuse" | "hang" | "503" | {status, json} | {status, xml}
     s3: null, // null: 200; else {status, code}
+    s3hook: null, // async (rec, req, res) => true when it answered (or dropped) an S3 request
     hung: [],
   };
   const server = createServer(async (req, res) => {
@@ -23,6 +24,7 @@ export async function fakeGateway() {
     };
     const m = /^\/_fencegate\/v1\/locks\/([^/?]+)(?:\/(\w+))?/.exec(req.url);
     if (!m) {
+      if (g.s3hook && await g.s3hook(rec, req, res)) return;
       if (g.s3) {
         res.writeHead(g.s3.status, { "content-type": "application/xml" });
         res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${g.s3.code}</Code>` +
@@ -62,6 +64,13 @@ export async function fakeGateway() {
         return;
       }
       if (g.renew === "503") return json(503, { error: "backend" });
+      if (g.renew?.json) return json(g.renew.status, g.renew.json);
+      if (g.renew?.xml) {
+        res.writeHead(g.renew.status, { "content-type": "application/xml" });
+        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${g.renew.xml}</Code>` +
+          "<Message>refused</Message></Error>");
+        return;
+      }
       if (g.renew === "refuse" || !live || l.token !== b.token) {
         return json(409, { error: "superseded", holder: "other", token: (l?.token ?? 0) + 1, live: true });
       }

@@ -51,6 +51,54 @@ test("a refused renewal loses the lease at once: superseded", async () => {
   fg.renew = "ok";
 });
 
+for (const [answer, reason] of [
+  [{ status: 409, json: { error: "superseded", holder: "other", token: 99, live: true } }, "superseded"],
+  [{ status: 409, json: { error: "superseded", holder: "w1", token: 1, live: false } }, "expired"],
+  [{ status: 404, json: { error: "not_found" } }, "expired"],
+  [{ status: 403, json: { error: "denied" } }, "expired"],
+  // sign-in trouble, in S3 XML, and answers that judge nothing: retried
+  [{ status: 403, xml: "RequestTimeTooSkewed" }, null],
+  [{ status: 403, xml: "SignatureDoesNotMatch" }, null],
+  [{ status: 403, xml: "ExpiredToken" }, null],
+  [{ status: 403, json: { error: "forbidden" } }, null],
+  [{ status: 404, xml: "NoSuchKey" }, null],
+  [{ status: 409, json: { error: "held" } }, null],
+  [{ status: 429, json: { error: "busy" } }, null],
+]) {
+  const what = `${answer.status} ${answer.xml ?? answer.json.error}`;
+  test(`a renewal answered ${what}: ${reason ? `lost, ${reason}` : "retried, held"}`, async () => {
+    const lock = fresh();
+    const lease = await gw.lease(lock, { holder: "w1", leaseMs: 3000 });
+    fg.renew = answer;
+    try {
+      await lease.renewNow();
+      assert.equal(lease.reason, reason);
+      assert.equal(lease.lost, reason !== null);
+      if (reason) return;
+      fg.renew = "ok";
+      await lease.renewNow();
+      assert.equal(lease.lost, false);
+      assert.equal(lease.renewals, 1);
+      await lease.release();
+    } finally {
+      fg.renew = "ok";
+    }
+  });
+}
+
+test("403 sign-in failures on every renewal: retried until the deadline, then unreachable", async () => {
+  const lock = fresh();
+  fg.renew = { status: 403, xml: "SignatureDoesNotMatch" };
+  try {
+    const lease = await gw.lease(lock, { holder: "w1", leaseMs: 600 });
+    await new Promise((r) => lease.onLost(r));
+    assert.equal(lease.reason, "unreachable");
+    assert.ok(fg.count(new RegExp(`${lock}/renew`)) >= 3);
+  } finally {
+    fg.renew = "ok";
+  }
+});
+
 test("a renewal that hangs: the lease is lost at its local deadline, reason unreachable", async () => {
   const lock = fresh();
   fg.renew = "hang";

@@ -37,6 +37,10 @@ while not stop.is_set():
                 stop.wait(0.2)
     except fencegate.LockHeld as e:
         print(f"held by {e.holder}; trying again", flush=True)
+    except fencegate.WriteOutcomeUnknown as e:
+        # lost before a retry: the earlier attempt may have landed (this
+        # worker's write is idempotent): start over
+        print(f"lease lost ({e.reason}) mid-write: outcome unknown", flush=True)
     except fencegate.LeaseLost:
         pass  # a pause or a partition outlived the lease: nothing was sent; start over
     except fencegate.FencingError as e:

@@ -9,7 +9,8 @@ through a fencegate gateway.
 """
 
 from .errors import (FencegateError, FencingError, FencingLeaseExpired, FencingTokenNotGranted,
-                     GatewayError, LeaseLost, LockHeld, MissingFencingToken, StaleFencingToken)
+                     GatewayError, LeaseLost, LockHeld, MissingFencingToken, StaleFencingToken,
+                     WriteOutcomeUnknown)
 from .gateway import Election, Gateway
 from .lease import EXPIRED, RELEASED, SUPERSEDED, UNREACHABLE, Lease
 from .s3hooks import detach
@@ -18,7 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Gateway", "Lease", "Election", "detach",
-    "FencegateError", "GatewayError", "LockHeld", "LeaseLost",
+    "FencegateError", "GatewayError", "LockHeld", "LeaseLost", "WriteOutcomeUnknown",
     "FencingError", "StaleFencingToken", "FencingLeaseExpired", "FencingTokenNotGranted",
     "MissingFencingToken",
     "SUPERSEDED", "EXPIRED", "RELEASED", "UNREACHABLE",

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from botocore.exceptions import BotoCoreError
 
 from .errors import GatewayError
 
@@ -23,7 +24,13 @@ API = "/_fencegate/v1"
 
 
 class TransportError(GatewayError):
-    """No answer: refused, reset, timed out, or not HTTP."""
+    """No answer: refused, reset, timed out, or not HTTP (status None)."""
+
+
+class SigningError(TransportError):
+    """Nothing sent: the request could not be signed (credentials could not
+    be had: a refresh that failed, a metadata service that did not answer).
+    Transient like no answer: callers retry it as they retry those."""
 
 
 def resolve_credentials(credentials):
@@ -69,19 +76,31 @@ class Api:
         return self._creds is not None
 
     def _sign(self, method, url, body, headers):
+        """The headers, signed.  Raises SigningError (a TransportError) when
+        the credentials cannot be had or used: botocore's refresh raises
+        what its provider raised (CredentialRetrievalError, a timeout of the
+        metadata service, ...), and a caller-supplied credentials object may
+        raise anything; none of it is a judgment on a lease."""
         creds = self._creds
-        if hasattr(creds, "get_frozen_credentials"):
-            f = creds.get_frozen_credentials()  # refreshes when near expiry
-            creds = Credentials(f.access_key, f.secret_key, f.token)
+        try:
+            if hasattr(creds, "get_frozen_credentials"):
+                f = creds.get_frozen_credentials()  # refreshes when near expiry
+                creds = Credentials(f.access_key, f.secret_key, f.token)
+        except Exception as e:  # noqa: BLE001 - whatever the provider raised
+            raise SigningError(f"{method} {url}: credentials unavailable: {e!r}") from e
         req = AWSRequest(method=method, url=url, data=body, headers=headers)
         # The body's own hash: the gateway checks it as it reads.
         req.headers["X-Amz-Content-SHA256"] = hashlib.sha256(body).hexdigest()
-        S3SigV4Auth(creds, "s3", self._region).add_auth(req)
+        try:
+            S3SigV4Auth(creds, "s3", self._region).add_auth(req)
+        except BotoCoreError as e:  # NoCredentialsError: no key after a refresh
+            raise SigningError(f"{method} {url}: cannot sign: {e!r}") from e
         return {k: v for k, v in req.headers.items()}
 
     def call(self, method, path, body=None, query=None, timeout=10.0):
         """One request; returns (status, decoded JSON or {}).  Raises
-        TransportError when no HTTP answer came within timeout seconds."""
+        TransportError when no HTTP answer came within timeout seconds, and
+        SigningError (a TransportError) when it could not be signed."""
         target = self._prefix + API + path
         if query:
             target += "?" + urlencode(sorted(query.items()))

@@ -37,10 +37,28 @@ class LockHeld(FencegateError):
 class LeaseLost(FencegateError):
     """The lease is gone (reason: superseded, expired, released or
     unreachable).  Raised by Lease.check(), on entering a lost lease, and by
-    an attached S3 client instead of sending a write."""
+    an attached S3 client instead of sending a write's first attempt: nothing
+    of the call was sent.  (Before a retry it is WriteOutcomeUnknown.)"""
 
     def __init__(self, lock, token, reason):
         super().__init__(f"lease on {lock!r} (token {token}) lost: {reason}")
+        self.lock = lock
+        self.token = token
+        self.reason = reason
+
+
+class WriteOutcomeUnknown(FencegateError):
+    """An attached S3 client found the lease lost before a retry: an earlier
+    attempt of the same call was sent, and whether it landed is unknown (its
+    answer never came, or was an error botocore retries).  The retry is not
+    sent.  lock, token and reason are the lost lease's (as in LeaseLost);
+    __cause__ is the LeaseLost.  Not a LeaseLost: "nothing was sent" is not
+    true of this call; read the object back (or let a newer holder decide)
+    before assuming either outcome."""
+
+    def __init__(self, lock, token, reason):
+        super().__init__(f"lease on {lock!r} (token {token}) lost ({reason}) before a retry: "
+                         "an earlier attempt was sent and its outcome is unknown")
         self.lock = lock
         self.token = token
         self.reason = reason

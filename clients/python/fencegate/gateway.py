@@ -39,7 +39,8 @@ class Gateway:
 
         wait_ms: how long to wait for a held lock (None: as long as it
         takes; 0: not at all); past it, LockHeld.  Raises GatewayError for
-        any other refusal and when the gateway cannot be reached.
+        any other refusal, and one with status None when the gateway cannot
+        be reached or the request cannot be signed (credentials unavailable).
         """
         holder = holder or default_holder()
         give_up = None if wait_ms is None else time.monotonic() + wait_ms / 1000.0
@@ -68,8 +69,16 @@ class Gateway:
             # counted from its send may be short or past.  Renew at once,
             # before anyone sees the lease: the deadline then counts from
             # the renewal's send.
+            # A confirmation that fails, whichever way (refused, no answer,
+            # not signed, anything raised), gives the grant back (best
+            # effort) before the error propagates.
             if lease._deadline - time.monotonic() < lease.lease_ms / 1000.0 * 2 / 3:
-                if not lease._confirm(self.timeout):
+                try:
+                    confirmed = lease._confirm(self.timeout)
+                except BaseException:
+                    lease.release()
+                    raise
+                if not confirmed:
                     lease.release()
                     raise GatewayError(f"acquire {lock}: granted, but the renewal that "
                                        "confirms it failed")

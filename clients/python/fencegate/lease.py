@@ -259,7 +259,7 @@ class Lease:
             status, doc = self._api.call(
                 "POST", lock_path(self.lock, "renew"),
                 {"token": self.token, "lease_id": self._lease_id}, timeout=timeout)
-        except TransportError:
+        except TransportError:  # no answer, or not signed (credentials unavailable)
             self._failing = True
             return
         finally:

@@ -12,7 +12,13 @@ untouched).
   CompleteMultipartUpload and AbortMultipartUpload carry the lock only and
   are claimed by the gateway with the epoch that created the upload (README,
   "Writing through fencegate", its multipart rule).  before-sign runs for every attempt, so a retry
-  after the deadline is refused too.
+  after the deadline is refused too, but as WriteOutcomeUnknown (with the
+  LeaseLost as its cause), not LeaseLost: an earlier attempt of that call
+  was sent, and nobody knows whether it landed.  An attempt is a retry when
+  botocore's request context counts it past the first (context["retries"]
+  ["attempt"], set by the endpoint before each attempt in botocore 1.29 and
+  since) or when this hook already let an attempt of the same call through
+  (a mark in that context, which lives as long as the call).
 * needs-retry (registered first): a fencing refusal (409/428 with one of the
   four codes) is raised there as its typed error, so no retry handler, in
   whatever mode or with however many attempts, can send it again.  A refusal
@@ -24,7 +30,7 @@ untouched).
 import threading
 import weakref
 
-from .errors import FENCING_ERRORS
+from .errors import FENCING_ERRORS, LeaseLost, WriteOutcomeUnknown
 
 # Writes that carry the token (botocore operation names).
 TOKEN_OPS = frozenset({
@@ -38,6 +44,7 @@ PART_OPS = frozenset({
 })
 
 _UNIQUE = "fencegate-lease-hooks"
+_PASSED = "fencegate_attempt_passed"  # request context: an attempt of this call went on
 _slots = weakref.WeakKeyDictionary()  # client -> _Slot
 _slots_lock = threading.Lock()
 
@@ -65,18 +72,25 @@ class _Slot:
 
     # before-sign.s3
     def before_sign(self, request, operation_name=None, **kwargs):
-        lease = self.lease
-        if lease is None or getattr(request, "context", {}).get("is_presign_request"):
+        context = getattr(request, "context", None)
+        if context is None:
+            context = {}
+        if context.get("is_presign_request"):
             return
-        if operation_name in TOKEN_OPS:
-            lease.check()
+        lease = self.lease
+        if lease is not None and operation_name in TOKEN_OPS:
+            _check(lease, context)
             request.headers["X-Fencing-Lock"] = lease.lock
             request.headers["X-Fencing-Token"] = str(lease.token)
-        elif operation_name in PART_OPS:
-            lease.check()
+        elif lease is not None and operation_name in PART_OPS:
+            _check(lease, context)
             request.headers["X-Fencing-Lock"] = lease.lock
             if "X-Fencing-Token" in request.headers:
                 del request.headers["X-Fencing-Token"]
+        # Marked whatever the lease (none attached, or a write not fenced):
+        # if this attempt fails and is retried under a lease found lost,
+        # the call's outcome is still unknown.
+        context[_PASSED] = True
 
     # needs-retry.s3
     def needs_retry(self, response=None, operation=None, **kwargs):
@@ -91,6 +105,19 @@ class _Slot:
                 lease._refused(error, cls.lease_reason)  # lost before the caller sees it
             raise cls(parsed, getattr(operation, "name", "unknown"))
         return None
+
+
+def _check(lease, context):
+    """lease.check() before an attempt: LeaseLost on a call's first attempt
+    (nothing of it sent), WriteOutcomeUnknown on a retry (one was sent)."""
+    try:
+        lease.check()
+    except LeaseLost as e:
+        retries = context.get("retries")
+        attempt = retries.get("attempt", 1) if isinstance(retries, dict) else 1
+        if context.get(_PASSED) or (isinstance(attempt, int) and attempt > 1):
+            raise WriteOutcomeUnknown(e.lock, e.token, e.reason) from e
+        raise
 
 
 def _forget(lease, slot):

@@ -272,3 +272,80 @@ def test_unanswered_renewal_at_the_deadline(late, reason):
     with pytest.raises(fencegate.LeaseLost) as e:
         lease.check()
     assert e.value.reason == reason
+
+
+class FlakyCredentials:
+    """A credential provider (as botocore's refreshable ones) whose refresh
+    fails while fail() says so: a metadata service's hiccup."""
+
+    def __init__(self, fail=lambda n: False):
+        self.fail = fail
+        self.calls = 0
+
+    def get_frozen_credentials(self):
+        from botocore.credentials import ReadOnlyCredentials
+        from botocore.exceptions import CredentialRetrievalError
+        self.calls += 1
+        if self.fail(self.calls):
+            raise CredentialRetrievalError(provider="test", error_msg="metadata hiccup")
+        return ReadOnlyCredentials("AKFLAKY", "s", None)
+
+
+def test_credentials_hiccup_does_not_stop_renewals(fake):
+    """A refresh that fails for a while is no answer, retried until the
+    deadline: the renewals go on once credentials come back, and the lease
+    is kept.  (Before, the renewer thread died of it: lost at the deadline
+    as "expired".)"""
+    fake.grant(1500)
+    failing = threading.Event()
+    creds = FlakyCredentials(lambda n: failing.is_set())
+    lease = fencegate.Gateway(fake.url, credentials=creds).lease("l", lease_ms=1500, wait_ms=0)
+    failing.set()
+    time.sleep(0.5 + 0.2)                 # the renewal due at 0.5 s fails, and its retries
+    assert creds.calls >= 3 and not fake.calls("/renew")
+    failing.clear()                       # long before the deadline (1.5 s)
+    time.sleep(1.3)
+    assert not lease.lost.is_set(), lease.reason
+    assert lease.renewals >= 2
+    assert "Credential=AKFLAKY/" in fake.calls("/renew")[-1][2]["Authorization"]
+    lease.release()
+
+
+def test_credentials_gone_lost_at_the_deadline_as_unreachable(fake):
+    fake.grant(LEASE_MS)
+    failing = threading.Event()
+    lease = fencegate.Gateway(fake.url, credentials=FlakyCredentials(
+        lambda n: failing.is_set())).lease("l", lease_ms=LEASE_MS, wait_ms=0)
+    failing.set()
+    assert lease.lost.wait(3)
+    assert lease.reason == "unreachable"
+
+
+def test_credentials_unavailable_at_acquire_is_no_answer(fake):
+    """A GatewayError with status None (transient, as no answer), not
+    botocore's CredentialRetrievalError; nothing was sent."""
+    fake.grant(LEASE_MS)
+    g = fencegate.Gateway(fake.url, credentials=FlakyCredentials(lambda n: True))
+    with pytest.raises(fencegate.GatewayError) as e:
+        g.lease("l", lease_ms=LEASE_MS, wait_ms=0)
+    assert e.value.status is None and "credentials unavailable" in str(e.value)
+    assert not fake.requests
+
+
+def test_grant_not_confirmed_for_credentials_is_released(fake):
+    """The grant came after a long wait; the refresh fails as the renewal
+    that confirms it is signed: the grant is given back (credentials are
+    back by then) before the GatewayError (status None) propagates."""
+    def acquire(req, body):
+        time.sleep(0.8)
+        fake.token += 1
+        return 200, {"token": fake.token, "lease_ms": LEASE_MS, "lease_id": "ab" * 32}
+    fake.grant(LEASE_MS)
+    fake.routes[("POST", "/acquire")] = acquire
+    creds = FlakyCredentials(lambda n: n == 2)           # 1: acquire, 2: confirm, 3: release
+    with pytest.raises(fencegate.GatewayError) as e:
+        fencegate.Gateway(fake.url, credentials=creds).lease("l", lease_ms=LEASE_MS,
+                                                             wait_ms=5000)
+    assert e.value.status is None
+    assert not fake.calls("/renew")
+    assert len(fake.calls("/release")) == 1

@@ -1,6 +1,8 @@
 """lease.attach(s3): headers on writes, local refusal after loss, typed
 fencing errors raised once with botocore's retries on, newest attach wins."""
 
+import time
+
 import boto3
 import botocore.config
 import pytest
@@ -194,3 +196,40 @@ def test_presigned_urls_untouched(fake, lease):
     lease.attach(c)
     url = c.generate_presigned_url("put_object", Params={"Bucket": "b", "Key": "k"})
     assert "fencing" not in url.lower()
+
+
+def reset(req, body):
+    """The body arrived; the connection dies before any answer."""
+    import socket
+    req.connection.shutdown(socket.SHUT_RDWR)
+    return 200, b""
+
+
+@pytest.mark.parametrize("answer", ["reset", "500"])
+@pytest.mark.parametrize("mode", ["standard", "legacy", "adaptive"])
+def test_lost_before_a_retry_is_outcome_unknown(fake, lease, mode, answer):
+    """A write's first attempt reaches the gateway and gets no usable answer
+    (reset, or a 500 botocore retries); by the retry the lease's deadline
+    has passed.  The retry is not sent, and the call does not say "nothing
+    was sent" (LeaseLost): it raises WriteOutcomeUnknown."""
+    def put(req, body):
+        lease._clock = lambda: time.monotonic() + 60   # the deadline passes meanwhile
+        if answer == "reset":
+            return reset(req, body)
+        return 500, ERR.format(code="InternalError").encode(), {"Content-Type": "application/xml"}
+    fake.routes[("PUT", "")] = put
+    c = s3(fake, mode=mode, attempts=5)
+    lease.attach(c)
+    with pytest.raises(fencegate.WriteOutcomeUnknown) as e:
+        c.put_object(Bucket="b", Key="k", Body=b"x")
+    assert not isinstance(e.value, fencegate.LeaseLost)
+    assert isinstance(e.value, fencegate.FencegateError)
+    assert isinstance(e.value.__cause__, fencegate.LeaseLost)
+    assert (e.value.lock, e.value.token, e.value.reason) == ("orders", lease.token, "expired")
+    assert e.value.__cause__.reason == "expired"
+    assert "outcome is unknown" in str(e.value)
+    assert len(s3_calls(fake)) == 1                     # the retry never left
+    # a new call: nothing of it sent, so LeaseLost
+    with pytest.raises(fencegate.LeaseLost):
+        c.put_object(Bucket="b", Key="k", Body=b"y")
+    assert len(s3_calls(fake)) == 1

@@ -1,6 +1,6 @@
 // A worker that holds the lock "orders" and writes its progress through the
 // gateway every 200 ms.  Paused past its lease (a GC pause, SIGSTOP, a
-// suspended VM), it learns of the loss before its next write is sent, and
+// frozen container), it learns of the loss before its next write is sent, and
 // starts over with a new lease.  SIGTERM or Ctrl-C stops it.
 //
 //	FENCEGATE_URL=http://127.0.0.1:9000 BUCKET=data S3_ACCESS_KEY=... S3_SECRET_KEY=... \
