@@ -101,7 +101,7 @@ on_worker_writes_ended(void *arg)
 }
 
 /* gw_server_drain's done: the last connection is gone.  The loop still ends
- * only after its fenced writes whose clients left (DESIGN "Shutdown"). */
+ * only after its fenced writes whose clients left (DESIGN "The crossings"). */
 static void
 on_worker_drained(void *arg)
 {
