@@ -217,16 +217,21 @@ def test_watch_yields_changes(fake):
     assert seen == [(1, "a"), (2, "b"), (3, "a")]
 
 
-def test_grant_after_a_long_wait_is_confirmed_before_use(fake):
-    """The acquire waited longer than the lease (the lock was held): its
-    deadline counted from the send is past, so the library renews before
-    handing the lease out, and the deadline counts from that renewal."""
+def grant_after_a_wait(fake, seconds):
+    """The fake's acquire answers a grant only after seconds (a held lock)."""
     def acquire(req, body):
-        time.sleep(0.8)
+        time.sleep(seconds)
         fake.token += 1
         return 200, {"token": fake.token, "lease_ms": LEASE_MS, "lease_id": "ab" * 32}
     fake.grant(LEASE_MS)
     fake.routes[("POST", "/acquire")] = acquire
+
+
+def test_grant_after_a_long_wait_is_confirmed_before_use(fake):
+    """The acquire waited longer than the lease (the lock was held): its
+    deadline counted from the send is past, so the library renews before
+    handing the lease out, and the deadline counts from that renewal."""
+    grant_after_a_wait(fake, 0.8)
     lease = gw(fake).lease("l", lease_ms=LEASE_MS, wait_ms=5000)
     assert not lease.lost.is_set()
     assert lease.remaining() > LEASE_MS / 1000 * 0.8
@@ -235,12 +240,7 @@ def test_grant_after_a_long_wait_is_confirmed_before_use(fake):
 
 
 def test_grant_after_a_long_wait_not_confirmed_is_not_used(fake):
-    def acquire(req, body):
-        time.sleep(0.8)
-        fake.token += 1
-        return 200, {"token": fake.token, "lease_ms": LEASE_MS, "lease_id": "ab" * 32}
-    fake.grant(LEASE_MS)
-    fake.routes[("POST", "/acquire")] = acquire
+    grant_after_a_wait(fake, 0.8)
     fake.routes[("POST", "/renew")] = lambda r, b: (409, {"error": "superseded", "token": 9})
     with pytest.raises(fencegate.GatewayError):
         gw(fake).lease("l", lease_ms=LEASE_MS, wait_ms=5000)
@@ -336,12 +336,7 @@ def test_grant_not_confirmed_for_credentials_is_released(fake):
     """The grant came after a long wait; the refresh fails as the renewal
     that confirms it is signed: the grant is given back (credentials are
     back by then) before the GatewayError (status None) propagates."""
-    def acquire(req, body):
-        time.sleep(0.8)
-        fake.token += 1
-        return 200, {"token": fake.token, "lease_ms": LEASE_MS, "lease_id": "ab" * 32}
-    fake.grant(LEASE_MS)
-    fake.routes[("POST", "/acquire")] = acquire
+    grant_after_a_wait(fake, 0.8)
     creds = FlakyCredentials(lambda n: n == 2)           # 1: acquire, 2: confirm, 3: release
     with pytest.raises(fencegate.GatewayError) as e:
         fencegate.Gateway(fake.url, credentials=creds).lease("l", lease_ms=LEASE_MS,
