@@ -4,12 +4,14 @@
  * lists, and its freeing.  Shared by the queues (elect.c) and the backend
  * sequences (elect_seq.c); calls nothing back in either.
  */
+#define LOG_MODULE "election"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "election/elect_int.h"
 
 void
@@ -104,6 +106,16 @@ lease_event(const struct elect_call *c, const struct elect_info *info, uint64_t 
 void
 elect_call_complete(struct elect_call *c, int err, bool with_lease)
 {
+    if (err == 0 && with_lease && c->lk->latest != c->token) {
+        /* A newer epoch became known while this call recorded its own (another
+         * gateway's takeover, seen by a window read while the election cache
+         * committed): the answer would name the newer epoch with this call's
+         * lease_id.  The lease goes to nobody (G1); its epoch simply ends. */
+        log_warn("lock %s: epoch %llu superseded by %llu before its answer: not handed out",
+                 c->lk->name, (unsigned long long)c->token, (unsigned long long)c->lk->latest);
+        err = ERR_CONFLICT;
+        with_lease = false;
+    }
     elect_call_unlink(c);
     elect_done_fn *cb = c->done ? NULL : c->cb;
     c->done = true;

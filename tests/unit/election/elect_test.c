@@ -6,6 +6,7 @@
  * takeovers racing renewals and stale reads (issue items 7, 8) in elect_race_test.c.
  */
 #include "elect_harness.h"
+#include "election/elect_int.h" /* elect_lock_find, elect_latest_raise: what a window read does */
 
 /* ---- lease judgement (pure) ---- */
 
@@ -599,6 +600,31 @@ test_gc_keeps_latest_never_lowers_fence(void **state)
     assert_int_equal(a.info.token, 12);
 }
 
+/* A newer epoch learned while the grant's epoch is being recorded in the
+ * election cache (a window read of another gateway's takeover, after a slow
+ * commit): the answer would name the newer epoch with this call's lease_id.
+ * It goes to nobody: 409, no lease_id (G1). */
+static void
+test_grant_superseded_while_recorded_goes_to_nobody(void **state)
+{
+    struct env *v = *state;
+    struct elect *e = new_elect(v, 5, true);
+    struct res a;
+    acquire(v, e, "S", "w", 1000, 0, &a);
+    while (mem_run(v->ms) > 0) {
+        /* the create lands; the election cache's commit is left undispatched */
+    }
+    assert_int_equal(a.calls, 0);
+    struct elect_lock *lk = elect_lock_find(e, "S", false);
+    assert_non_null(lk);
+    elect_latest_raise(lk, 2);
+    run(v);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.err, ERR_CONFLICT);
+    assert_int_equal(a.info.lease_id[0], '\0');
+    assert_int_equal(a.info.token, 2); /* the 409 names the latest, and no lease of it */
+}
+
 static void
 test_epoch_check_g4(void **state)
 {
@@ -832,6 +858,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_losing_create_answered_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_continues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_keeps_latest_never_lowers_fence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grant_superseded_while_recorded_goes_to_nobody, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_epoch_check_g4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_check_reads_file_and_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_and_long_poll, setup, teardown),
