@@ -236,11 +236,37 @@ on_guard_list(void *arg, int err, const char *const *keys, size_t n, bool trunca
     do_create(c);
 }
 
+/*
+ * Guard: never create epoch c->token on a view that was not just listed (a
+ * much newer epoch could exist, and c->token could have been granted and
+ * collected since).  Lists the lock's files after c->token - 1: any there
+ * means someone is ahead (on_guard_list), none that creating is safe.
+ */
+static void
+guard_create(struct elect_call *c)
+{
+    struct elect_lock *lk = c->lk;
+    struct elect *e = c->e;
+    char dir[ELECT_KEY_MAX + 1];
+    char after[ELECT_KEY_MAX + 1];
+    uint64_t below = c->token - 1;
+    c->step = STEP_GUARD_LIST;
+    int err = elect_lockfile_dir(e->prefix, lk->name, dir, sizeof(dir));
+    if (err == 0 && below > 0) {
+        err = elect_lockfile_key(e->prefix, lk->name, below, after, sizeof(after));
+    }
+    if (err == 0) {
+        err = elect_backend_list(e->be, dir, below > 0 ? after : NULL, 1, on_guard_list, c);
+    }
+    if (err != 0) {
+        elect_seq_end(c, err, true);
+    }
+}
+
 void
 elect_seq_create(struct elect_call *c)
 {
     struct elect_lock *lk = c->lk;
-    struct elect *e = c->e;
     lk->busy = true;
     c->token = lk->latest + 1;
     c->attempts = 0;
@@ -260,21 +286,7 @@ elect_seq_create(struct elect_call *c)
         do_create(c); /* the LIST that found `latest` just completed */
         return;
     }
-    /* Guard: never create latest+1 on a view that was not just listed (a
-     * much newer epoch could exist, and latest+1 could have been collected). */
-    char dir[ELECT_KEY_MAX + 1];
-    char after[ELECT_KEY_MAX + 1];
-    c->step = STEP_GUARD_LIST;
-    err = elect_lockfile_dir(e->prefix, lk->name, dir, sizeof(dir));
-    if (err == 0 && lk->latest > 0) {
-        err = elect_lockfile_key(e->prefix, lk->name, lk->latest, after, sizeof(after));
-    }
-    if (err == 0) {
-        err = elect_backend_list(e->be, dir, lk->latest > 0 ? after : NULL, 1, on_guard_list, c);
-    }
-    if (err != 0) {
-        elect_seq_end(c, err, true);
-    }
+    guard_create(c);
 }
 
 /* elect_be_write_fn, registered by do_expire */
@@ -478,7 +490,10 @@ on_readback(void *arg, int err, const char *body, size_t len, const struct elect
     struct elect_lock *lk = c->lk;
     if (err == ERR_NOTFOUND) {
         if (c->attempts < ELECT_MAX_ATTEMPTS) {
-            do_create(c); /* it did not land: try again, same grant_id */
+            /* Not there: it did not land, or it landed and was collected after
+             * newer epochs were granted (an answer lost for longer than
+             * keep_epochs grants).  List first, then try again, same grant_id. */
+            guard_create(c);
             return;
         }
         elect_seq_end(c, ERR_UPSTREAM, true);
