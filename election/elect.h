@@ -354,7 +354,8 @@ void elect_set_lease_observer(struct elect *e, elect_lease_fn *fn, void *arg);
 /*
  * elect_window_peek - what memory alone says of epoch's window at now.
  * [out] w  filled on 0
- * Returns 0 (decided: OPEN with until > now, SUPERSEDED, ENDED or FOREIGN),
+ * Returns 0 (decided: OPEN with until > now, SUPERSEDED, ENDED, FOREIGN, or NOT_GRANTED
+ * for an epoch above ELECT_EPOCH_MAX, which no epoch file can hold),
  * ERR_NOTFOUND (read the file: elect_window_read), ERR_INVAL (bad lock or epoch).
  */
 MUST_USE int elect_window_peek(struct elect *e, const char *lock, uint64_t epoch, uint64_t now,

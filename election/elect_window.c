@@ -124,10 +124,17 @@ int
 elect_window_peek(struct elect *e, const char *lock, uint64_t epoch, uint64_t now,
                   struct elect_window *w)
 {
-    if (!lock_name_valid(lock) || epoch == 0 || epoch > ELECT_EPOCH_MAX) {
+    if (!lock_name_valid(lock) || epoch == 0) {
         return ERR_INVAL;
     }
     struct elect_lock *lk = elect_lock_find(e, lock, false);
+    if (epoch > ELECT_EPOCH_MAX) {
+        /* no epoch file can hold it: never granted, a verdict (G4), not an error */
+        memset(w, 0, sizeof(*w));
+        w->latest = lk != NULL ? lk->latest : 0;
+        w->state = ELECT_WIN_NOT_GRANTED;
+        return 0;
+    }
     if (lk == NULL) {
         return ERR_NOTFOUND;
     }

@@ -165,6 +165,14 @@ def test_forged_token_refused_fence_unmoved(fgw, rgw, bucket):
     assert rgw_body(rgw, bucket, "orders/f") == b"real again"
     recs = wait_audit(gw, 1, lock=LOCK)
     assert recs[-1]["kind"] == "not_granted"
+    # beyond any epoch file's integer (2^63 - 1): not granted either, audited, not a 503
+    for n, token in enumerate((2**63, 2**64 - 1), start=2):
+        with pytest.raises(ClientError) as e:
+            boto3_with_token(gw, token).put_object(Bucket=bucket, Key="orders/f", Body=b"huge")
+        assert e.value.response["Error"]["Code"] == "FencingTokenNotGranted", token
+        recs = wait_audit(gw, n, lock=LOCK)
+        assert (recs[-1]["kind"], recs[-1]["token"]) == ("not_granted", token)
+    assert rgw_body(rgw, bucket, "orders/f") == b"real again"
 
 
 def test_bad_claims_refused_nothing_stored(fgw, rgw, bucket):
