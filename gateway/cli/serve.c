@@ -60,6 +60,7 @@ struct serve {
     bool trailers_probed;             /* the probe answered ... */
     bool trailers_supported;          /* ... this */
     struct gw_cond_probe *cprobe;     /* owned; the conditional-write probe, or NULL */
+    bool cprobe_on_reload;            /* it started at a SIGHUP: "on" unmet is not fatal */
     bool cond_failed;                 /* "on", and the store does not honour them: exit 1 */
     struct gw_http_heap_trim *trim;   /* owned; hands the heap back once load stops */
     struct event *sig_term;           /* SIGTERM */
@@ -208,7 +209,11 @@ on_cond_probed(void *arg, const struct gw_cond_caps *caps)
     bool active = gw_proxy_cond_active(s->proxy);
     GW_GAUGE_SET(conditional_writes, active ? 1 : 0);
     enum gw_cond_writes mode = s->cfg->fencing.conditional_writes;
-    if (mode == GW_COND_ON && !caps->put) {
+    if (mode == GW_COND_ON && !caps->put && s->cprobe_on_reload) {
+        log_error("fencing.conditional_writes is \"on\" but the store does not honour "
+                  "conditional PutObjects: fenced writes go without conditions (a start with "
+                  "this configuration stops; set \"auto\" or \"off\")");
+    } else if (mode == GW_COND_ON && !caps->put) {
         log_error("fencing.conditional_writes is \"on\" but the store does not honour "
                   "conditional PutObjects: stopping (set \"auto\" or \"off\" to run without "
                   "them)");
@@ -224,17 +229,25 @@ on_cond_probed(void *arg, const struct gw_cond_caps *caps)
              active ? "" : (caps->put ? "" : "; the store does not honour conditional PutObjects"));
 }
 
-/* Sets up what fencing.conditional_writes says: the start-up probe unless "off"
- * everywhere (a rule may still turn them on). */
-static int
-start_cond(struct serve *s)
+/* Whether cfg asks for conditional writes anywhere: not "off" everywhere (a
+ * rule may still turn them on). */
+static bool
+cond_wanted(const struct gw_config *cfg)
 {
-    const struct gw_config *cfg = s->cfg;
     bool any_rule_on = false;
     for (size_t i = 0; i < cfg->nfences; i++) {
         any_rule_on = any_rule_on || cfg->fences[i].conditional_writes == GW_COND_RULE_ON;
     }
-    if (cfg->fencing.conditional_writes == GW_COND_OFF && !any_rule_on) {
+    return cfg->fencing.conditional_writes != GW_COND_OFF || any_rule_on;
+}
+
+/* Sets up what fencing.conditional_writes says: the probe unless "off"
+ * everywhere.  At start, or at the first reload that asks for them. */
+static int
+start_cond(struct serve *s)
+{
+    const struct gw_config *cfg = s->cfg;
+    if (!cond_wanted(cfg)) {
         log_info("conditional writes OFF (fencing.conditional_writes: off)");
         return 0;
     }
@@ -279,6 +292,17 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
         (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
         return;
     }
+    /* "on" needs the probe's answer, and the probe a bucket: without one every fenced
+     * write would be answered 503 (at start the same configuration is refused) */
+    if (s->cprobe == NULL && cond_wanted(cfg) && cfg->fencing.conditional_writes == GW_COND_ON &&
+        gw_s3client_probe_bucket(cfg) == NULL) {
+        log_error("reload refused, keeping the running configuration: fencing.conditional_writes "
+                  "\"on\" probes the store in the s3 election bucket or a fenced bucket, and "
+                  "there is none");
+        gw_config_free(cfg);
+        (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
+        return;
+    }
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
     gw_server_set_config(s->srv, cfg);
     gw_proxy_set_config(s->proxy, cfg);
@@ -310,6 +334,15 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     }
     s->old[s->nold++] = s->cfg;
     s->cfg = cfg;
+    if (s->cprobe == NULL && cond_wanted(cfg)) {
+        /* off until now: the probe never ran, and "on" or a rule's "on" waits for it */
+        s->cprobe_on_reload = true;
+        if (start_cond(s) != 0) {
+            log_error("conditional writes stay off: the probe could not start");
+        }
+    } else {
+        GW_GAUGE_SET(conditional_writes, gw_proxy_cond_active(s->proxy) ? 1 : 0);
+    }
     log_info("configuration reloaded from %s", cfg->path);
     (void)gw_sdnotify_send("READY=1\nSTATUS=serving");
 }

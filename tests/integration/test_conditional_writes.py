@@ -7,6 +7,9 @@ The hole tests are deterministic: a relay of the test's own between gateway
 1 and RGW holds A's complete request well past A's lease while B takes the
 next epoch and writes; with conditional writes off (the control) A's stale
 version lands after B's, with them on the store refuses it."""
+import json
+import os
+import signal
 import threading
 import time
 
@@ -150,6 +153,23 @@ def test_on_starts_on_rgw(gateway, rgw, bucket, tmp_path):
     wait_cond(gw, True)
     w = acquire(gw, "w", 10000)
     assert put(gw, bucket, "orders/on", b"1", w["token"]).status_code == 200
+
+
+def test_reload_from_off_starts_the_probe(gateway, rgw, bucket, tmp_path, relay):
+    """Started with conditional writes off, reloaded with "on": the probe runs
+    at the reload, and fenced overwrites carry conditions.  (It ran only at
+    start: under "on" every fenced write was answered 503 until a restart.)"""
+    gw = dir_gateway(gateway, tmp_path, bucket, relay, {"conditional_writes": "off"})
+    w = acquire(gw, "w", 10000)
+    gw.config["fencing"]["conditional_writes"] = "on"
+    gw.config_path.write_text(json.dumps(gw.config, indent=2) + "\n")
+    os.kill(gw.pid, signal.SIGHUP)
+    wait_log(gw, "configuration reloaded")
+    wait_cond(gw, True)
+    assert put(gw, bucket, "orders/reload", b"1", w["token"]).status_code == 200
+    assert put(gw, bucket, "orders/reload", b"2", w["token"]).status_code == 200
+    hdrs = [h for m, h in upstream_puts(relay, "orders/reload") if m == "PUT"]
+    assert len(hdrs) == 2 and "if-none-match" in hdrs[0] and "if-match" in hdrs[1], hdrs
 
 
 # ---- where the condition comes from ----
