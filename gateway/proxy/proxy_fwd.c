@@ -136,6 +136,10 @@ fwd_bind(struct fwd *f, const struct gw_proxy_fence *fenced)
             f->rc = ERR_NOMEM;
             return FWD_FAIL;
         }
+        /* the upload id reaches the client only once it is recorded (DESIGN "Tokens on
+         * the wire"): a part sent with it at once, on any loop, finds its epoch */
+        p->hold_answer = f->s3->op == GW_S3_OP_CREATE_MULTIPART;
+        buf_init(&p->answer, GW_UPLOAD_TAP_MAX);
     }
     return FWD_OK;
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "common/buf.h"
 #include "gateway/fence/fence.h"
 #include "gateway/fence/port.h"
 #include "gateway/http/http.h"
@@ -83,6 +84,10 @@ struct preq {
     struct gw_s3xml *tap;      /* owned; fenced Create/Complete: the answer parsed on its way */
     char *query;               /* owned; fenced Create/Complete/Abort: the raw query, for
                                   gw_upload_response (also once the client is gone) */
+    bool hold_answer;          /* fenced Create: the answer's body waits in answer until the
+                                  upload is recorded (on_done), so no client holds its id
+                                  before every loop can claim parts with it */
+    struct buf answer;         /* owned; that body (capped at GW_UPLOAD_TAP_MAX) */
     int status;                /* the upstream's status */
     uint64_t sent_ns;          /* monotonic ns the transfer started; 0 before */
     unsigned op;               /* the request's operation index (metrics.h) */

@@ -57,6 +57,7 @@ gw_proxy_preq_free(struct preq *p)
     free(p->s3);
     free(p->mem);
     gw_s3xml_free(p->tap);
+    buf_cleanup(&p->answer);
     gw_body_free(p->body);
     GW_GAUGE_DEC(requests_active);
     free(p);
@@ -343,6 +344,20 @@ on_head(void *arg, int status, const struct gw_header *headers, size_t n)
     return 0;
 }
 
+/* The held answer of a Create (hold_answer) to the client, and the hold
+ * dropped.  Returns gw_resp_body_write's code (ERR_AGAIN: queued, over the
+ * output limit). */
+static int
+release_answer(struct preq *p)
+{
+    int rc = 0;
+    if (p->answer.len > 0) {
+        rc = gw_resp_body_write(p->req, p->answer.data, p->answer.len);
+    }
+    buf_cleanup(&p->answer);
+    return rc;
+}
+
 static int
 on_body(void *arg, const char *data, size_t len)
 {
@@ -359,6 +374,17 @@ on_body(void *arg, const char *data, size_t len)
     }
     if (p->detached) {
         return 0; /* the client is gone: discarded */
+    }
+    if (p->hold_answer) {
+        if (p->tap != NULL && buf_append(&p->answer, data, len) == 0) {
+            return 0; /* written in on_done, after the upload is recorded */
+        }
+        /* nothing will be recorded: what was held goes out, then the rest as it comes */
+        p->hold_answer = false;
+        int rc = release_answer(p);
+        if (rc != 0) {
+            return rc;
+        }
     }
     int rc = gw_resp_body_write(p->req, data, len);
     if (rc == ERR_AGAIN) {
@@ -418,6 +444,13 @@ on_done(void *arg, int err)
     struct gw_upload *u = p->px->uploads;
     if (p->ticket != NULL && u != NULL && p->query != NULL) {
         gw_upload_response(u, p->lock, p->token, p->s3, p->query, p->status, p->tap);
+    }
+    if (p->hold_answer) {
+        p->hold_answer = false;
+        int rc = release_answer(p);
+        if (rc != 0 && rc != ERR_AGAIN) {
+            log_info("req %s: the answer could not be written: %s", gw_req_id(req), err_str(rc));
+        }
     }
     p->req = NULL;
     gw_proxy_preq_free(p);

@@ -34,7 +34,9 @@ class DelayRelay:
     """A TCP relay between the gateway and RGW that holds a request carrying
     `x-test-delay-ms` for that long after receiving it completely, before
     passing it on, and answers one carrying `x-test-break` by closing the
-    connection (a broken upstream).  It simulates a slow upstream, not S3: RGW still stores.
+    connection (a broken upstream).  The answer to a request carrying
+    `x-test-tail-delay-ms` is passed on but for its last byte, which follows
+    that long later (a store slow to finish its answer).  It simulates a slow upstream, not S3: RGW still stores.
     Every complete request it passes on is kept in `requests` (raw bytes),
     so tests can check what the gateway really sent upstream.
 
@@ -142,7 +144,10 @@ class DelayRelay:
                     self.log.append(("broke", time.monotonic()))
                     return
                 tag = None
+                tail_delay = 0
                 for line in head.split(b"\r\n"):
+                    if line.startswith(b"x-test-tail-delay-ms:"):
+                        tail_delay = int(line.split(b":")[1]) / 1000
                     if line.startswith(b"x-test-delay-ms:"):
                         delay = int(line.split(b":")[1]) / 1000
                         tag = line
@@ -158,6 +163,12 @@ class DelayRelay:
                 resp, _ = self._read_message(up, b"", True, head_only=head.startswith(b"head "))
                 if resp is None:
                     return
+                if tail_delay:
+                    c.sendall(resp[:-1])
+                    self.log.append(("tail-held", time.monotonic()))
+                    time.sleep(tail_delay)
+                    c.sendall(resp[-1:])
+                    continue
                 c.sendall(resp)
         except OSError:
             return

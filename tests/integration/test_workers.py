@@ -313,6 +313,50 @@ def test_drain_awaits_a_write_whose_client_left_on_a_worker_loop(gateway, rgw, b
         relay.close()
 
 
+def test_an_upload_id_reaches_its_client_only_once_recorded(gateway, rgw, bucket):
+    """An upload is recorded before its client learns its id: the store
+    finishes its CreateMultipartUpload answer late (the relay holds the last
+    byte 1.5 s), and a tokenless UploadPart sent on another connection the
+    moment the id is readable is claimed with the upload's epoch (200), on
+    whichever loop takes it.  Passing the answer on as it came let the client
+    read the id while the gateway, waiting for the answer's end to record it,
+    did not know the upload yet: a spurious 428, audited."""
+    relay = DelayRelay(int(rgw.endpoint.rsplit(":", 1)[1]))
+    socks = []
+    try:
+        gw = fenced(gateway, bucket, endpoint=f"http://127.0.0.1:{relay.port}")
+        grant(gw, 1)
+        a = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+        b = socket.create_connection(("127.0.0.1", gw.port), timeout=30)  # the other loop
+        socks += [a, b]
+        a.sendall((f"POST /{bucket}/orders/mp?uploads HTTP/1.1\r\nHost: {gw.host}\r\n"
+                   "X-Fencing-Token: 1\r\nx-test-tail-delay-ms: 1500\r\n"
+                   "Content-Length: 0\r\n\r\n").encode())
+        got = b""
+        while True:
+            chunk = a.recv(65536)
+            assert chunk, got
+            got += chunk
+            m = re.search(rb"<UploadId>([^<]+)</UploadId>", got)
+            if m:
+                break
+        seen = time.monotonic()
+        up = m.group(1).decode()
+        b.sendall((f"PUT /{bucket}/orders/mp?partNumber=1&uploadId={up} HTTP/1.1\r\n"
+                   f"Host: {gw.host}\r\nContent-Length: 4\r\n\r\npart").encode())
+        head, body = read_response(b, timeout=30)
+        assert status(head) == 200, (head, body)
+        held = [t for e, t in relay.log if e == "tail-held"]
+        assert held and seen - held[0] > 1.0, (held, seen)  # after the store's last byte
+        parts = rgw.client().list_parts(Bucket=bucket, Key="orders/mp", UploadId=up)
+        assert [p["PartNumber"] for p in parts.get("Parts", [])] == [1]
+        rgw.client().abort_multipart_upload(Bucket=bucket, Key="orders/mp", UploadId=up)
+    finally:
+        for c in socks:
+            c.close()
+        relay.close()
+
+
 def _metric(gw, name, labels=""):
     m = requests.get(f"{gw.url}/metrics", timeout=10).text
     got = re.search(rf"^{re.escape(name + labels)} (\d+)$", m, re.M)
