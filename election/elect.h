@@ -113,7 +113,9 @@ struct elect_opts {
  */
 enum elect_window_state {
     ELECT_WIN_OPEN = 0,    /* no gateway can grant epoch+1 before `until` */
-    ELECT_WIN_ENDED,       /* the epoch's lease ended: released, expired or run out */
+    ELECT_WIN_ENDED,       /* the epoch's lease ended: released, expired or surely run out
+                              (age less slack >= lease: no renewal can land any more); a
+                              read whose window closed by less answers OPEN, until <= now */
     ELECT_WIN_SUPERSEDED,  /* a newer epoch exists (latest) */
     ELECT_WIN_NOT_GRANTED, /* no such epoch was ever granted */
     ELECT_WIN_FOREIGN,     /* not shared, yet the file was written by another gateway id */

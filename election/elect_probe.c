@@ -492,6 +492,21 @@ on_window_list(void *arg, int err, const char *const *keys, size_t n, bool trunc
     window_answer(k, 0, ELECT_WIN_NOT_GRANTED, 0, lk->latest);
 }
 
+/*
+ * Has the lease of the record o observed surely run out, by the store's
+ * clock, before the read?  Its age at the least (Date - Last-Modified, less
+ * the second either may have been cut by) is the lease or more.  A renewal
+ * is written only inside the holder's window (DESIGN "Write windows" rule
+ * 3), which ends a lease after the record's last write, so none lands
+ * after such a read; a younger age only bounds the window, it proves no end.
+ */
+static bool
+ran_out_surely(const struct elect_obs *o, uint32_t lease_ms)
+{
+    int64_t least = o->store_age_ms - (o->store_whole_sec ? 1000 : 0);
+    return o->store_age_ms >= 0 && least >= (int64_t)lease_ms;
+}
+
 /* elect_be_get_fn, registered by elect_window_read */
 static void
 on_window_get(void *arg, int err, const char *body, size_t len, const struct elect_obj_meta *meta)
@@ -555,9 +570,17 @@ on_window_get(void *arg, int err, const char *body, size_t len, const struct ele
         window_answer(k, ERR_UPSTREAM, ELECT_WIN_ENDED, 0, lk->latest);
         return;
     }
-    /* Live by the record, but its lease has run out by the store's clock. */
-    lk->ran_out = true;
-    window_answer(k, 0, ELECT_WIN_ENDED, 0, lk->latest);
+    if (err == 0 && ran_out_surely(&lk->obs, lk->rec.lease_ms)) {
+        /* live by the record, but its lease has run out by the store's clock, and no
+         * renewal can land any more: remembered (elect_window_peek) */
+        lk->ran_out = true;
+        window_answer(k, 0, ELECT_WIN_ENDED, 0, lk->latest);
+        return;
+    }
+    /* Live by the record, its window closed, yet the lease may still be running (the
+     * bound's one-second slack, a slow read, the shared cap): a renewal sent inside the
+     * holder's window may land yet.  Not a verdict: "live, too short", read again. */
+    window_answer(k, 0, ELECT_WIN_OPEN, lk->win_until, lk->latest);
 }
 
 int

@@ -203,6 +203,41 @@ test_window_ran_out_by_store_clock(void **state)
     assert_int_equal(r.w.until, 3834 + 1000 - 600);
 }
 
+/* A read that closes the window only by the bound's slack proves no end: the
+ * holder's gateway may still renew, and a read after that renewal opens the
+ * window again.  Remembering "run out" refused the live holder's writes at
+ * this gateway, with no further read, until a newer epoch came. */
+static void
+test_window_closed_by_the_slack_is_no_verdict(void **state)
+{
+    struct env *v = *state;
+    struct elect *g0 = new_elect_w(v, true, 300000, v->store, 5);
+    struct elect *g1 = new_elect_w(v, true, 300000, NULL, 5);
+    struct res a, q;
+    set_time(v, 4000);
+    acquire_ok(v, g0, "S", "A", 2000, &a);
+    /* whole seconds: 1000 ms of age and 1000 of slack close the window at the read */
+    set_time(v, 5000);
+    struct win_res r;
+    window_read(v, g1, "S", 1, &r);
+    assert_int_equal(r.err, 0);
+    assert_int_equal(r.w.state, ELECT_WIN_OPEN); /* live, too short: not ENDED */
+    assert_true(r.w.until <= 5000);
+    struct elect_window w;
+    assert_int_equal(elect_window_peek(g1, "S", 1, v->now, &w), ERR_NOTFOUND); /* read again */
+    /* the holder's gateway renews inside its own window (4000 + 2000) */
+    assert_int_equal(renew(v, g0, "S", 1, a.info.lease_id, &q), 0);
+    set_time(v, 5400);
+    window_read(v, g1, "S", 1, &r);
+    assert_int_equal(r.w.state, ELECT_WIN_OPEN);
+    assert_true(r.w.until > 5400);
+    /* once the age, less the slack, reaches the lease, the end is sure: ENDED, remembered */
+    set_time(v, 8000);
+    window_read(v, g1, "S", 1, &r);
+    assert_int_equal(r.w.state, ELECT_WIN_ENDED);
+    assert_int_equal(peek(v, g1, "S", 1).state, ELECT_WIN_ENDED);
+}
+
 static void
 test_window_foreign_when_not_shared(void **state)
 {
@@ -495,6 +530,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_window_released_superseded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_read_missing_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_ran_out_by_store_clock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_closed_by_the_slack_is_no_verdict, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_window_foreign_when_not_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handover_shared_waits_window_and_margin, setup,
                                         teardown),
