@@ -25,7 +25,10 @@ mono_ms(clockid_t id)
 uint64_t
 clock_mono_ms(void)
 {
-    return mono_ms(CLOCK_MONOTONIC);
+    /* CLOCK_BOOTTIME: CLOCK_MONOTONIC stops while the machine is suspended, and a
+     * gateway resumed from a suspend would take a lease that ran out meanwhile for
+     * live (G6).  Linux's boot-time clock counts the suspend and is read in the vDSO. */
+    return mono_ms(CLOCK_BOOTTIME);
 }
 
 uint64_t

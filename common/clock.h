@@ -13,13 +13,20 @@
 
 #include <stdint.h>
 
-/* Milliseconds on the monotonic clock (CLOCK_MONOTONIC), or the pinned value. */
+/*
+ * Milliseconds on the monotonic clock, or the pinned value.  Linux's
+ * CLOCK_BOOTTIME: monotonic, and running through a suspend of the machine
+ * (CLOCK_MONOTONIC stops then), so a lease or a write window (G6) counts the
+ * time the machine slept.
+ */
 uint64_t clock_mono_ms(void);
 
 /*
  * clock_coarse_ms - the monotonic clock at the kernel tick's resolution
- * (CLOCK_MONOTONIC_COARSE: a tick or two, a few ms, behind clock_mono_ms; a
- * fifth of its cost), or the pinned monotonic value.  For idle and progress
+ * (CLOCK_MONOTONIC_COARSE: a tick or two, a few ms, behind CLOCK_MONOTONIC; a
+ * fifth of clock_mono_ms's cost; it stops in a suspend, so it is behind
+ * clock_mono_ms by the time the machine slept too), or the pinned monotonic
+ * value.  For idle and progress
  * timeouts that a request stamps several times, never for a lease or a write
  * window (G6); compared only with its own values.
  */
