@@ -73,7 +73,7 @@ def failed(props):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("gateways,duration", [(1, 50), (2, 40)],
+@pytest.mark.parametrize("gateways,duration", [(1, 42), (2, 34)],
                          ids=["one-gateway", "two-gateways"])
 def test_fault_injection_normal(rgw, tmp_path, gateways, duration):
     """One gateway, then two with writes routed at random; four workers on two
