@@ -146,12 +146,55 @@ store_audit_prune_txn(struct store *s, MDB_txn *txn, int64_t now_ms, uint32_t ma
     return rc;
 }
 
+/*
+ * The time a record stamped at stamp_ms is filed under: never before the
+ * newest record's.  The log is ordered by (time, seq), and "first" and
+ * "oldest" (the quotas' kept first record, age retention) go by that order:
+ * a wall clock stepped back, or a record stamped on one loop and appended
+ * after another loop's newer one, would file a new record before older
+ * ones, and a flood's quota would then keep it as its scope's first and drop
+ * the real first occurrence.  Only the store's own stamps are moved (a time
+ * the caller gave, as an import or a test does, is filed as given); the
+ * record itself keeps its stamp, which is what it shows.  Returns 0 or an
+ * MDB_* code.
+ */
+static int
+record_time(struct store *s, MDB_txn *txn, int64_t stamp_ms, int64_t *out)
+{
+    *out = stamp_ms;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, s->dbi_audit, &cur);
+    if (rc != 0) {
+        return rc;
+    }
+    MDB_val k;
+    MDB_val v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+    mdb_cursor_close(cur);
+    if (rc == MDB_NOTFOUND) {
+        return 0;
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    int64_t t;
+    uint64_t seq;
+    if (store_rec_audit_key_decode(k.mv_data, k.mv_size, &t, &seq) == 0 && t > stamp_ms) {
+        *out = t;
+    }
+    return 0;
+}
+
 int
 store_audit_apply(struct store *s, MDB_txn *txn, struct store_op *op)
 {
     const char *lock = op->lock;
     const char *who = op->principal;
     int64_t time_ms = op->time_ms;
+    int rc = op->stamped ? record_time(s, txn, op->time_ms, &time_ms) : 0;
+    if (rc != 0) {
+        return rc;
+    }
     op->result = 0;
     op->value = 1;
     op->request_id[0] = '\0';
@@ -161,7 +204,7 @@ store_audit_apply(struct store *s, MDB_txn *txn, struct store_op *op)
         return ERR_INVAL; /* encoded by audit_op_new: cannot happen */
     }
     bool joined = false;
-    int rc = store_audit_run_join(s, txn, &r, who, time_ms, op, &joined);
+    rc = store_audit_run_join(s, txn, &r, who, time_ms, op, &joined);
     if (rc != 0 || joined) {
         return rc; /* a repeat: counted into its run's record, no record of its own */
     }
@@ -234,7 +277,8 @@ static int
 audit_op_new(const struct store_audit_rec *rec, struct store_op **out)
 {
     struct store_audit_rec r = *rec;
-    if (r.time_ms <= 0) {
+    bool stamped = r.time_ms <= 0;
+    if (stamped) {
         r.time_ms = clock_wall_ms();
     }
     uint8_t buf[STORE_REC_AUDIT_MAX];
@@ -249,6 +293,7 @@ audit_op_new(const struct store_audit_rec *rec, struct store_op **out)
     }
     op->type = STORE_OP_AUDIT;
     op->time_ms = r.time_ms;
+    op->stamped = stamped;
     size_t n = r.lock == NULL ? 0 : store_rec_trunc_len(r.lock, STORE_LOCK_MAX);
     if (n > 0) {
         memcpy(op->lock, r.lock, n);

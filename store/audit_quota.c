@@ -67,11 +67,20 @@ scope_dbi(const struct store *s, enum store_quota_scope scope)
     return scope == STORE_QUOTA_LOCK ? s->dbi_index : s->dbi_who;
 }
 
-/* The bound of scope (0: none). */
+/*
+ * The bound of name in scope (0: none).  Records under no lock (refused
+ * before a lock was known: the classifier's refusals) are not one lock's:
+ * bounded as the lock "", every client's would share one quota, and one
+ * client's flood of them would push out everyone else's.  Their principal's
+ * quota bounds them instead.
+ */
 static uint64_t
-scope_max(const struct store *s, enum store_quota_scope scope)
+scope_max(const struct store *s, enum store_quota_scope scope, const char *name)
 {
-    return scope == STORE_QUOTA_LOCK ? s->opts.audit_max_per_lock : s->opts.audit_max_per_principal;
+    if (scope == STORE_QUOTA_LOCK) {
+        return name == NULL || name[0] == '\0' ? 0 : s->opts.audit_max_per_lock;
+    }
+    return s->opts.audit_max_per_principal;
 }
 
 /* Read the counters of key (zero when absent).  Returns 0 or an MDB_* code. */
@@ -233,7 +242,7 @@ store_audit_quota_add(struct store *s, MDB_txn *txn, enum store_quota_scope scop
     if (rc == 0) {
         rc = quota_write(s, txn, key, klen, kept + 1, dropped);
     }
-    uint64_t max = scope_max(s, scope);
+    uint64_t max = scope_max(s, scope, name);
     uint64_t now = kept + 1;
     for (int i = 0; rc == 0 && max > 0 && now > max && i < QUOTA_EVICT_AT; i++) {
         bool done = false;

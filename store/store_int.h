@@ -57,6 +57,8 @@ struct store_op {
     char request_id[STORE_REQID_MAX + 1]; /* fence: who advanced it; audit result: the run's id */
     char principal[STORE_PRINCIPAL_MAX + 1]; /* fence: its principal; audit: store_audit_who */
     int64_t time_ms;                         /* audit: record time (keys) */
+    bool stamped;                            /* audit: time_ms is the store's stamp (the caller
+                                                gave none): filed no earlier than the newest */
     store_fence_done_fn *fence_cb;           /* callbacks; at most one is set */
     store_elect_done_fn *elect_cb;
     store_audit_done_fn *audit_cb;

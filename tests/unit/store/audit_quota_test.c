@@ -316,6 +316,69 @@ test_principal_flood_over_many_locks(void **state)
     store_close(s);
 }
 
+/* A refusal of lock stamped by the store at wall-clock time wall. */
+static void
+refuse_at_clock(struct store *s, int64_t wall, const char *lock, const char *rid)
+{
+    clock_pin(1000, wall);
+    refuse(s, 0, lock, 7, rid);
+    clock_unpin();
+}
+
+/* The wall clock stepped back (an NTP step, a VM restored): the records
+ * stamped after it are filed no earlier than the newest, so the quota keeps
+ * the flood's real first record.  Filed by their stamps, they sorted before
+ * it, and once the clock had caught up it was a middle record, dropped. */
+static void
+test_first_kept_when_the_clock_steps_back(void **state)
+{
+    struct store *s = open_q(*state, 4, 0, 0);
+    refuse_at_clock(s, 100000, "flood", "first");
+    for (int i = 1; i <= 6; i++) {
+        char rid[16];
+        (void)snprintf(rid, sizeof(rid), "b%d", i);
+        refuse_at_clock(s, 50000 + i, "flood", rid); /* the clock went back 50 s */
+    }
+    for (int i = 1; i <= 6; i++) {
+        char rid[16];
+        (void)snprintf(rid, sizeof(rid), "c%d", i);
+        refuse_at_clock(s, 200000 + i, "flood", rid); /* and caught up */
+    }
+    struct ids a;
+    ids_of(s, "flood", &a);
+    assert_string_equal(a.s, "first,c4,c5,c6,");
+    store_close(s);
+}
+
+/* Records under no lock (the classifier's refusals) count against their
+ * principal's quota only: one client's flood of them leaves another's whole.
+ * Bounded as the lock "", they shared one quota, and the flood pushed out
+ * all of the other client's but its first. */
+static void
+test_lockless_flood_leaves_others_records(void **state)
+{
+    struct store *s = open_pq(*state, 4, 5, 0, 0);
+    refuse_as(s, 1000, NULL, "quiet", "10.0.0.9:4000", "q1");
+    refuse_as(s, 1001, NULL, "quiet", "10.0.0.9:4000", "q2");
+    refuse_as(s, 1002, NULL, "quiet", "10.0.0.9:4000", "q3");
+    for (int i = 0; i < 20; i++) {
+        char rid[16];
+        (void)snprintf(rid, sizeof(rid), "z%d", i);
+        refuse_as(s, 2000 + i, NULL, "zombie", "10.0.0.1:4000", rid);
+    }
+    struct ids a;
+    ids_of_who(s, "quiet", &a);
+    assert_string_equal(a.s, "q1,q2,q3,");
+    ids_of_who(s, "zombie", &a);
+    assert_string_equal(a.s, "z0,z16,z17,z18,z19,"); /* the flooder's own quota */
+    assert_who_stats(s, "quiet", 3, 0);
+    assert_who_stats(s, "zombie", 5, 15);
+    uint64_t n = 0;
+    assert_int_equal(store_audit_count(s, &n), 0);
+    assert_int_equal(n, 8);
+    store_close(s);
+}
+
 /* Without a principal, the client's address (any port) is who is counted. */
 static void
 test_origin_quota(void **state)
@@ -498,6 +561,10 @@ main(void)
                                         tu_dir_teardown),
         cmocka_unit_test_setup_teardown(test_rebuild_counts, tu_dir_setup, tu_dir_teardown),
         cmocka_unit_test_setup_teardown(test_principal_flood_over_many_locks, tu_dir_setup,
+                                        tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_lockless_flood_leaves_others_records, tu_dir_setup,
+                                        tu_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_first_kept_when_the_clock_steps_back, tu_dir_setup,
                                         tu_dir_teardown),
         cmocka_unit_test_setup_teardown(test_origin_quota, tu_dir_setup, tu_dir_teardown),
         cmocka_unit_test(test_who_names),
