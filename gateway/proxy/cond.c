@@ -3,6 +3,7 @@
 #include "gateway/proxy/cond.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,12 @@ struct learned {
     char **ignored;            /* owned; buckets whose store ignores conditions */
     size_t nignored;           /* entries in ignored */
     bool ignore_all;           /* more than GW_COND_MAX_IGNORED such buckets */
+    /* buckets whose store refused If-None-Match: * and then showed the key absent,
+     * with no such write passing since (gw_cond_bucket_ignore); the oldest replaced */
+    char suspects[GW_COND_MAX_SUSPECTS][GW_S3_MAX_BUCKET + 1];
+    size_t nsuspects;         /* entries in use */
+    size_t next_suspect;      /* the entry replaced next when full */
+    atomic_size_t suspecting; /* nsuspects, read without mu on the write path */
 };
 
 struct gw_cond {
@@ -214,12 +221,85 @@ ignore_locked(struct learned *l, const char *bucket)
     return true;
 }
 
+/* The index of bucket among l's suspects, or -1.  Caller holds l->mu. */
+static int
+suspect_find(const struct learned *l, const char *bucket)
+{
+    for (size_t i = 0; i < l->nsuspects; i++) {
+        if (strcmp(l->suspects[i], bucket) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Drops entry i of l's suspects.  Caller holds l->mu. */
+static void
+suspect_drop(struct learned *l, size_t i)
+{
+    l->nsuspects--;
+    if (i != l->nsuspects) {
+        memcpy(l->suspects[i], l->suspects[l->nsuspects], sizeof(l->suspects[i]));
+    }
+    l->next_suspect = 0;
+    atomic_store_explicit(&l->suspecting, l->nsuspects, memory_order_relaxed);
+}
+
+/*
+ * Suspects bucket; true if it was suspected already (a second refusal of an
+ * absence in a row: it ignores conditions).  Caller holds l->mu.
+ */
+static bool
+suspect_locked(struct learned *l, const char *bucket)
+{
+    int at = suspect_find(l, bucket);
+    if (at >= 0) {
+        suspect_drop(l, (size_t)at);
+        return true;
+    }
+    size_t i = l->nsuspects;
+    if (i == GW_COND_MAX_SUSPECTS) {
+        i = l->next_suspect;
+        l->next_suspect = (l->next_suspect + 1) % GW_COND_MAX_SUSPECTS;
+    } else {
+        l->nsuspects++;
+    }
+    str_copy(l->suspects[i], sizeof(l->suspects[i]), bucket);
+    atomic_store_explicit(&l->suspecting, l->nsuspects, memory_order_relaxed);
+    return false;
+}
+
 void
-gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket)
+gw_cond_bucket_passed(struct gw_cond *c, const char *bucket)
+{
+    struct learned *l = c->l;
+    if (atomic_load_explicit(&l->suspecting, memory_order_relaxed) == 0) {
+        return; /* the usual case: no lock taken */
+    }
+    (void)pthread_mutex_lock(&l->mu);
+    int at = suspect_find(l, bucket);
+    if (at >= 0) {
+        suspect_drop(l, (size_t)at);
+    }
+    (void)pthread_mutex_unlock(&l->mu);
+}
+
+void
+gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket, bool absence)
 {
     (void)pthread_mutex_lock(&c->l->mu);
-    bool added = ignore_locked(c->l, bucket);
+    bool added = false;
+    bool suspected = absence && !ignored_locked(c->l, bucket) && !suspect_locked(c->l, bucket);
+    if (!suspected) {
+        added = ignore_locked(c->l, bucket);
+    }
     (void)pthread_mutex_unlock(&c->l->mu);
+    if (suspected) {
+        log_info("the store refused If-None-Match: * on bucket %s and the key was then absent: "
+                 "a create and a delete in between, or a store that ignores conditions there; "
+                 "conditions stay on unless the next such write is refused the same way",
+                 bucket);
+    }
     if (added) {
         log_warn("the store refused a condition that held on bucket %s (RGW 16 does so on a "
                  "versioned bucket): fenced writes to it go without conditions from now on",

@@ -127,16 +127,26 @@ void gw_cond_record(struct gw_cond *c, const char *lock, uint64_t token, const s
                     int status, const char *etag);
 
 /*
- * gw_cond_bucket_ignore - the store was seen to refuse a condition that held
- * (a 412 to If-Match with the key's current ETag, or to If-None-Match: * on
- * an absent key: RGW 16 does so on a versioned bucket, where it also ignores
- * If-None-Match: *): no condition goes to bucket from now on in this
- * process (logged once).  At most GW_COND_MAX_IGNORED buckets are kept;
- * past that every bucket is treated so.
+ * gw_cond_bucket_ignore - after a 412, the key was found as the condition
+ * said: the store may refuse conditions that hold on bucket (RGW 16 refuses
+ * If-Match with the key's current ETag on a versioned bucket).  With
+ * If-Match (absence false) that proves it: no condition goes to bucket from
+ * now on in this process (logged once).  A refused If-None-Match: * followed
+ * by an absent key (absence true) proves nothing alone, since a create and a
+ * delete of the key may have come in between: the bucket is only suspected,
+ * and ignored if the next such refusal comes before any If-None-Match: *
+ * write to it passes (gw_cond_bucket_passed).  At most GW_COND_MAX_IGNORED
+ * buckets are kept; past that every bucket is treated so.  At most
+ * GW_COND_MAX_SUSPECTS are suspected at once; past that the oldest suspicion
+ * is dropped.
  */
-void gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket);
+void gw_cond_bucket_ignore(struct gw_cond *c, const char *bucket, bool absence);
 
-#define GW_COND_MAX_IGNORED 1024
+/* gw_cond_bucket_passed - a write to bucket with our If-None-Match: * passed (2xx). */
+void gw_cond_bucket_passed(struct gw_cond *c, const char *bucket);
+
+#define GW_COND_MAX_IGNORED  1024
+#define GW_COND_MAX_SUSPECTS 64
 
 /* gw_cond_forget - forget bucket/key (a 412: its version moved on). */
 void gw_cond_forget(struct gw_cond *c, const char *bucket, const char *key);

@@ -134,6 +134,9 @@ cond_answered(struct preq *p, int err)
     }
     gw_cond_record(p->px->cond, p->lock, p->token, p->s3, p->status,
                    p->etag[0] != '\0' ? p->etag : NULL);
+    if (p->cond && p->status >= 200 && p->status < 300 && strcmp(p->cond_hdr.value, "*") == 0) {
+        gw_cond_bucket_passed(p->px->cond, p->s3->bucket); /* an absence honoured */
+    }
 }
 
 /* Our condition failed while the token is still the lock's highest. */
@@ -209,7 +212,7 @@ on_cond_learned(void *arg, int err, const struct gw_cond_hdr *hdr)
     if (err == 0 && strcmp(hdr->name, p->cond_hdr.name) == 0 &&
         strcmp(hdr->value, p->cond_hdr.value) == 0) {
         gw_cond_forget(p->px->cond, p->s3->bucket, p->s3->key);
-        gw_cond_bucket_ignore(p->px->cond, p->s3->bucket);
+        gw_cond_bucket_ignore(p->px->cond, p->s3->bucket, strcmp(hdr->value, "*") == 0);
     }
     cond_refused(p);
 }

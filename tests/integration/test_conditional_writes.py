@@ -498,3 +498,62 @@ def test_versioned_bucket_no_livelock(gateway, rgw, bucket, tmp_path, relay):
     assert put(gw, bucket, "orders/u", b"1", w["token"]).status_code == 200
     assert put(gw, bucket, "orders/u", b"2", w["token"]).status_code == 200
     assert "if-match" in upstream_puts(relay, "orders/u")[-1][1]
+
+
+def _absence_refused_then_absent(gw, rgw, bucket, relay, key, token):
+    """Our If-None-Match: * PUT of key, held by the relay while the key is
+    created at RGW (so RGW answers 412), and its answer held while the key is
+    deleted again (so the gateway's HEAD finds it absent, as conditioned): a
+    create and a delete in between, by another writer of the same epoch."""
+    relay.log.clear()
+    out = {}
+
+    def ours():
+        out["r"] = put(gw, bucket, key, b"ours", token,
+                       extra={"x-test-delay-ms": "600", "x-test-tail-delay-ms": "800"})
+
+    th = threading.Thread(target=ours)
+    th.start()
+    c = rgw.client()
+    for event, then in (("held", lambda: c.put_object(Bucket=bucket, Key=key, Body=b"theirs")),
+                        ("tail-held", lambda: c.delete_object(Bucket=bucket, Key=key))):
+        deadline = time.monotonic() + 20
+        while not any(e == event for e, _ in relay.log):
+            assert time.monotonic() < deadline, (event, relay.log)
+            time.sleep(0.01)
+        then()
+    th.join(30)
+    puts = [h for m, h in upstream_puts(relay, key) if m == "PUT"]
+    assert puts and puts[-1].get("if-none-match") == "*", puts
+    return out["r"]
+
+
+def test_absence_refused_once_is_no_proof(gateway, rgw, bucket, tmp_path, relay):
+    """A 412 to If-None-Match: * and then an absent key is what a create and
+    a delete in between leave, as much as a store refusing a condition that
+    held: alone it leaves conditions on (one 503, the retry conditioned
+    again).  Only a second such refusal with no such write passing in between
+    turns them off for the bucket, so a store that refuses them costs two
+    503s, never a livelock.  Turning them off at the first left the bucket
+    without conditions until a restart after one benign interleaving."""
+    gw = dir_gateway(gateway, tmp_path, bucket, relay)
+    wait_cond(gw, True)
+    w = acquire(gw, "w", 30000)
+    off = "fenced writes to it go without conditions from now on"
+    r = _absence_refused_then_absent(gw, rgw, bucket, relay, "orders/t1", w["token"])
+    assert r.status_code == 503 and code_of(r) == "SlowDown", r.text
+    assert off not in gw.log()
+    r = put(gw, bucket, "orders/t1", b"retry", w["token"])  # the retry: conditioned again
+    assert r.status_code == 200, r.text
+    assert upstream_puts(relay, "orders/t1")[-1][1].get("if-none-match") == "*"
+    # that write passed: the suspicion is gone, and one more interleaving proves nothing
+    r = _absence_refused_then_absent(gw, rgw, bucket, relay, "orders/t2", w["token"])
+    assert r.status_code == 503, r.text
+    assert off not in gw.log()
+    # a second in a row does
+    r = _absence_refused_then_absent(gw, rgw, bucket, relay, "orders/t3", w["token"])
+    assert r.status_code == 503, r.text
+    wait_log(gw, off)
+    r = put(gw, bucket, "orders/t4", b"plain", w["token"])
+    assert r.status_code == 200, r.text
+    assert "if-none-match" not in upstream_puts(relay, "orders/t4")[-1][1]
