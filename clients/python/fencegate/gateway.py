@@ -7,7 +7,7 @@ import time
 
 from ._api import Api, TransportError, lock_path
 from .errors import GatewayError, LockHeld
-from .lease import Lease
+from .lease import Lease, now
 
 POLL_S = 2.0        # longest single server-side wait (stop() answers within this)
 WATCH_WAIT_MS = 30000
@@ -43,13 +43,13 @@ class Gateway:
         be reached or the request cannot be signed (credentials unavailable).
         """
         holder = holder or default_holder()
-        give_up = None if wait_ms is None else time.monotonic() + wait_ms / 1000.0
+        give_up = None if wait_ms is None else now() + wait_ms / 1000.0
         while True:
-            left_ms = POLL_S * 1000 if give_up is None else max(0, (give_up - time.monotonic()) * 1000)
+            left_ms = POLL_S * 1000 if give_up is None else max(0, (give_up - now()) * 1000)
             lease = self._try_acquire(lock, holder, lease_ms, int(min(left_ms, POLL_S * 1000)))
             if isinstance(lease, Lease):
                 return lease
-            if give_up is not None and time.monotonic() >= give_up:
+            if give_up is not None and now() >= give_up:
                 raise lease
 
     def _try_acquire(self, lock, holder, lease_ms, wait_ms):
@@ -57,7 +57,7 @@ class Gateway:
         body = {"holder": holder, "wait_ms": wait_ms}
         if lease_ms is not None:
             body["lease_ms"] = int(lease_ms)
-        sent = time.monotonic()
+        sent = now()
         try:
             status, doc = self._api.call("POST", lock_path(lock, "acquire"), body,
                                          timeout=self.timeout + wait_ms / 1000.0)
@@ -72,7 +72,7 @@ class Gateway:
             # A confirmation that fails, whichever way (refused, no answer,
             # not signed, anything raised), gives the grant back (best
             # effort) before the error propagates.
-            if lease._deadline - time.monotonic() < lease.lease_ms / 1000.0 * 2 / 3:
+            if lease._deadline - now() < lease.lease_ms / 1000.0 * 2 / 3:
                 try:
                     confirmed = lease._confirm(self.timeout)
                 except BaseException:

@@ -3,7 +3,7 @@
 Four things decide when the lease is lost, and none of them waits on the
 network:
 
-* the local deadline, on the monotonic clock: the send time of the last
+* the local deadline, on the boot-time clock (now()): the send time of the last
   confirmed acquire or renewal plus lease_ms.  The gateway started that lease
   no earlier than the request was sent, so the gateway's own expiry is never
   before it.  A watchdog thread sleeps until the deadline and declares the
@@ -40,6 +40,16 @@ UNREACHABLE = "unreachable"
 RELEASE_BUDGET_S = 1.0  # release() never takes longer than this
 PAUSE_S = 0.25          # a deadline judged later than this: the process was not running
 
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def now():
+    """Seconds on the clock leases are judged on: Linux's boot-time clock,
+    which is monotonic and, unlike time.monotonic(), keeps counting while the
+    machine is suspended, so a worker resumed from a host suspend finds its
+    lease lost before its next write; time.monotonic() where there is none."""
+    return time.clock_gettime(_BOOTTIME) if _BOOTTIME is not None else time.monotonic()
+
 
 class Lease:
     """A granted lease; made by Gateway.lease(), which acquires it.
@@ -49,7 +59,7 @@ class Lease:
     raises LeaseLost; leaving releases it.
     """
 
-    def __init__(self, api, lock, holder, grant, sent_at, clock=time.monotonic):
+    def __init__(self, api, lock, holder, grant, sent_at, clock=now):
         self._api = api
         self._clock = clock
         self.lock = lock

@@ -344,3 +344,24 @@ def test_grant_not_confirmed_for_credentials_is_released(fake):
     assert e.value.status is None
     assert not fake.calls("/renew")
     assert len(fake.calls("/release")) == 1
+
+
+def test_the_lease_clock_counts_a_host_suspend():
+    """Leases are judged on the boot-time clock, which counts a suspend of
+    the machine (time.monotonic() stops then, and a worker resumed from a
+    host suspend would write on a lease that ran out meanwhile).  A child
+    in a time namespace whose boot-time clock is 100000 s ahead of its
+    monotonic one stands for a machine that slept that long."""
+    import shutil
+    import subprocess
+    import sys
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("no unshare(1)")
+    code = "import time, fencegate.lease as l; print(l.now() - time.monotonic())"
+    r = subprocess.run([unshare, "--time", "--boottime", "100000", sys.executable, "-c", code],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0 and "fencegate" not in r.stderr:
+        pytest.skip(f"no time namespace here: {r.stderr.strip()[:200]}")
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout) > 99990, r.stdout
