@@ -89,6 +89,14 @@ func work(ctx context.Context, lease *fencegate.Lease, client *s3.Client, bucket
 			Bucket: aws.String(bucket), Key: aws.String(lease.Lock() + "/progress"),
 			Body: strings.NewReader(strconv.Itoa(n)),
 		}, lease.Attach)
+		var unknown *fencegate.WriteOutcomeUnknown
+		if errors.As(err, &unknown) {
+			// The lease was lost before a retry, after an earlier attempt
+			// was sent: that write may have landed. Start over (a new
+			// lease) and read back before trusting what is stored.
+			fmt.Printf("outcome unknown: %v\n", unknown)
+			return
+		}
 		var lost *fencegate.LeaseLost
 		if errors.As(err, &lost) {
 			// A pause or a partition outlived the lease: nothing was sent.
