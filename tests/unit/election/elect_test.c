@@ -510,6 +510,44 @@ test_grant_id_readback(void **state)
     v->ms->fault_n = 0;
 }
 
+/* A create that landed but whose answer (a 500) came only after newer epochs
+ * were granted elsewhere and it was collected: the read-back finds nothing,
+ * and creating it again would put epoch 1 back below epoch 3 and grant it.
+ * The guard LIST first finds the newer epochs: no grant, no file. */
+static void
+test_readback_absent_after_collection_creates_nothing(void **state)
+{
+    struct env *v = *state;
+    struct elect *g1 = new_elect(v, 1, true);
+    struct elect *g2 = new_elect(v, 1, true);
+    struct res a, b, c, q;
+    char key[ELECT_KEY_MAX + 1];
+    ekey("L", 1, key, sizeof(key));
+    v->ms->fault = MEM_FAULT_LAND_THEN_500;
+    v->ms->fault_n = 1;
+    mem_hold(v->ms, MEM_OP_CREATE, key, 1, true); /* it lands; its answer waits */
+    acquire(v, g1, "L", "A", 1000, 0, &a);
+    run(v);
+    assert_int_equal(v->ms->nheld, 1);
+    assert_int_equal(a.calls, 0);
+    /* g2 sees epoch 1 unchanged for its lease, takes over, then grants again */
+    acquire(v, g2, "L", "B", 1000, 10000, &b);
+    advance(v, 3000, 10);
+    assert_int_equal(b.err, 0);
+    assert_int_equal(b.info.token, 2);
+    assert_int_equal(release(v, g2, "L", 2, b.info.lease_id, &q), 0);
+    acquire_ok(v, g2, "L", "C", 60000, &c);
+    assert_int_equal(c.info.token, 3);
+    advance(v, 1000, 10);
+    assert_false(lockfile_at(v, "L", 1, NULL)); /* collected (keep_epochs 1) */
+    /* now the 500 arrives */
+    mem_land(v->ms, 0);
+    run(v);
+    assert_int_equal(a.calls, 1);
+    assert_true(a.err != 0 || a.info.token != 1);
+    assert_false(lockfile_at(v, "L", 1, NULL));
+}
+
 static void
 test_losing_create_answered_500(void **state)
 {
@@ -855,6 +893,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_renew_changes_body_and_etag, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_through_other_gateway, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grant_id_readback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readback_absent_after_collection_creates_nothing,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_losing_create_answered_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_continues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_keeps_latest_never_lowers_fence, setup, teardown),
