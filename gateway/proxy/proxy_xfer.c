@@ -378,18 +378,22 @@ on_body(void *arg, const char *data, size_t len)
     if (p->detached) {
         return 0; /* the client is gone: discarded */
     }
+    int held = 0;
     if (p->hold_answer) {
         if (p->tap != NULL && buf_append(&p->answer, data, len) == 0) {
             return 0; /* written in on_done, after the upload is recorded */
         }
         /* nothing will be recorded: what was held goes out, then the rest as it comes */
         p->hold_answer = false;
-        int rc = release_answer(p);
-        if (rc != 0) {
-            return rc;
+        held = release_answer(p);
+        if (held != 0 && held != ERR_AGAIN) {
+            return held;
         }
     }
     int rc = gw_resp_body_write(p->req, data, len);
+    if (rc == 0 && held == ERR_AGAIN) {
+        rc = ERR_AGAIN; /* both were queued: over the output limit */
+    }
     if (rc == ERR_AGAIN) {
         p->recv_paused = true;
         return ERR_AGAIN;
