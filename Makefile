@@ -126,7 +126,7 @@ $(BUILD)/tests/helpers/preload/%.so: tests/helpers/preload/%.c
 # test under TSan would not fit in CI.
 # A data race in the gateway's log fails the test (conftest.py).
 TSAN_INTEGRATION := tests/integration/test_workers.py tests/integration/test_accept.py \
-  tests/integration/test_fencing.py \
+  tests/integration/test_fencing.py tests/integration/test_reload.py \
   tests/integration/test_audit_durable.py \
   tests/integration/test_access_log.py tests/integration/test_metrics.py
 

@@ -18,6 +18,8 @@
  *   metrics_lock.c              the per-lock series and their bound (metrics.max_locks)
  *   metrics_render.c            the Prometheus text, process series from /proc/self
  *   metrics_int.h               what metrics_lock.c shares with metrics_render.c
+ *   inflight.h / inflight.c     object writes in flight per configuration and loop,
+ *                               what a reload's hold waits for
  *
  * A new configuration key goes in its section's table, in config.c or a
  * config_<section>.c (and the README's table); a new

@@ -36,6 +36,7 @@
 #include "common/num.h"
 #include "gateway/base/config_check.h"
 #include "gateway/base/config_int.h"
+#include "gateway/base/inflight.h"
 #include "gateway/base/json_table.h"
 #include "gateway/base/metrics.h"
 
@@ -512,6 +513,7 @@ gw_config_free(struct gw_config *cfg)
         free(cfg->fences[i].lock);
     }
     free(cfg->fences);
+    gw_inflight_free(cfg->inflight);
     gw_config_wipe(cfg, sizeof(*cfg));
     free(cfg);
 }
@@ -537,4 +539,72 @@ gw_config_fence_rule(const struct gw_config *cfg, const char *bucket, const char
         }
     }
     return NULL;
+}
+
+/* Whether the rules of bucket read the same in a and b: prefix, lock and
+ * require_token, in order (first match wins). */
+static bool
+bucket_rules_equal(const struct gw_config *a, const struct gw_config *b, const char *bucket)
+{
+    size_t i = 0;
+    size_t j = 0;
+    for (;;) {
+        while (i < a->nfences && strcmp(a->fences[i].bucket, bucket) != 0) {
+            i++;
+        }
+        while (j < b->nfences && strcmp(b->fences[j].bucket, bucket) != 0) {
+            j++;
+        }
+        if (i == a->nfences || j == b->nfences) {
+            return i == a->nfences && j == b->nfences;
+        }
+        const struct gw_fence_rule *x = &a->fences[i++];
+        const struct gw_fence_rule *y = &b->fences[j++];
+        if (strcmp(x->prefix, y->prefix) != 0 || strcmp(x->lock, y->lock) != 0 ||
+            x->require_token != y->require_token) {
+            return false;
+        }
+    }
+}
+
+size_t
+gw_config_locks_widened(const struct gw_config *from, const struct gw_config *to, const char **out,
+                        size_t max)
+{
+    /* changed[i]: to's rule i is in a bucket whose rules differ (O(rules^2), once a reload) */
+    bool *changed = calloc(to->nfences + 1, sizeof(*changed));
+    size_t n = 0;
+    for (size_t i = 0; i < to->nfences; i++) {
+        const struct gw_fence_rule *r = &to->fences[i];
+        bool same_bucket_seen = false;
+        for (size_t k = 0; k < i && !same_bucket_seen; k++) {
+            if (strcmp(to->fences[k].bucket, r->bucket) == 0) {
+                same_bucket_seen = true;
+                if (changed != NULL) {
+                    changed[i] = changed[k];
+                }
+            }
+        }
+        bool ch = same_bucket_seen && changed != NULL ? changed[i]
+                                                      : !bucket_rules_equal(from, to, r->bucket);
+        if (changed != NULL) {
+            changed[i] = ch;
+        }
+        if (!ch) {
+            continue;
+        }
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen && changed != NULL; k++) {
+            seen = changed[k] && strcmp(to->fences[k].lock, r->lock) == 0;
+        }
+        if (seen) {
+            continue; /* named already by an earlier rule of a changed bucket */
+        }
+        if (n < max) {
+            out[n] = r->lock;
+        }
+        n++;
+    }
+    free(changed);
+    return n;
 }

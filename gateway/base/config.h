@@ -17,6 +17,8 @@
 
 #include "common/err.h"
 
+struct gw_inflight;
+
 #define GW_CONFIG_MAX_WORKERS 256 /* "workers" */
 #define GW_CONFIG_MAX_LISTEN  16
 #define GW_MAX_OBJECT_BYTES   5368709120ull /* limits.max_object_bytes default: S3's 5 GiB */
@@ -105,6 +107,13 @@ struct gw_config {
     uint32_t workers;      /* event loops serving clients; 0: the CPUs this process may use
                               (gw_config_workers, the default); 1: one loop, the control loop */
     enum gw_accept accept; /* how the loops get their connections; default acceptor */
+
+    /* Set by serve, not read from the file: which configuration this is (0 at start, n
+     * at the n-th reload), and the object writes in flight under it (owned, or NULL
+     * outside serve: gateway/base/inflight.h).  A request's fenced writes carry the
+     * generation (struct gw_fence_claim's gen) for the fence's reload hold. */
+    uint32_t generation;
+    struct gw_inflight *inflight;
 
     char *data_dir; /* owned; LMDB environment and other state */
     char
@@ -256,5 +265,16 @@ const struct gw_principal *gw_config_principal_by_key(const struct gw_config *cf
  */
 const struct gw_fence_rule *gw_config_fence_rule(const struct gw_config *cfg, const char *bucket,
                                                  const char *key);
+
+/*
+ * gw_config_locks_widened - the locks to may cover keys that from did not
+ * map to them: every lock of to's rules in a bucket whose rules (prefix and
+ * lock, in order: first match wins) differ between the two.  A key's lock can
+ * change only in such a bucket, so no other lock gains a key.
+ * [out] out  up to max lock names, borrowed from to, each once
+ * Returns how many (may exceed max: then out holds the first max).
+ */
+size_t gw_config_locks_widened(const struct gw_config *from, const struct gw_config *to,
+                               const char **out, size_t max);
 
 #endif

@@ -12,6 +12,7 @@
 #include "election/backend_dir.h"
 #include "election/elect.h"
 #include "gateway/base/config.h"
+#include "gateway/base/inflight.h"
 #include "gateway/base/metrics.h"
 #include "gateway/cli/check_config.h"
 #include "gateway/cli/sdnotify.h"
@@ -79,7 +80,10 @@ struct serve {
     struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
     struct gw_upstream_cap *cap;      /* owned; the loops' cap on upstream connections, or NULL */
     bool drained;                     /* this loop's connections and detached writes have ended */
-    bool workers_ended;               /* every worker loop has ended */
+    uint32_t holding[SERVE_MAX_OLD_CONFIGS]; /* reloads whose hold waits for older writes */
+    size_t nholding;                         /* their number */
+    struct event *hold_ev;                   /* owned; polls those writes while any waits */
+    bool workers_ended;                      /* every worker loop has ended */
 };
 
 /* Exits once this loop's connections and every worker loop have ended: a
@@ -271,6 +275,86 @@ start_cond(struct serve *s)
     return 0;
 }
 
+/* How often a reload's hold looks at the writes it waits for. */
+#define SERVE_HOLD_POLL_MS 50L
+
+static void
+arm_hold_poll(struct serve *s)
+{
+    const struct timeval tv = {0, SERVE_HOLD_POLL_MS * 1000};
+    (void)evtimer_add(s->hold_ev, &tv);
+}
+
+/* Whether every object write classified under a configuration older than gen has
+ * ended (the configurations replaced so far are s->old[], generations 0..nold-1). */
+static bool
+older_writes_ended(const struct serve *s, uint32_t gen)
+{
+    for (size_t i = 0; i < s->nold && s->old[i]->generation < gen; i++) {
+        if (!gw_inflight_ended(s->old[i]->inflight, NULL)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* evtimer: the reload holds' poll */
+static void
+on_hold_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct serve *s = arg;
+    (void)fd;
+    (void)what;
+    size_t kept = 0;
+    for (size_t i = 0; i < s->nholding; i++) {
+        if (older_writes_ended(s, s->holding[i])) {
+            log_info("reload %u: the object writes begun before it have ended; the locks it "
+                     "widened take fenced writes again after the commit margin",
+                     (unsigned)s->holding[i]);
+            gw_fence_reload_ended(s->fence, s->holding[i]);
+        } else {
+            s->holding[kept++] = s->holding[i];
+        }
+    }
+    s->nholding = kept;
+    if (kept > 0) {
+        arm_hold_poll(s);
+    }
+}
+
+/*
+ * The reload to cfg widens some locks (a key's lock changed, or a key is fenced that
+ * was not): their fenced writes under cfg wait, in the fence, until every object
+ * write classified under an older configuration has ended, on every loop, and then
+ * the commit margin (DESIGN "The reload hold").  Called before any loop serves
+ * cfg.  Returns 0, or an error: the reload must not go on.
+ */
+static int
+hold_widened(struct serve *s, const struct gw_config *cfg)
+{
+    size_t n = gw_config_locks_widened(s->cfg, cfg, NULL, 0);
+    if (n == 0 || s->fence == NULL) {
+        return 0;
+    }
+    const char **locks = calloc(n, sizeof(*locks));
+    if (locks == NULL ||
+        (s->hold_ev == NULL && (s->hold_ev = evtimer_new(s->base, on_hold_poll, s)) == NULL)) {
+        free(locks);
+        return ERR_NOMEM;
+    }
+    (void)gw_config_locks_widened(s->cfg, cfg, locks, n);
+    int rc = gw_fence_reload_hold(s->fence, cfg->generation, locks, n);
+    if (rc == 0) {
+        log_info("reload %u: %zu lock(s) cover keys they did not (%s%s): their fenced writes "
+                 "wait until the object writes begun before the reload have ended",
+                 (unsigned)cfg->generation, n, locks[0], n > 1 ? ", ..." : "");
+        s->holding[s->nholding++] = cfg->generation;
+        arm_hold_poll(s);
+    }
+    free(locks);
+    return rc;
+}
+
 /* evsignal_new: SIGHUP */
 static void
 on_reload_signal(evutil_socket_t sig, short what, void *arg)
@@ -303,8 +387,19 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
         (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
         return;
     }
+    cfg->generation = s->cfg->generation + 1;
+    int hrc =
+        (cfg->inflight = gw_inflight_new(s->loops)) == NULL ? ERR_NOMEM : hold_widened(s, cfg);
+    if (hrc != 0) {
+        log_error("reload refused, keeping the running configuration: %s",
+                  hrc == ERR_NOMEM ? "out of memory" : "too many reloads wait for older writes");
+        gw_config_free(cfg);
+        (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
+        return;
+    }
     /* Listeners and the data directory are bound at start: changing them needs a restart. */
     gw_server_set_config(s->srv, cfg);
+    gw_inflight_moved_on(s->cfg->inflight, 0); /* this loop classifies under cfg from now */
     gw_proxy_set_config(s->proxy, cfg);
     gw_workers_set_config(s->workers, cfg);
     if (gw_config_workers(cfg) != s->loops) {
@@ -585,6 +680,9 @@ serve_cleanup(struct serve *s)
     if (s->sig_hup != NULL) {
         event_free(s->sig_hup);
     }
+    if (s->hold_ev != NULL) {
+        event_free(s->hold_ev);
+    }
     if (s->base != NULL) {
         event_base_free(s->base);
     }
@@ -692,7 +790,7 @@ gw_cmd_serve(int argc, char **argv)
     }
     (void)log_set_level(s.cfg->log_level);
     s.loops = gw_config_workers(s.cfg);
-    if (apply_metrics(s.cfg) != 0) {
+    if (apply_metrics(s.cfg) != 0 || (s.cfg->inflight = gw_inflight_new(s.loops)) == NULL) {
         (void)fprintf(stderr, "fencegate: out of memory\n");
         return 1;
     }

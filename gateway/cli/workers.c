@@ -25,6 +25,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "gateway/base/config.h"
+#include "gateway/base/inflight.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/remote.h"
 #include "gateway/http/access.h"
@@ -54,6 +55,7 @@ struct worker {
     struct gw_sigv4_keycache *kc; /* owned; its inbound signing keys */
     struct gw_router router;      /* embedded; the control's, loop-owned parts replaced */
     struct gw_server *srv;        /* owned */
+    const struct gw_config *cfg;  /* the configuration it serves (its thread) */
     struct gw_loopmsg drain;      /* embedded: drain, then end the loop */
     struct gw_loopmsg stop;       /* embedded: end the loop now */
     bool drain_posted;            /* control thread: each embedded message is posted once */
@@ -165,6 +167,9 @@ on_setting(struct gw_loopmsg *m)
     switch (wm->kind) {
     case W_CONFIG:
         gw_server_set_config(w->srv, wm->cfg);
+        /* nothing is classified under the previous one here from now on */
+        gw_inflight_moved_on(w->cfg->inflight, w->ctx.index);
+        w->cfg = wm->cfg;
         gw_proxy_set_config(w->proxy, wm->cfg);
         if (gw_s3client_set_config(w->s3c, wm->cfg) != 0) {
             log_warn("worker %u: requests to the upstream keep being signed with the previous "
@@ -365,6 +370,7 @@ worker_init(struct worker *w, struct gw_workers *ws, uint32_t index, char *errbu
                                 .first = o->ctl_srv,
                                 .handout = o->handout,
                                 .q = w->q};
+    w->cfg = o->cfg;
     w->srv =
         gw_server_new_opts(w->base, o->cfg, gw_router_on_request, &w->router, &so, errbuf, errlen);
     return w->srv != NULL ? 0 : ERR_IO;

@@ -102,6 +102,7 @@ gw_fence_resolve(const struct gw_fence_headers *h, const struct gw_config *cfg,
                  const struct gw_s3req *s3, struct gw_fence_claim *claim, struct gw_refusal *r)
 {
     memset(claim, 0, sizeof(*claim));
+    claim->gen = cfg->generation; /* the reload hold (gw_fence_reload_hold) */
     if (s3->bucket_write && !cfg->fencing.allow_bucket_writes) {
         return refuse(r, claim, STORE_AUDIT_REFUSED, 403, "AccessDenied",
                       "Bucket-level writes are disabled on this gateway "
@@ -125,6 +126,7 @@ gw_fence_resolve_keys(const struct gw_fence_headers *h, const struct gw_config *
                       struct gw_fence_claim *claim, struct gw_refusal *refusal)
 {
     memset(claim, 0, sizeof(*claim));
+    claim->gen = cfg->generation; /* the reload hold (gw_fence_reload_hold) */
     const struct gw_fence_rule *rule = NULL;
     for (size_t i = 0; i < nkeys; i++) {
         const struct gw_fence_rule *r = gw_config_fence_rule(cfg, s3->bucket, keys[i]);

@@ -38,6 +38,7 @@ struct gw_fence_ticket {
     bool parked;       /* skipped in this judge pass (waits for a read) */
     uint64_t hold_ns;  /* monotonic ns its hold began (window read, barrier, last byte); 0 none */
     uint32_t margin;   /* commit margin for its last byte (ms) */
+    uint32_t gen;      /* the configuration generation it was claimed under */
     gw_fence_admit_fn *admitted;             /* verdict callback */
     gw_fence_cut_fn *cut;                    /* barrier / window callback */
     gw_fence_resume_fn *resume;              /* the held last byte may go */
@@ -76,19 +77,30 @@ struct flock {
 LIST_HEAD(flock_list, flock);
 TAILQ_HEAD(flock_queue, flock);
 
+/* A reload's hold on the locks it widened (gw_fence_reload_hold). */
+struct reload_hold {
+    uint32_t gen;     /* writes claimed under this generation or a later one wait */
+    char **locks;     /* owned; the locks held */
+    size_t nlocks;    /* their number */
+    bool ended;       /* every older write has ended (gw_fence_reload_ended) */
+    uint64_t lift_at; /* ended: mono ms the hold lifts (the margin after) */
+};
+
 struct gw_fence {
-    struct event_base *base;                /* borrowed */
-    struct store *st;                       /* borrowed */
-    gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
-    void *lookup_arg;                       /* its argument */
-    gw_fence_advance_fn *on_advance;        /* told of advances, or NULL */
-    void *advance_arg;                      /* ... with this */
-    struct gw_fence_windows win;            /* write windows (win.peek NULL: none) */
-    uint64_t gate_until;                    /* mono ms: no fenced write admitted before */
-    uint64_t created;                       /* mono ms of gw_fence_new */
-    struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight, and the idle */
-    struct flock_queue idle;                /* locks with nothing in flight, oldest first */
-    size_t nidle;                           /* their number (<= GW_FENCE_IDLE_MAX) */
+    struct event_base *base;                      /* borrowed */
+    struct store *st;                             /* borrowed */
+    gw_fence_granted_fn *lookup;                  /* G4 hook, or NULL */
+    void *lookup_arg;                             /* its argument */
+    gw_fence_advance_fn *on_advance;              /* told of advances, or NULL */
+    void *advance_arg;                            /* ... with this */
+    struct gw_fence_windows win;                  /* write windows (win.peek NULL: none) */
+    uint64_t gate_until;                          /* mono ms: no fenced write admitted before */
+    uint64_t created;                             /* mono ms of gw_fence_new */
+    struct flock_list table[FENCE_BUCKETS];       /* locks with writes in flight, and the idle */
+    struct flock_queue idle;                      /* locks with nothing in flight, oldest first */
+    size_t nidle;                                 /* their number (<= GW_FENCE_IDLE_MAX) */
+    struct reload_hold holds[GW_FENCE_HOLDS_MAX]; /* reload holds not lifted yet */
+    size_t nholds;                                /* their number */
 };
 
 static unsigned
@@ -118,6 +130,124 @@ gw_fence_new(struct event_base *base, struct store *st)
     return f;
 }
 
+static void
+hold_free(struct reload_hold *h)
+{
+    for (size_t i = 0; i < h->nlocks; i++) {
+        free(h->locks[i]);
+    }
+    free(h->locks);
+}
+
+static void
+hold_drop(struct gw_fence *f, size_t i)
+{
+    hold_free(&f->holds[i]);
+    f->holds[i] = f->holds[--f->nholds];
+}
+
+int
+gw_fence_reload_hold(struct gw_fence *f, uint32_t gen, const char *const *locks, size_t n)
+{
+    if (n == 0) {
+        return 0;
+    }
+    if (f->nholds == GW_FENCE_HOLDS_MAX) {
+        return ERR_AGAIN;
+    }
+    struct reload_hold h = {.gen = gen, .locks = calloc(n, sizeof(char *))};
+    if (h.locks == NULL) {
+        return ERR_NOMEM;
+    }
+    for (; h.nlocks < n; h.nlocks++) {
+        if ((h.locks[h.nlocks] = strdup(locks[h.nlocks])) == NULL) {
+            hold_free(&h);
+            return ERR_NOMEM;
+        }
+    }
+    f->holds[f->nholds++] = h;
+    return 0;
+}
+
+/* The larger margin: what the store may still commit of a request cut after its last
+ * byte, or of an earlier life's (gw_fence_set_windows). */
+static uint32_t
+larger_margin(const struct gw_fence *f)
+{
+    return f->win.commit_margin_ms > f->win.complete_margin_ms ? f->win.commit_margin_ms
+                                                               : f->win.complete_margin_ms;
+}
+
+static void judge_later(struct flock *lk, uint64_t delay_ms);
+static struct flock *flock_find(struct gw_fence *f, const char *lock);
+
+void
+gw_fence_reload_ended(struct gw_fence *f, uint32_t gen)
+{
+    uint32_t m = larger_margin(f);
+    for (size_t i = 0; i < f->nholds; i++) {
+        struct reload_hold *h = &f->holds[i];
+        if (h->gen != gen || h->ended) {
+            continue;
+        }
+        h->ended = true;
+        h->lift_at = clock_mono_ms() + m;
+        for (size_t k = 0; k < h->nlocks; k++) {
+            struct flock *lk = flock_find(f, h->locks[k]);
+            if (lk != NULL) {
+                judge_later(lk, m); /* its held writes are judged again then */
+            }
+        }
+    }
+}
+
+bool
+gw_fence_reload_holding(const struct gw_fence *f)
+{
+    uint64_t now = clock_mono_ms();
+    for (size_t i = 0; i < f->nholds; i++) {
+        if (!f->holds[i].ended || now < f->holds[i].lift_at) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether a reload hold keeps t (of lk) waiting; lifted holds are dropped on the way,
+ * and a hold that lifts at a known time judges lk again then. */
+static bool
+reload_held(struct flock *lk, const struct gw_fence_ticket *t)
+{
+    struct gw_fence *f = lk->f;
+    uint64_t now = clock_mono_ms();
+    uint64_t wake = 0;
+    bool held = false;
+    for (size_t i = 0; i < f->nholds;) {
+        struct reload_hold *h = &f->holds[i];
+        if (h->ended && now >= h->lift_at) {
+            hold_drop(f, i);
+            continue;
+        }
+        i++;
+        if (t->gen < h->gen) {
+            continue; /* claimed before it: among the writes it waits for */
+        }
+        for (size_t k = 0; k < h->nlocks; k++) {
+            if (strcmp(h->locks[k], lk->name) == 0) {
+                held = true;
+                if (h->ended && (wake == 0 || h->lift_at - now < wake)) {
+                    wake = h->lift_at - now;
+                }
+                break;
+            }
+        }
+    }
+    if (wake != 0) {
+        judge_later(lk, wake);
+    }
+    return held;
+}
+
 void
 gw_fence_set_lookup(struct gw_fence *f, gw_fence_granted_fn *fn, void *arg)
 {
@@ -141,8 +271,7 @@ gw_fence_set_windows(struct gw_fence *f, const struct gw_fence_windows *w)
         return;
     }
     f->win = *w;
-    uint32_t m =
-        w->commit_margin_ms > w->complete_margin_ms ? w->commit_margin_ms : w->complete_margin_ms;
+    uint32_t m = larger_margin(f);
     /* An earlier life's completely sent writes commit within m of leaving (DESIGN
      * "Write windows": a restarted gateway treats its earlier life as another). */
     f->gate_until = f->created + m;
@@ -165,6 +294,9 @@ gw_fence_free(struct gw_fence *f)
             LIST_REMOVE(lk, link);
             free(lk);
         }
+    }
+    while (f->nholds > 0) {
+        hold_drop(f, f->nholds - 1);
     }
     free(f);
 }
@@ -480,8 +612,8 @@ window_covers_now(struct flock *lk, uint64_t epoch, uint32_t margin)
 static bool
 admissible_now(struct flock *lk, struct gw_fence_ticket *t)
 {
-    if (lk->judging || t->epoch != lk->highest) {
-        return false;
+    if (lk->judging || t->epoch != lk->highest || lk->f->nholds > 0) {
+        return false; /* while a reload holds locks, every admission is the loop's */
     }
     struct gw_fence_ticket *o;
     TAILQ_FOREACH (o, &lk->tickets, link) {
@@ -611,6 +743,10 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
     }
     if (t->epoch < lk->highest) {
         reject(t, ERR_FENCED, lk->highest);
+        return;
+    }
+    if (lk->f->nholds > 0 && reload_held(lk, t)) {
+        t->parked = true; /* a reload widened its lock: older writes end first */
         return;
     }
     enum wv v = window_verdict(lk, t->epoch, t->margin, &err, &current);
@@ -791,6 +927,7 @@ gw_fence_admit(struct gw_fence *f, const struct gw_fence_claim *claim, const cha
     t->epoch = claim->token;
     t->state = T_WAITING;
     t->margin = claim->complete ? f->win.complete_margin_ms : f->win.commit_margin_ms;
+    t->gen = claim->gen;
     t->admitted = admitted;
     t->cut = cut;
     t->arg = arg;

@@ -32,6 +32,11 @@
  * grant T+1 (the election computes it; this module asks).  The fence also
  * learns every epoch the election learns (gw_fence_learn).
  *
+ * Reload holds (gw_fence_reload_hold): a reload that changes which lock some
+ * keys fall under holds those locks' writes claimed under it until the writes
+ * classified before it have ended (the wiring says when) and the larger
+ * margin has passed.
+ *
  * The fence decides and says nothing to clients: a refusal it decides is
  * described as a struct gw_refusal (gw_fence_resolve, gw_fence_refusal,
  * gw_fence_cut_refusal, gw_fence_upload_refusal: claim.c, verdict.c) and
@@ -80,6 +85,8 @@ struct gw_fence_claim {
     bool by_upload; /* UploadPart(Copy)/Complete/Abort under lock without a token: the
                        caller may claim it with its upload's recorded epoch
                        (gw_upload_claim), whatever gw_fence_resolve returned */
+    uint32_t gen;   /* the generation of the configuration it was resolved under
+                       (gw_config's; gw_fence_reload_hold) */
 };
 
 /* The fencing headers of a request, as received (borrowed; NULL: absent). */
@@ -242,6 +249,30 @@ typedef void gw_fence_advance_fn(void *arg, const char *lock, uint64_t highest);
  * gw_upload_on_advance); NULL: nobody is told.
  */
 void gw_fence_set_advance_hook(struct gw_fence *f, gw_fence_advance_fn *on_advance, void *arg);
+
+/*
+ * gw_fence_reload_hold - the reload to configuration generation gen made
+ * each of locks[0..n) cover keys it did not cover before (gw_config_locks_widened):
+ * writes of those locks claimed under gen or a later one (claim->gen) wait
+ * before their admission, after the stale check, until gw_fence_reload_ended(f, gen)
+ * and then the larger margin (what the store may commit of a transfer cut after
+ * its last byte).  Writes claimed under an older generation are not held: they
+ * are among those the hold waits for.  Returns 0, ERR_NOMEM or ERR_AGAIN (too
+ * many holds at once: GW_FENCE_HOLDS_MAX); on error nothing is held.
+ */
+#define GW_FENCE_HOLDS_MAX 64
+MUST_USE int gw_fence_reload_hold(struct gw_fence *f, uint32_t gen, const char *const *locks,
+                                  size_t n);
+
+/*
+ * gw_fence_reload_ended - every object write classified under a generation
+ * older than gen has ended (gateway/base/inflight.h): gen's hold lifts once
+ * the margin has passed from now.
+ */
+void gw_fence_reload_ended(struct gw_fence *f, uint32_t gen);
+
+/* gw_fence_reload_holding - whether a reload hold has not lifted yet (for tests and status). */
+bool gw_fence_reload_holding(const struct gw_fence *f);
 
 /* Locks with nothing in flight whose highest the fence keeps in memory, the
  * ones used last: a lock's writes one after the other read the store once. */

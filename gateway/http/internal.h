@@ -293,42 +293,43 @@ struct gw_conn {
 };
 
 struct gw_req {
-    struct gw_conn *conn;         /* the connection; outlives the req */
-    const struct gw_config *cfg;  /* config in force for this request (borrowed) */
-    const struct gw_req_ops *ops; /* handler callbacks, NULL until set */
-    void *ops_arg;                /* their argument */
-    char id[GW_HTTP_ID_MAX + 1];  /* request id (gw_http_new_id's, or gw_req_set_id's) */
-    const char *method;           /* into conn->head.text */
-    const char *target;           /* into conn->head.text */
-    const char *path;             /* into conn->head.text */
-    const char *query;            /* into conn->head.text */
-    int version_minor;            /* 0 or 1 */
-    bool keep_alive;              /* the client allows another request on this connection */
-    bool expect_continue;         /* Expect: 100-continue */
-    bool sent_100;                /* "100 Continue" was queued */
-    bool is_head;                 /* method HEAD */
-    bool want_close;              /* gw_req_set_close or a server decision */
-    int64_t content_length;       /* -1 chunked, else the declared length */
-    bool body_started;            /* gw_req_body_start was called */
-    bool body_done;               /* on_message_complete: every body byte received */
-    bool body_news;               /* on_body_ready is due */
-    int body_err;                 /* ERR_INVAL after bad framing, else 0 */
-    bool aborted;                 /* on_abort was called: the handler is gone */
-    struct evbuffer *body;        /* owned; decoded body bytes not yet read */
-    uint64_t body_received;       /* decoded body bytes received */
-    uint64_t discarded;           /* input bytes discarded after the response ended */
-    enum gw_resp_state resp;      /* response progress */
-    int status;                   /* response status */
-    struct buf resp_head;         /* status line + handler headers, until body_begin */
-    bool has_id_hdr;              /* the handler set x-amz-request-id */
-    bool has_server_hdr;          /* the handler set Server */
-    bool has_date_hdr;            /* the handler set Date */
-    bool resp_chunked;            /* body framed with chunked coding */
-    bool resp_no_body;            /* HEAD, 204 or 304: no body bytes */
-    int64_t resp_length;          /* declared Content-Length, -1 if none */
-    uint64_t resp_sent;           /* body bytes queued */
-    bool want_drain;              /* on_output_drained is due once below half the cap */
-    struct gw_metrics_req acct;   /* its metrics accounting, all of it (base/metrics.h) */
+    struct gw_conn *conn;              /* the connection; outlives the req */
+    const struct gw_config *cfg;       /* config in force for this request (borrowed) */
+    const struct gw_config *write_cfg; /* gw_req_write_begin's: counted in flight under it */
+    const struct gw_req_ops *ops;      /* handler callbacks, NULL until set */
+    void *ops_arg;                     /* their argument */
+    char id[GW_HTTP_ID_MAX + 1];       /* request id (gw_http_new_id's, or gw_req_set_id's) */
+    const char *method;                /* into conn->head.text */
+    const char *target;                /* into conn->head.text */
+    const char *path;                  /* into conn->head.text */
+    const char *query;                 /* into conn->head.text */
+    int version_minor;                 /* 0 or 1 */
+    bool keep_alive;                   /* the client allows another request on this connection */
+    bool expect_continue;              /* Expect: 100-continue */
+    bool sent_100;                     /* "100 Continue" was queued */
+    bool is_head;                      /* method HEAD */
+    bool want_close;                   /* gw_req_set_close or a server decision */
+    int64_t content_length;            /* -1 chunked, else the declared length */
+    bool body_started;                 /* gw_req_body_start was called */
+    bool body_done;                    /* on_message_complete: every body byte received */
+    bool body_news;                    /* on_body_ready is due */
+    int body_err;                      /* ERR_INVAL after bad framing, else 0 */
+    bool aborted;                      /* on_abort was called: the handler is gone */
+    struct evbuffer *body;             /* owned; decoded body bytes not yet read */
+    uint64_t body_received;            /* decoded body bytes received */
+    uint64_t discarded;                /* input bytes discarded after the response ended */
+    enum gw_resp_state resp;           /* response progress */
+    int status;                        /* response status */
+    struct buf resp_head;              /* status line + handler headers, until body_begin */
+    bool has_id_hdr;                   /* the handler set x-amz-request-id */
+    bool has_server_hdr;               /* the handler set Server */
+    bool has_date_hdr;                 /* the handler set Date */
+    bool resp_chunked;                 /* body framed with chunked coding */
+    bool resp_no_body;                 /* HEAD, 204 or 304: no body bytes */
+    int64_t resp_length;               /* declared Content-Length, -1 if none */
+    uint64_t resp_sent;                /* body bytes queued */
+    bool want_drain;                   /* on_output_drained is due once below half the cap */
+    struct gw_metrics_req acct;        /* its metrics accounting, all of it (base/metrics.h) */
 
     struct gw_access access; /* what its access-log line says (gateway/http/access.h) */
 };

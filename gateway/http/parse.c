@@ -27,6 +27,8 @@
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/num.h"
+#include "gateway/base/inflight.h"
+#include "gateway/net/loopctx.h"
 
 static uint32_t
 or_default(uint32_t v, uint32_t def)
@@ -531,6 +533,9 @@ gw_http_req_free(struct gw_req *req)
         return;
     }
     gw_metrics_req_end(&req->acct); /* counted once, when the request is over */
+    if (req->write_cfg != NULL) {
+        gw_inflight_end(req->write_cfg->inflight, gw_loopctx_index());
+    }
     if (req->body != NULL) {
         evbuffer_free(req->body);
     }
@@ -573,6 +578,10 @@ gw_http_req_new(struct gw_conn *c)
     }
     hdr_list_finish(&c->head); /* text may have moved */
     req->conn = c;
+    /* The configuration in force now, in the turn the router classifies it in
+     * (c->cfg, the message's start's, only sized its head): a loop that has moved
+     * on begins nothing under an older one (gateway/base/inflight.h). */
+    c->cfg = c->srv->cfg;
     req->cfg = c->cfg;
     if (c->relayed && c->relay_id[0] != '\0') {
         str_copy(req->id, sizeof(req->id), c->relay_id); /* one id for both loops */

@@ -15,7 +15,9 @@
 #include <event2/bufferevent.h>
 
 #include "common/log.h"
+#include "gateway/base/inflight.h"
 #include "gateway/http/internal.h"
+#include "gateway/net/loopctx.h"
 
 void
 gw_req_set_ops(struct gw_req *req, const struct gw_req_ops *ops, void *arg)
@@ -108,6 +110,23 @@ const struct gw_config *
 gw_req_config(const struct gw_req *req)
 {
     return req->cfg;
+}
+
+void
+gw_req_write_begin(struct gw_req *req)
+{
+    if (req->write_cfg == NULL) {
+        req->write_cfg = req->cfg;
+        gw_inflight_begin(req->cfg->inflight, gw_loopctx_index());
+    }
+}
+
+const struct gw_config *
+gw_req_write_take(struct gw_req *req)
+{
+    const struct gw_config *cfg = req->write_cfg;
+    req->write_cfg = NULL;
+    return cfg;
 }
 
 static const char *

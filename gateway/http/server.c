@@ -57,7 +57,7 @@ static void abort_req(struct gw_conn *c, int err);
 static unsigned
 loop_no(void)
 {
-    return gw_loopctx_here != NULL ? gw_loopctx_here->index : 0;
+    return gw_loopctx_index();
 }
 
 /* The llhttp error that stopped parsing, as a response; the connection closes. */

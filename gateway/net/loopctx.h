@@ -42,4 +42,11 @@ gw_loopctx_worker(void)
     return gw_loopctx_here != NULL;
 }
 
+/* gw_loopctx_index - the calling thread's loop: its index, 0 on the control loop. */
+static inline unsigned
+gw_loopctx_index(void)
+{
+    return gw_loopctx_here != NULL ? gw_loopctx_here->index : 0;
+}
+
 #endif

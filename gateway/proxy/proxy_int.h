@@ -100,16 +100,18 @@ struct preq {
     bool start_pending;        /* fenced, body-less: the head waits for a write window */
     /* the signed upstream request until its transfer starts */
     struct gw_s3client_msg msg;
-    const char *method;          /* the client's method (borrowed from req) */
-    int64_t up_length;           /* the upstream body length, -1 for none */
-    bool is_write;               /* for the metrics */
-    struct gw_client *client;    /* its address's transfer share (gw_http_fair_transfer_begin) */
-    bool detached;               /* the client left after the whole request was sent: the transfer
-                                    runs on for the barrier (G3), its answer discarded */
-    char reqid[24];              /* detached: the request id, for the log */
-    struct gw_cond_head *head;   /* the HEAD for the key's ETag while it runs */
-    struct fwd *fwd;             /* owned while the HEAD runs: the steps left to forward */
-    struct gw_cond_hdr cond_hdr; /* our condition */
+    const char *method;       /* the client's method (borrowed from req) */
+    int64_t up_length;        /* the upstream body length, -1 for none */
+    bool is_write;            /* for the metrics */
+    struct gw_client *client; /* its address's transfer share (gw_http_fair_transfer_begin) */
+    bool detached;            /* the client left after the whole request was sent: the transfer
+                                 runs on for the barrier (G3), its answer discarded */
+    char reqid[24];           /* detached: the request id, for the log */
+    const struct gw_config *write_cfg; /* detached: the write counts in flight under it
+                                          until the transfer ends (gw_req_write_take) */
+    struct gw_cond_head *head;         /* the HEAD for the key's ETag while it runs */
+    struct fwd *fwd;                   /* owned while the HEAD runs: the steps left to forward */
+    struct gw_cond_hdr cond_hdr;       /* our condition */
     /* frees fwd, set with it: a pointer, as proxy_xfer.c calls nothing in proxy_fwd.c */
     gw_proxy_fwd_free_fn *fwd_free;
     /* detached: in px->detached */

@@ -16,10 +16,13 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/num.h"
+#include "gateway/base/config.h"
+#include "gateway/base/inflight.h"
 #include "gateway/base/metrics.h"
 #include "gateway/fence/fence.h"
 #include "gateway/http/access.h"
 #include "gateway/http/http.h"
+#include "gateway/net/loopctx.h"
 #include "gateway/proxy/body.h"
 #include "gateway/proxy/cond.h"
 #include "gateway/proxy/cond_reply.h"
@@ -45,6 +48,9 @@ gw_proxy_preq_free(struct preq *p)
     }
     gw_http_fair_transfer_end(p->client); /* the upstream slot is free again */
     gw_fport_release(p->ticket);          /* after the cancel: the write is over at S3 */
+    if (p->write_cfg != NULL) {
+        gw_inflight_end(p->write_cfg->inflight, gw_loopctx_index()); /* likewise */
+    }
     gw_s3client_msg_cleanup(&p->msg);
     struct gw_proxy *px = p->px;
     bool last_detached = false;
@@ -501,6 +507,7 @@ detach(struct preq *p, struct gw_req *req)
     str_copy(p->reqid, sizeof(p->reqid), gw_req_id(req));
     gw_body_free(p->body); /* it reads from req; every byte of it was read */
     p->body = NULL;
+    p->write_cfg = gw_req_write_take(req); /* the reload hold waits for the transfer too */
     p->req = NULL;
     p->detached = true;
     TAILQ_INSERT_TAIL(&p->px->detached, p, link);

@@ -11,9 +11,15 @@ restart."""
 import json
 import os
 import signal
+import socket
+import threading
 import time
 
 import requests
+
+from rawhttp import read_response, status
+from test_fencing import (LOCK, boto3_with_token, grant, put_then_reset, relay_gateway, rgw_body,
+                          wait_relay)
 
 UNTIL = 30  # s: the election's self-test and the trailer probe retry with a backoff
 
@@ -60,3 +66,104 @@ def test_sighup_reloads_the_one_signer(gateway, rgw, bucket):
     wait_for("the trailer probe answered",
              lambda: "upstream does not take aws-chunked checksum trailers" in gw.log())
     assert "gw_s3client_set_config" not in gw.log()  # no "keeping the old upstream"
+
+
+def _reload(gw, nth):
+    gw.config_path.write_text(json.dumps(gw.config, indent=2) + "\n")
+    os.kill(gw.pid, signal.SIGHUP)
+    wait_for("reloaded", lambda: gw.log().count("configuration reloaded") >= nth)
+
+
+def _start_slow_put(gw, bucket, key, size):
+    """An unfenced PUT whose client has sent half its body: streaming to RGW."""
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+    s.sendall((f"PUT /{bucket}/{key} HTTP/1.1\r\nHost: {gw.host}\r\n"
+               f"Content-Length: {size}\r\n\r\n").encode())
+    s.sendall(b"o" * (size // 2))
+    return s
+
+
+def test_reload_fencing_a_prefix_awaits_the_writes_begun_before_it(gateway, rgw, bucket):
+    """A reload that fences a prefix being written: the new lock's first write
+    waits until the unfenced write begun before the reload has ended, so it is
+    not overwritten by it at RGW.  A reload that changes no rule holds nothing."""
+    gw = gateway({"fences": [{"bucket": bucket, "prefix": "other/", "lock": LOCK,
+                              "require_token": True}]})
+    grant(gw, 1)
+    size = 2 * 1024 * 1024
+
+    # the same rules again (what logrotate's SIGHUP does): no hold
+    s = _start_slow_put(gw, bucket, "data/k0", size)
+    time.sleep(0.3)
+    _reload(gw, 1)
+    t0 = time.monotonic()
+    boto3_with_token(gw, 1).put_object(Bucket=bucket, Key="other/x", Body=b"fenced")
+    assert time.monotonic() - t0 < 2
+    assert "cover keys they did not" not in gw.log()
+    s.sendall(b"o" * (size // 2))
+    head, _ = read_response(s)
+    s.close()
+    assert status(head) == 200, head
+
+    # data/ fenced while an unfenced write into it is in flight
+    s = _start_slow_put(gw, bucket, "data/k", size)
+    time.sleep(0.3)
+    gw.config["fences"].append({"bucket": bucket, "prefix": "data/", "lock": LOCK,
+                                "require_token": True})
+    _reload(gw, 2)
+    done = {}
+
+    def fenced():
+        try:
+            boto3_with_token(gw, 1).put_object(Bucket=bucket, Key="data/k", Body=b"fenced")
+            done["ok"] = time.monotonic()
+        except Exception as e:  # noqa: BLE001 - reported below
+            done["err"] = e
+    th = threading.Thread(target=fenced)
+    th.start()
+    time.sleep(1.5)
+    early = dict(done)  # judged below, after what RGW kept
+    s.sendall(b"o" * (size // 2))
+    head, _ = read_response(s)
+    old_end = time.monotonic()
+    s.close()
+    assert status(head) == 200, head
+    th.join(30)
+    assert "ok" in done, done
+    # the fenced write is the last one at RGW; without the hold the older landed after it
+    body = rgw_body(rgw, bucket, "data/k")
+    assert body == b"fenced", f"RGW kept {body[:8]!r}... ({len(body)} bytes)"
+    assert not early, f"the fenced write did not wait for the older one: {early}"
+    assert done["ok"] > old_end - 0.05
+    assert "cover keys they did not" in gw.log()
+    assert "have ended; the locks it widened" in gw.log()
+    # and the hold is gone: the next fenced write goes at once
+    t0 = time.monotonic()
+    boto3_with_token(gw, 1).put_object(Bucket=bucket, Key="data/k2", Body=b"x")
+    assert time.monotonic() - t0 < 2
+
+
+def test_reload_moving_a_prefix_to_another_lock_awaits_a_write_whose_client_left(
+        gateway, rgw, bucket):
+    """A reload that moves orders/ from one lock to another: the new lock's
+    first write waits for the old lock's write that was sent whole and whose
+    client reset (it runs on without its client until the store answers), so
+    that write does not land after it.  The two locks share no barrier: only
+    the reload's hold orders them."""
+    relay, gw = relay_gateway(gateway, rgw, bucket)
+    try:
+        grant(gw, 1)
+        put_then_reset(gw, relay, f"{bucket}/orders/rst", b"old lock's zombie")
+        gw.config["fences"][0]["lock"] = "orders-v2"
+        _reload(gw, 1)
+        grant(gw, 1, lock="orders-v2")
+        r2 = requests.put(f"{gw.url}/{bucket}/orders/rst", data=b"new lock",
+                          headers={"X-Fencing-Token": "1"}, timeout=30)
+        assert r2.status_code == 200, r2.text
+        assert wait_relay(relay, "forwarded-delayed"), relay.log
+        time.sleep(0.5)
+        assert rgw_body(rgw, bucket, "orders/rst") == b"new lock"
+        events = [e for e, _ in relay.log]
+        assert events.index("forwarded-delayed") < events.index("forwarded-put"), events
+    finally:
+        relay.close()

@@ -803,6 +803,61 @@ test_load_file_errors(void **state)
     gw_config_free(NULL);
 }
 
+/* The locks gw_config_locks_widened names going from the rules a to the rules b
+ * (JSON arrays), as "l1,l2," in b's order. */
+static void
+expect_widened(const char *a, const char *b, const char *want)
+{
+    char json[1024];
+    (void)snprintf(json, sizeof(json), MIN_PREFIX ",\"fences\":%s}", a);
+    struct gw_config *from = load_ok(json);
+    (void)snprintf(json, sizeof(json), MIN_PREFIX ",\"fences\":%s}", b);
+    struct gw_config *to = load_ok(json);
+    const char *locks[8];
+    size_t n = gw_config_locks_widened(from, to, locks, 8);
+    char got[256] = "";
+    for (size_t i = 0; i < n && i < 8; i++) {
+        (void)strncat(got, locks[i], sizeof(got) - strlen(got) - 2);
+        (void)strncat(got, ",", sizeof(got) - strlen(got) - 1);
+    }
+    if (strcmp(got, want) != 0) {
+        fail_msg("%s -> %s: widened \"%s\", want \"%s\"", a, b, got, want);
+    }
+    assert_int_equal(gw_config_locks_widened(from, to, NULL, 0), n); /* counted without room */
+    gw_config_free(from);
+    gw_config_free(to);
+}
+
+#define RULE(b, p, l) "{\"bucket\":\"" b "\",\"prefix\":\"" p "\",\"lock\":\"" l "\"}"
+
+static void
+test_locks_widened_by_a_reload(void **state)
+{
+    (void)state;
+    /* the same rules: nothing (a logrotate SIGHUP holds no write) */
+    expect_widened("[" RULE("b", "x/", "A") "]", "[" RULE("b", "x/", "A") "]", "");
+    expect_widened("[]", "[]", "");
+    /* a new prefix fenced: its lock, and every lock of that bucket; not another bucket's */
+    expect_widened("[" RULE("b", "x/", "A") "," RULE("c", "", "C") "]",
+                   "[" RULE("b", "x/", "A") "," RULE("b", "data/", "B") "," RULE("c", "", "C") "]",
+                   "A,B,");
+    /* a narrower rule removed: the wider one takes its keys */
+    expect_widened("[" RULE("b", "d/x/", "X") "," RULE("b", "d/", "A") "]",
+                   "[" RULE("b", "d/", "A") "]", "A,");
+    /* the order changed (first match wins) */
+    expect_widened("[" RULE("b", "d/", "A") "," RULE("b", "d/x/", "X") "]",
+                   "[" RULE("b", "d/x/", "X") "," RULE("b", "d/", "A") "]", "X,A,");
+    /* a lock renamed; a rule's token now required */
+    expect_widened("[" RULE("b", "", "A") "]", "[" RULE("b", "", "B") "]", "B,");
+    expect_widened("[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":false}]",
+                   "[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":true}]", "A,");
+    /* every rule of a bucket removed: no lock gains a key */
+    expect_widened("[" RULE("b", "", "A") "," RULE("c", "", "C") "]", "[" RULE("c", "", "C") "]",
+                   "");
+    /* one lock named by rules of two changed buckets: once */
+    expect_widened("[]", "[" RULE("b", "", "A") "," RULE("c", "", "A") "]", "A,");
+}
+
 int
 main(void)
 {
@@ -824,6 +879,7 @@ main(void)
         cmocka_unit_test_setup(test_principals, clean_env),
         cmocka_unit_test_setup(test_admin_listen, clean_env),
         cmocka_unit_test_setup(test_fence_rule_lookup, clean_env),
+        cmocka_unit_test_setup(test_locks_widened_by_a_reload, clean_env),
         cmocka_unit_test_setup(test_syntax_errors, clean_env),
         cmocka_unit_test_setup(test_load_file_errors, clean_env),
     };

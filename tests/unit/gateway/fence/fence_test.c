@@ -115,9 +115,9 @@ on_cut(void *arg, int err, uint64_t current)
 }
 
 static void
-admit(struct env *e, const char *lock, uint64_t token, struct w *w)
+admit_gen(struct env *e, const char *lock, uint64_t token, uint32_t gen, struct w *w)
 {
-    struct gw_fence_claim c = {.fenced = true, .token = token};
+    struct gw_fence_claim c = {.fenced = true, .token = token, .gen = gen};
     (void)snprintf(c.lock, sizeof(c.lock), "%s", lock);
     memset(w, 0, sizeof(*w));
     int rc = gw_fence_admit(e->f, &c, "req", "tester", on_verdict, on_cut, w, &w->t);
@@ -127,6 +127,12 @@ admit(struct env *e, const char *lock, uint64_t token, struct w *w)
         w->at_once = true;
         on_verdict(w, 0, token); /* what the caller does: the verdict, as the loop would give it */
     }
+}
+
+static void
+admit(struct env *e, const char *lock, uint64_t token, struct w *w)
+{
+    admit_gen(e, lock, token, 0, w);
 }
 
 /* Runs the loop until cond holds (bounded). */
@@ -353,6 +359,70 @@ test_many_concurrent_advances_leave_the_largest(void **state)
     }
 }
 
+/* Turns the loop for about ms milliseconds. */
+static void
+spin(struct env *e, int ms)
+{
+    for (int i = 0; i < ms; i++) {
+        (void)event_base_loop(e->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        usleep(1000);
+    }
+}
+
+static void
+test_reload_hold_waits_for_older_writes(void **state)
+{
+    struct env *e = *state;
+    struct w newer, later, older, other, stale;
+    grant(e, "r", 2);
+    grant(e, "o", 1);
+    const char *locks[] = {"r"};
+    assert_int_equal(gw_fence_reload_hold(e->f, 1, locks, 1), 0);
+    assert_true(gw_fence_reload_holding(e->f));
+    /* claimed under the reload (and a later one): held, before any advance */
+    admit_gen(e, "r", 2, 1, &newer);
+    admit_gen(e, "r", 2, 2, &later);
+    /* claimed under the older configuration, after them: admitted, never queued behind
+     * the held ones (the hold waits for exactly these) */
+    admit_gen(e, "r", 2, 0, &older);
+    /* another lock; and a stale token, refused at once, held or not */
+    admit_gen(e, "o", 1, 1, &other);
+    admit_gen(e, "r", 1, 1, &stale);
+    RUN_UNTIL(e, older.verdicts == 1 && other.verdicts == 1 && stale.verdicts == 1);
+    assert_int_equal(older.err, 0);
+    assert_int_equal(other.err, 0);
+    assert_int_equal(stale.err, ERR_FENCED);
+    spin(e, 50);
+    assert_int_equal(newer.verdicts, 0);
+    assert_int_equal(later.verdicts, 0);
+    gw_fence_ticket_release(older.t); /* the older write ended */
+    spin(e, 20);
+    assert_int_equal(newer.verdicts, 0); /* its end is the wiring's to report */
+    gw_fence_reload_ended(e->f, 2);      /* another reload's: not this one */
+    spin(e, 20);
+    assert_int_equal(newer.verdicts, 0);
+    gw_fence_reload_ended(e->f, 1);
+    RUN_UNTIL(e, newer.verdicts == 1 && later.verdicts == 1);
+    assert_int_equal(newer.err, 0);
+    assert_int_equal(later.err, 0);
+    assert_false(gw_fence_reload_holding(e->f));
+    gw_fence_ticket_release(newer.t);
+    gw_fence_ticket_release(later.t);
+    gw_fence_ticket_release(other.t);
+    /* with the hold lifted, a write is admitted at once again */
+    struct w again;
+    admit_gen(e, "r", 2, 1, &again);
+    RUN_UNTIL(e, again.verdicts == 1);
+    assert_int_equal(again.err, 0);
+    gw_fence_ticket_release(again.t);
+    const char *many[] = {"x"};
+    for (int i = 0; i < GW_FENCE_HOLDS_MAX; i++) {
+        assert_int_equal(gw_fence_reload_hold(e->f, 10 + (uint32_t)i, many, 1), 0);
+    }
+    assert_int_equal(gw_fence_reload_hold(e->f, 99, many, 1), ERR_AGAIN);
+    assert_int_equal(gw_fence_reload_hold(e->f, 99, many, 0), 0); /* nothing widened */
+}
+
 int
 main(void)
 {
@@ -362,6 +432,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_lookup_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_barrier_cuts_unsent_older_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_while_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload_hold_waits_for_older_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_highest_survives_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_concurrent_advances_leave_the_largest, setup,
                                         teardown),
