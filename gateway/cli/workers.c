@@ -187,10 +187,16 @@ on_setting(struct gw_loopmsg *m)
     free(wm);
 }
 
+/* A setting the loop will never run: it has ended, so it classifies nothing
+ * under a configuration it never took (a reload's hold must not wait for it). */
 static void
 on_cancel_setting(struct gw_loopmsg *m, int why)
 {
+    struct wmsg *wm = (struct wmsg *)m;
     (void)why;
+    if (wm->kind == W_CONFIG) {
+        gw_inflight_moved_on(wm->cfg->inflight, wm->w->ctx.index);
+    }
     free(m);
 }
 
@@ -208,7 +214,7 @@ broadcast(struct gw_workers *ws, const struct wmsg *tmpl)
         wm->m = (struct gw_loopmsg){.run = on_setting, .cancel = on_cancel_setting};
         wm->w = &ws->w[i];
         if (gw_loopq_post(ws->w[i].q, &wm->m) != 0) {
-            free(wm); /* that loop has ended */
+            on_cancel_setting(&wm->m, 0); /* that loop has ended */
         }
     }
 }
@@ -302,6 +308,8 @@ worker_main(void *arg)
     }
     (void)event_base_dispatch(w->base);
     worker_release(w);
+    /* its requests are gone: a reload's hold waits for nothing more here */
+    gw_inflight_moved_on(w->cfg->inflight, w->ctx.index);
     gw_loopq_close(w->q); /* answers still on their way are cancelled (freed) */
     gw_access_thread_done();
     gw_metrics_detach();
