@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -516,7 +517,7 @@ func TestCheckComparesTheClockItself(t *testing.T) {
 	f := newFake(t, 1000)
 	gw, _ := NewGateway(f.URL, Options{})
 	r := &apiReply{status: 200, doc: map[string]interface{}{"token": 3.0, "lease_id": "L", "lease_ms": 1000.0}}
-	l := newLease(gw, "orders", "me", r, time.Now().Add(-950*time.Millisecond))
+	l := newLease(gw, "orders", "me", r, stampAgo(950*time.Millisecond))
 	if !l.watchdog.Stop() { // no timer will tell: only the clock
 		t.Fatal("watchdog already fired")
 	}
@@ -692,5 +693,57 @@ func TestARefusalNamingTheLeaseLosesItWhateverTheRequestCarried(t *testing.T) {
 					name, tc.code, tc.lock, tc.tokenDelta, l.Reason(), seen, tc.reason)
 			}
 		}
+	}
+}
+
+// stampAgo is the instant d ago on both clocks.
+func stampAgo(d time.Duration) stamp {
+	s := stampNow()
+	s.t = s.t.Add(-d)
+	s.boot -= d
+	return s
+}
+
+// A worker resumed from a host suspend longer than its lease finds it lost
+// before its next write: the boot-time clock counted the suspend, Go's
+// monotonic clock did not.
+func TestALeaseIsLostAfterAHostSuspend(t *testing.T) {
+	f := newFake(t, 5000)
+	l := lease(t, f, Options{})
+	if err := l.Check(); err != nil {
+		t.Fatalf("Check before the suspend: %v", err)
+	}
+	real := bootNow
+	defer func() { bootNow = real }()
+	bootNow = func() (time.Duration, bool) { // the machine slept a minute
+		b, ok := real()
+		return b + time.Minute, ok
+	}
+	if r := l.Remaining(); r != 0 {
+		t.Fatalf("Remaining after the suspend: %v", r)
+	}
+	var ll *LeaseLost
+	if err := l.Check(); !errors.As(err, &ll) || ll.Reason != ReasonExpired {
+		t.Fatalf("Check after the suspend: %v", err)
+	}
+}
+
+// The boot-time clock is read on Linux, and keeps pace with the monotonic one.
+func TestTheBootClockKeepsPace(t *testing.T) {
+	b0, ok := bootNow()
+	if runtime.GOOS != "linux" {
+		if ok {
+			t.Fatal("a boot-time clock off Linux")
+		}
+		return
+	}
+	if !ok {
+		t.Fatal("CLOCK_BOOTTIME unreadable")
+	}
+	m0 := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	b1, _ := bootNow()
+	if drift := (b1 - b0) - time.Since(m0); drift < -5*time.Millisecond || drift > 5*time.Millisecond {
+		t.Fatalf("boot-time clock drifted %v from the monotonic clock in 50 ms", drift)
 	}
 }

@@ -1,8 +1,9 @@
 package fencegate
 
 // A lease: acquired, renewed in the background at a third of its length,
-// and judged on the LOCAL MONOTONIC clock (Go's time.Time carries a
-// monotonic reading), never on a server's answer.  The lease is lost when
+// and judged on the LOCAL clocks (Go's monotonic reading, and the boot-time
+// clock, which counts a suspend of the machine: clock.go), never on a
+// server's answer.  The lease is lost when
 // its deadline passes without a confirmed renewal, whatever the network does
 // (a watchdog timer fires then, and every read of the lease compares the
 // clock itself), or at once when a renewal is refused.  The deadline counts
@@ -41,17 +42,18 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	leaseMs  int64
-	deadline time.Time // monotonic: the lease may be gone from here on
-	next     time.Time // the next renewal is due
-	reason   string    // "" while held
-	failure  error     // the last renewal's failure, cleared by a success
-	renewing bool
-	renewals int
-	watchdog *time.Timer
-	onLost   []func(reason string)
-	kick     chan struct{}
+	mu           sync.Mutex
+	leaseMs      int64
+	deadline     time.Time    // monotonic: the lease may be gone from here on
+	bootDeadline bootDeadline // the same instant on the boot-time clock (clock.go)
+	next         time.Time    // the next renewal is due
+	reason       string       // "" while held
+	failure      error        // the last renewal's failure, cleared by a success
+	renewing     bool
+	renewals     int
+	watchdog     *time.Timer
+	onLost       []func(reason string)
+	kick         chan struct{}
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -91,7 +93,7 @@ func (g *Gateway) Lease(ctx context.Context, lock string, opts LeaseOptions) (*L
 		if opts.LeaseMs > 0 {
 			body["lease_ms"] = opts.LeaseMs
 		}
-		sentAt := time.Now()
+		sentAt := stampNow()
 		r, err := g.call(ctx, "POST", lockPath(lock, "acquire"), nil, body, slice+reqExtra)
 		done := !forever && time.Since(start) >= total
 		if err == nil && r.status == 200 && r.num("token") > 0 && r.str("lease_id") != "" {
@@ -125,7 +127,7 @@ func (g *Gateway) Lease(ctx context.Context, lock string, opts LeaseOptions) (*L
 					Token: uint64(r.num("token")), ExpiresInMs: r.num("expires_in_ms")}
 			}
 			failures = 0
-			if took := time.Since(sentAt); took < time.Second {
+			if took := time.Since(sentAt.t); took < time.Second {
 				sleepCtx(ctx, minDur(time.Second-took, remainingWait(forever, total, start)))
 			}
 			continue
@@ -158,7 +160,7 @@ func minDur(a time.Duration, more ...time.Duration) time.Duration {
 	return a
 }
 
-func newLease(g *Gateway, lock, holder string, r *apiReply, sentAt time.Time) *Lease {
+func newLease(g *Gateway, lock, holder string, r *apiReply, sentAt stamp) *Lease {
 	l := &Lease{gw: g, lock: lock, holder: holder, leaseID: r.str("lease_id"),
 		token: uint64(r.num("token")), leaseMs: r.num("lease_ms"), kick: make(chan struct{}, 1)}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
@@ -214,7 +216,7 @@ func (l *Lease) Reason() string {
 	return l.reason
 }
 
-// Remaining is the time left on the local monotonic clock (0 once lost).
+// Remaining is the time left on the local clocks (0 once lost).
 func (l *Lease) Remaining() time.Duration {
 	l.checkDeadline()
 	l.mu.Lock()
@@ -223,6 +225,9 @@ func (l *Lease) Remaining() time.Duration {
 		return 0
 	}
 	d := time.Until(l.deadline)
+	if b, ok := l.bootDeadline.past(); ok && -b < d {
+		d = -b
+	}
 	if d < 0 {
 		d = 0
 	}
@@ -288,7 +293,7 @@ func (l *Lease) sendRelease() error {
 }
 
 // grantedLocked: a grant or renewal confirmed, for a request sent at sentAt.
-func (l *Lease) grantedLocked(sentAt time.Time, r *apiReply) {
+func (l *Lease) grantedLocked(sentAt stamp, r *apiReply) {
 	if ms := r.num("lease_ms"); ms > 0 {
 		l.leaseMs = ms
 	}
@@ -297,8 +302,9 @@ func (l *Lease) grantedLocked(sentAt time.Time, r *apiReply) {
 		lease = e
 	}
 	d := time.Duration(lease) * time.Millisecond
-	l.deadline = sentAt.Add(d)
-	l.next = sentAt.Add(d / 3)
+	l.deadline = sentAt.t.Add(d)
+	l.bootDeadline = bootDeadline{at: sentAt.boot + d, ok: sentAt.bootOK}
+	l.next = sentAt.t.Add(d / 3)
 	l.failure = nil
 	wait := time.Until(l.deadline) + time.Millisecond
 	if l.watchdog == nil {
@@ -318,8 +324,11 @@ func (l *Lease) grantedLocked(sentAt time.Time, r *apiReply) {
 // renewal tried: expired.
 func (l *Lease) checkDeadline() {
 	l.mu.Lock()
-	now := time.Now()
-	if l.reason != "" || now.Before(l.deadline) {
+	over := time.Since(l.deadline) // how far past it, on either clock
+	if b, ok := l.bootDeadline.past(); ok && b > over {
+		over = b // the machine was suspended: the monotonic clock missed that
+	}
+	if l.reason != "" || over < 0 {
 		l.mu.Unlock()
 		return
 	}
@@ -327,7 +336,7 @@ func (l *Lease) checkDeadline() {
 	if slack < 100*time.Millisecond {
 		slack = 100 * time.Millisecond
 	}
-	late := now.Sub(l.deadline) > slack
+	late := over > slack
 	reason := ReasonExpired
 	if !late && (l.failure != nil || l.renewing) {
 		reason = ReasonUnreachable
@@ -411,9 +420,9 @@ func (l *Lease) renewOnce() {
 		return
 	}
 	l.renewing = true
-	sentAt := time.Now()
+	sentAt := stampNow()
 	// Never wait for an answer past the deadline: the lease is judged then.
-	timeout := minDur(reqExtra, l.deadline.Sub(sentAt))
+	timeout := minDur(reqExtra, l.deadline.Sub(sentAt.t))
 	l.mu.Unlock()
 	r, err := l.gw.call(l.ctx, "POST", lockPath(l.lock, "renew"), nil,
 		map[string]interface{}{"token": l.token, "lease_id": l.leaseID}, timeout)

@@ -1,5 +1,6 @@
 // A lease: acquired, renewed in the background at a third of its length, and
-// judged lost on the LOCAL MONOTONIC clock (performance.now()), never on a
+// judged lost on the LOCAL lease clock (util.js now(): monotonic, and a
+// suspend of the machine counts, from /proc/uptime), never on a
 // server's answer: the lease is lost when its deadline passes without a
 // confirmed renewal, whatever the network does, or at once when a renewal is
 // refused or the fence refuses one of its writes as stale or expired.  The
@@ -142,7 +143,7 @@ export class Lease {
   #lock;
   #token;
   #ac = new AbortController();
-  #deadline = 0; // performance.now() past which the lease may be gone
+  #deadline = 0; // now() past which the lease may be gone
   #next = 0; // when the next renewal is due
   #renewTimer = null;
   #deadlineTimer = null;
@@ -183,7 +184,7 @@ export class Lease {
     return this.signal.aborted;
   }
 
-  /** Milliseconds left on the local monotonic clock (0 once lost). */
+  /** Milliseconds left on the local lease clock (0 once lost). */
   remaining() {
     if (this.lost) return 0;
     return Math.max(0, this.#deadline - now());
