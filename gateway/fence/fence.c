@@ -14,6 +14,7 @@
 #include "common/num.h"
 #include "gateway/base/config.h"
 #include "gateway/base/metrics.h"
+#include "gateway/fence/internal.h"
 #include "store/store.h"
 
 #define FENCE_BUCKETS  256 /* hash buckets of the in-memory lock table */
@@ -77,30 +78,20 @@ struct flock {
 LIST_HEAD(flock_list, flock);
 TAILQ_HEAD(flock_queue, flock);
 
-/* A reload's hold on the locks it widened (gw_fence_reload_hold). */
-struct reload_hold {
-    uint32_t gen;     /* writes claimed under this generation or a later one wait */
-    char **locks;     /* owned; the locks held */
-    size_t nlocks;    /* their number */
-    bool ended;       /* every older write has ended (gw_fence_reload_ended) */
-    uint64_t lift_at; /* ended: mono ms the hold lifts (the margin after) */
-};
-
 struct gw_fence {
-    struct event_base *base;                      /* borrowed */
-    struct store *st;                             /* borrowed */
-    gw_fence_granted_fn *lookup;                  /* G4 hook, or NULL */
-    void *lookup_arg;                             /* its argument */
-    gw_fence_advance_fn *on_advance;              /* told of advances, or NULL */
-    void *advance_arg;                            /* ... with this */
-    struct gw_fence_windows win;                  /* write windows (win.peek NULL: none) */
-    uint64_t gate_until;                          /* mono ms: no fenced write admitted before */
-    uint64_t created;                             /* mono ms of gw_fence_new */
-    struct flock_list table[FENCE_BUCKETS];       /* locks with writes in flight, and the idle */
-    struct flock_queue idle;                      /* locks with nothing in flight, oldest first */
-    size_t nidle;                                 /* their number (<= GW_FENCE_IDLE_MAX) */
-    struct reload_hold holds[GW_FENCE_HOLDS_MAX]; /* reload holds not lifted yet */
-    size_t nholds;                                /* their number */
+    struct event_base *base;                /* borrowed */
+    struct store *st;                       /* borrowed */
+    gw_fence_granted_fn *lookup;            /* G4 hook, or NULL */
+    void *lookup_arg;                       /* its argument */
+    gw_fence_advance_fn *on_advance;        /* told of advances, or NULL */
+    void *advance_arg;                      /* ... with this */
+    struct gw_fence_windows win;            /* write windows (win.peek NULL: none) */
+    uint64_t gate_until;                    /* mono ms: no fenced write admitted before */
+    uint64_t created;                       /* mono ms of gw_fence_new */
+    struct flock_list table[FENCE_BUCKETS]; /* locks with writes in flight, and the idle */
+    struct flock_queue idle;                /* locks with nothing in flight, oldest first */
+    size_t nidle;                           /* their number (<= GW_FENCE_IDLE_MAX) */
+    struct gw_fence_holds holds;            /* reload holds not lifted yet (hold.c) */
 };
 
 static unsigned
@@ -130,43 +121,10 @@ gw_fence_new(struct event_base *base, struct store *st)
     return f;
 }
 
-static void
-hold_free(struct reload_hold *h)
-{
-    for (size_t i = 0; i < h->nlocks; i++) {
-        free(h->locks[i]);
-    }
-    free(h->locks);
-}
-
-static void
-hold_drop(struct gw_fence *f, size_t i)
-{
-    hold_free(&f->holds[i]);
-    f->holds[i] = f->holds[--f->nholds];
-}
-
 int
 gw_fence_reload_hold(struct gw_fence *f, uint32_t gen, const char *const *locks, size_t n)
 {
-    if (n == 0) {
-        return 0;
-    }
-    if (f->nholds == GW_FENCE_HOLDS_MAX) {
-        return ERR_AGAIN;
-    }
-    struct reload_hold h = {.gen = gen, .locks = calloc(n, sizeof(char *))};
-    if (h.locks == NULL) {
-        return ERR_NOMEM;
-    }
-    for (; h.nlocks < n; h.nlocks++) {
-        if ((h.locks[h.nlocks] = strdup(locks[h.nlocks])) == NULL) {
-            hold_free(&h);
-            return ERR_NOMEM;
-        }
-    }
-    f->holds[f->nholds++] = h;
-    return 0;
+    return gw_fence_holds_add(&f->holds, gen, locks, n);
 }
 
 /* The larger margin: what the store may still commit of a request cut after its last
@@ -181,67 +139,42 @@ larger_margin(const struct gw_fence *f)
 static void judge_later(struct flock *lk, uint64_t delay_ms);
 static struct flock *flock_find(struct gw_fence *f, const char *lock);
 
+struct rejudge {
+    struct gw_fence *f;
+    uint32_t delay_ms;
+};
+
+/* gw_fence_holds_end's each: the lock's held writes are judged again when it lifts. */
+static void
+rejudge_at_lift(void *arg, const char *lock)
+{
+    struct rejudge *r = arg;
+    struct flock *lk = flock_find(r->f, lock);
+    if (lk != NULL) {
+        judge_later(lk, r->delay_ms);
+    }
+}
+
 void
 gw_fence_reload_ended(struct gw_fence *f, uint32_t gen)
 {
-    uint32_t m = larger_margin(f);
-    for (size_t i = 0; i < f->nholds; i++) {
-        struct reload_hold *h = &f->holds[i];
-        if (h->gen != gen || h->ended) {
-            continue;
-        }
-        h->ended = true;
-        h->lift_at = clock_mono_ms() + m;
-        for (size_t k = 0; k < h->nlocks; k++) {
-            struct flock *lk = flock_find(f, h->locks[k]);
-            if (lk != NULL) {
-                judge_later(lk, m); /* its held writes are judged again then */
-            }
-        }
-    }
+    struct rejudge r = {.f = f, .delay_ms = larger_margin(f)};
+    gw_fence_holds_end(&f->holds, gen, clock_mono_ms() + r.delay_ms, rejudge_at_lift, &r);
 }
 
 bool
 gw_fence_reload_holding(const struct gw_fence *f)
 {
-    uint64_t now = clock_mono_ms();
-    for (size_t i = 0; i < f->nholds; i++) {
-        if (!f->holds[i].ended || now < f->holds[i].lift_at) {
-            return true;
-        }
-    }
-    return false;
+    return gw_fence_holds_pending(&f->holds, clock_mono_ms());
 }
 
-/* Whether a reload hold keeps t (of lk) waiting; lifted holds are dropped on the way,
- * and a hold that lifts at a known time judges lk again then. */
+/* Whether a reload hold keeps t (of lk) waiting; one that lifts at a known time
+ * judges lk again then. */
 static bool
 reload_held(struct flock *lk, const struct gw_fence_ticket *t)
 {
-    struct gw_fence *f = lk->f;
-    uint64_t now = clock_mono_ms();
-    uint64_t wake = 0;
-    bool held = false;
-    for (size_t i = 0; i < f->nholds;) {
-        struct reload_hold *h = &f->holds[i];
-        if (h->ended && now >= h->lift_at) {
-            hold_drop(f, i);
-            continue;
-        }
-        i++;
-        if (t->gen < h->gen) {
-            continue; /* claimed before it: among the writes it waits for */
-        }
-        for (size_t k = 0; k < h->nlocks; k++) {
-            if (strcmp(h->locks[k], lk->name) == 0) {
-                held = true;
-                if (h->ended && (wake == 0 || h->lift_at - now < wake)) {
-                    wake = h->lift_at - now;
-                }
-                break;
-            }
-        }
-    }
+    uint64_t wake;
+    bool held = gw_fence_holds_keep(&lk->f->holds, lk->name, t->gen, clock_mono_ms(), &wake);
     if (wake != 0) {
         judge_later(lk, wake);
     }
@@ -295,9 +228,7 @@ gw_fence_free(struct gw_fence *f)
             free(lk);
         }
     }
-    while (f->nholds > 0) {
-        hold_drop(f, f->nholds - 1);
-    }
+    gw_fence_holds_clear(&f->holds);
     free(f);
 }
 
@@ -612,7 +543,7 @@ window_covers_now(struct flock *lk, uint64_t epoch, uint32_t margin)
 static bool
 admissible_now(struct flock *lk, struct gw_fence_ticket *t)
 {
-    if (lk->judging || t->epoch != lk->highest || lk->f->nholds > 0) {
+    if (lk->judging || t->epoch != lk->highest || lk->f->holds.n > 0) {
         return false; /* while a reload holds locks, every admission is the loop's */
     }
     struct gw_fence_ticket *o;
@@ -745,7 +676,7 @@ judge_one(struct flock *lk, struct gw_fence_ticket *t)
         reject(t, ERR_FENCED, lk->highest);
         return;
     }
-    if (lk->f->nholds > 0 && reload_held(lk, t)) {
+    if (lk->f->holds.n > 0 && reload_held(lk, t)) {
         t->parked = true; /* a reload widened its lock: older writes end first */
         return;
     }

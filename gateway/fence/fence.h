@@ -53,6 +53,7 @@
  *   claim.c    which lock and which token a write claims (from the fencing
  *              headers the router hands over, and the config's rules)
  *   verdict.c  the fence's refusals, described as struct gw_refusal
+ *   hold.c     the reload holds (gw_fence_reload_hold; internal.h)
  *   follow.c   the fence wired to an election (gw_fence_follow_election)
  */
 #ifndef GW_FENCE_H

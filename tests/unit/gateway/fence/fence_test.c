@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "gateway/fence/fence.h"
 #include "store/store.h"
@@ -423,6 +424,68 @@ test_reload_hold_waits_for_older_writes(void **state)
     assert_int_equal(gw_fence_reload_hold(e->f, 99, many, 0), 0); /* nothing widened */
 }
 
+/* Windows that are always open (peek), so the margins alone are tested. */
+static int
+open_peek(void *arg, const char *lock, uint64_t epoch, uint64_t now, struct elect_window *w)
+{
+    (void)arg;
+    (void)lock;
+    (void)epoch;
+    *w = (struct elect_window){.state = ELECT_WIN_OPEN, .until = now + 600000, .latest = epoch};
+    return 0;
+}
+
+static int
+no_read(void *arg, const char *lock, uint64_t epoch, elect_window_fn *cb, void *cb_arg)
+{
+    (void)arg;
+    (void)lock;
+    (void)epoch;
+    (void)cb;
+    (void)cb_arg;
+    return ERR_IO; /* never needed: peek always answers */
+}
+
+#define HOLD_COMMIT_MS   300
+#define HOLD_COMPLETE_MS 500
+
+/* A reload's hold lifts the larger margin after the wiring reports the older writes
+ * ended: what the store may still commit of a request cut after its last byte.  A
+ * judgement before then keeps the write waiting (the clock pinned). */
+static void
+test_reload_hold_lifts_the_larger_margin_after(void **state)
+{
+    struct env *e = *state;
+    struct gw_fence_windows wn = {.peek = open_peek,
+                                  .read = no_read,
+                                  .commit_margin_ms = HOLD_COMMIT_MS,
+                                  .complete_margin_ms = HOLD_COMPLETE_MS};
+    gw_fence_set_windows(e->f, &wn);
+    uint64_t t0 = clock_mono_ms() + 10000; /* past the start gate */
+    clock_pin(t0, 1700000000000);
+    grant(e, "h", 2);
+    const char *locks[] = {"h"};
+    assert_int_equal(gw_fence_reload_hold(e->f, 1, locks, 1), 0);
+    struct w held, older;
+    admit_gen(e, "h", 2, 1, &held);
+    spin(e, 50);
+    assert_int_equal(held.verdicts, 0);
+    gw_fence_reload_ended(e->f, 1);
+    clock_pin(t0 + HOLD_COMPLETE_MS - 1, 1700000000000);
+    admit(e, "h", 2, &older); /* an older configuration's write: judged, and h with it */
+    RUN_UNTIL(e, older.verdicts == 1);
+    assert_int_equal(older.err, 0);
+    assert_int_equal(held.verdicts, 0);
+    assert_true(gw_fence_reload_holding(e->f));
+    gw_fence_ticket_release(older.t);
+    clock_pin(t0 + HOLD_COMPLETE_MS, 1700000000000);
+    RUN_UNTIL(e, held.verdicts == 1); /* by the timer reload_ended armed */
+    assert_int_equal(held.err, 0);
+    assert_false(gw_fence_reload_holding(e->f));
+    gw_fence_ticket_release(held.t);
+    clock_unpin();
+}
+
 int
 main(void)
 {
@@ -433,6 +496,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_barrier_cuts_unsent_older_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_hold_waits_for_older_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload_hold_lifts_the_larger_margin_after, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_highest_survives_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_concurrent_advances_leave_the_largest, setup,
                                         teardown),

@@ -733,40 +733,6 @@ test_start_gate_is_the_larger_margin(void **state)
     release(&c);
 }
 
-/* A reload's hold (gw_fence_reload_hold) lifts the larger margin after the wiring
- * reports the older writes ended: what the store may still commit of a request
- * cut after its last byte.  A judgement before then keeps the write waiting. */
-static void
-test_reload_hold_lifts_the_larger_margin_after(void **state)
-{
-    struct env *e = *state;
-    struct w held, older;
-    e->fk.peek_rc = 0;
-    e->fk.peek_w = win(ELECT_WIN_OPEN, PAST_GATE + 60000, 2);
-    at(PAST_GATE);
-    const char *locks[] = {"h"};
-    assert_int_equal(gw_fence_reload_hold(e->f, 1, locks, 1), 0);
-    struct gw_fence_claim c = {.fenced = true, .token = 2, .gen = 1, .lock = "h"};
-    memset(&held, 0, sizeof(held));
-    assert_int_equal(gw_fence_admit(e->f, &c, "req", "tester", on_verdict, on_cut, &held, &held.t),
-                     0);
-    spin(e, 50);
-    assert_int_equal(held.verdicts, 0);
-    gw_fence_reload_ended(e->f, 1);
-    at(PAST_GATE + COMPLETE_MS - 1);
-    admit(e, "h", 2, &older); /* an older configuration's write: judged, and h with it */
-    RUN_UNTIL(e, older.verdicts == 1);
-    assert_int_equal(older.err, 0);
-    assert_int_equal(held.verdicts, 0);
-    assert_true(gw_fence_reload_holding(e->f));
-    release(&older);
-    at(PAST_GATE + COMPLETE_MS);
-    RUN_UNTIL(e, held.verdicts == 1); /* by the timer reload_ended armed */
-    assert_int_equal(held.err, 0);
-    assert_false(gw_fence_reload_holding(e->f));
-    release(&held);
-}
-
 /* ---- 4. the last byte ---- */
 
 /* Admitted at PAST_GATE with a window to PAST_GATE + 600; the test then moves
@@ -992,8 +958,6 @@ main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_one_read_for_many_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_gate_is_the_larger_margin, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reload_hold_lifts_the_larger_margin_after, setup,
-                                        teardown),
         cmocka_unit_test_setup_teardown(test_last_byte_held_then_resumed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_byte_cut_when_ended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_byte_cut_when_superseded, setup, teardown),
