@@ -12,8 +12,10 @@ package fencegate
 //     X-Fencing-Lock;
 //   - once the lease is lost, a write returns *LeaseLost before anything is
 //     sent; checked again before each retry attempt, where a loss returns
-//     *WriteOutcomeUnknown instead (an earlier attempt was sent and may have
-//     landed), the retry not sent; neither is retryable for the SDK;
+//     *WriteOutcomeUnknown instead (an earlier attempt may have been sent
+//     and landed), the retry not sent; neither is retryable for the SDK.
+//     An attempt whose connection was never made (a dial error) sent
+//     nothing and does not count;
 //   - the gateway's fencing refusals come out as typed errors, converted
 //     inside the retry loop, and none is retryable for the SDK's retryer;
 //   - a refusal (StaleFencingToken, FencingLeaseExpired) whose document names
@@ -29,6 +31,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 
@@ -51,8 +54,17 @@ const (
 // per call) and its per-attempt check inside the retry loop (the SDK's
 // attempts are sequential, in one goroutine).
 type attempts struct {
-	sent    int   // attempts let through to the transport
-	lastErr error // the latest one's error
+	sent    int   // attempts let through to the transport that may have left
+	lastErr error // the latest such one's error
+}
+
+// neverConnected: an attempt's error that says no byte of it left, because
+// its connection was never made (refused, unreachable, a name not
+// resolved, a dial timeout): net/http's dial errors are a *net.OpError with
+// Op "dial".  A write or read error on a made connection may have sent it.
+func neverConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 type attemptsKey struct{}
@@ -154,9 +166,11 @@ func (l *Lease) AddMiddleware(stack *middleware.Stack) error {
 		if at == nil {
 			return next.HandleFinalize(ctx, in)
 		}
-		at.sent++
 		out, md, err := next.HandleFinalize(ctx, in)
-		at.lastErr = err
+		if !neverConnected(err) {
+			at.sent++
+			at.lastErr = err
+		}
 		return out, md, err
 	})
 	if err := stack.Finalize.Add(check, middleware.After); err != nil {

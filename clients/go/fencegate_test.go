@@ -491,6 +491,101 @@ func TestARetryAfterTheLossIsAnUnknownOutcome(t *testing.T) {
 	}
 }
 
+// betweenAttempts calls fn after each failed attempt the SDK will retry,
+// with no backoff.
+type betweenAttempts struct {
+	aws.RetryerV2
+	fn func(attempt int, err error)
+}
+
+func (r *betweenAttempts) RetryDelay(attempt int, err error) (time.Duration, error) {
+	r.fn(attempt, err)
+	return 0, nil
+}
+
+// deadURL: an address nothing listens on, so every dial is refused.
+func deadURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	_ = ln.Close()
+	return url
+}
+
+// TestALossAfterRefusedDialsIsLeaseLost: every attempt so far was refused at
+// connect (the gateway restarting), so nothing of the write left: a loss
+// found before the retry is *LeaseLost, exact, not an unknown outcome.
+func TestALossAfterRefusedDialsIsLeaseLost(t *testing.T) {
+	gwf := newFake(t, 5000)
+	l := lease(t, gwf, Options{})
+	var errs []error
+	rt := &betweenAttempts{RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 5 }),
+		fn: func(attempt int, err error) {
+			errs = append(errs, err)
+			if attempt == 2 {
+				_ = l.Release()
+			}
+		}}
+	c := s3For(deadURL(t), l.Attach, func(o *s3.Options) { o.Retryer = rt })
+	_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+	var lost *LeaseLost
+	if !errors.As(err, &lost) || errors.As(err, new(*WriteOutcomeUnknown)) || lost.Reason != ReasonReleased {
+		t.Fatalf("%T %v", err, err)
+	}
+	if len(errs) != 2 || !neverConnected(errs[0]) || !neverConnected(errs[1]) {
+		t.Fatalf("attempts: %v", errs)
+	}
+}
+
+// TestALossAfterASentAttemptThenARefusedDialIsUnknown: the first attempt
+// reached the store and was reset, the second was refused at connect: the
+// first may have landed, so the loss is *WriteOutcomeUnknown, its cause the
+// reset.
+func TestALossAfterASentAttemptThenARefusedDialIsUnknown(t *testing.T) {
+	gwf := newFake(t, 5000)
+	l := lease(t, gwf, Options{})
+	var seen int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		atomic.AddInt32(&seen, 1)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_ = conn.(*net.TCPConn).SetLinger(0)
+		_ = conn.Close()
+	}))
+	defer srv.Close()
+	rt := &betweenAttempts{RetryerV2: retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 5 }),
+		fn: func(attempt int, err error) {
+			switch attempt {
+			case 1:
+				srv.Close() // the next dial is refused
+			case 2:
+				if !neverConnected(err) {
+					t.Errorf("second attempt: %v", err)
+				}
+				_ = l.Release()
+			}
+		}}
+	c := s3For(srv.URL, l.Attach, func(o *s3.Options) { o.Retryer = rt })
+	_, err := c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("bkt"),
+		Key: aws.String("orders/x"), Body: bytes.NewReader([]byte("x"))})
+	var unknown *WriteOutcomeUnknown
+	if !errors.As(err, &unknown) || unknown.Lost == nil || unknown.Lost.Reason != ReasonReleased {
+		t.Fatalf("%T %v", err, err)
+	}
+	if unknown.Err == nil || !strings.Contains(unknown.Err.Error(), "connection reset") {
+		t.Fatalf("the cause is the sent attempt's error: %v", unknown.Err)
+	}
+	if n := atomic.LoadInt32(&seen); n != 1 {
+		t.Fatalf("sent %d times", n)
+	}
+}
+
 func TestDeadlineCountsFromTheSend(t *testing.T) {
 	f := newFake(t, 1000)
 	slow := f.Config.Handler

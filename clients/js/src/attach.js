@@ -10,9 +10,12 @@
 //    X-Fencing-Lock;
 //  - once the lease is lost, a write throws LeaseLost before anything is
 //    sent; the lease is checked again before each retry attempt, and a loss
-//    found there, once an earlier attempt was sent, throws
+//    found there, once an earlier attempt may have been sent, throws
 //    WriteOutcomeUnknown (the earlier attempt may have landed), as does a
-//    write in flight aborted by the loss (abortSignal: lease.signal);
+//    write in flight aborted by the loss (abortSignal: lease.signal); an
+//    attempt whose connection was never made (refused, unreachable, a name
+//    not resolved: an error of the connect or getaddrinfo system call) sent
+//    nothing and does not count;
 //  - the gateway's fencing refusals (409/428) come out as typed errors
 //    (StaleFencingToken, ...), converted inside the retry loop: none is
 //    retryable for the SDK's strategies;
@@ -54,7 +57,13 @@ function setHeader(request, name, value) {
   if (request && typeof request.headers === "object") request.headers[name] = value;
 }
 
-const sends = new WeakMap(); // handler context (one per send) -> {sent: attempts handed on}
+const sends = new WeakMap(); // handler context (one per send) -> {sent: attempts that may have left}
+
+// An HTTP handler's error that says no byte of the attempt left: its
+// connection was never made.  Node's errors name the system call that failed.
+export function neverConnected(e) {
+  return e?.syscall === "connect" || e?.syscall === "getaddrinfo";
+}
 
 // smithy's SMITHY_CONTEXT_KEY (@smithy/types): where the send's abortSignal is.
 const SMITHY_CONTEXT = "__smithy_context";
@@ -132,6 +141,7 @@ export function attach(lease, client) {
       if (lease.signal.aborted && e?.name === "AbortError") {
         throw unknown(lease, lost(lease)); // handed to the HTTP handler: its body may be delivered
       }
+      if (neverConnected(e)) st.sent--; // nothing of this attempt left
       throw e;
     }
   }, { step: "finalizeRequest", priority: "low", name: CHECK, tags: ["FENCEGATE"] });

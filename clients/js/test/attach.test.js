@@ -294,6 +294,75 @@ test("abortSignal: lease.signal, lost as a reset attempt fails: WriteOutcomeUnkn
   }
 });
 
+// A port nothing listens on: every connect is refused.
+async function deadUrl() {
+  const { createServer } = await import("node:net");
+  const srv = createServer();
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return `http://127.0.0.1:${port}`;
+}
+
+// Runs fn(n, error) after the n-th attempt failed in the HTTP handler
+// (between the retry loop and the lease's check; not the check's own errors).
+function onAttemptError(c, fn) {
+  let n = 0;
+  c.middlewareStack.add((next) => async (args) => {
+    try {
+      return await next(args);
+    } catch (e) {
+      if (!(e instanceof LeaseLost || e instanceof WriteOutcomeUnknown)) await fn(++n, e);
+      throw e;
+    }
+  }, { step: "finalizeRequest", priority: "normal", name: "onAttemptError" });
+}
+
+test("lost after attempts refused at connect: LeaseLost, nothing of the write left", async () => {
+  const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+  const c = new S3Client({
+    endpoint: await deadUrl(), region: "us-east-1", forcePathStyle: true, maxAttempts: 5,
+    credentials: { accessKeyId: "AK", secretAccessKey: "SK" },
+  });
+  lease.attach(c);
+  const seen = [];
+  onAttemptError(c, async (n, e) => {
+    seen.push(e.code);
+    if (n === 2) await lease.release(); // lost ("released") before the third attempt
+  });
+  await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "refused", Body: "x" })),
+    (e) => e instanceof LeaseLost && !(e instanceof WriteOutcomeUnknown) && e.reason === "released");
+  assert.deepEqual(seen, ["ECONNREFUSED", "ECONNREFUSED"]);
+});
+
+test("lost after a sent attempt and then a refused one: WriteOutcomeUnknown", async () => {
+  const store = await fakeGateway();
+  const lease = await gw.lease(fresh(), { leaseMs: 5000 });
+  const c = new S3Client({
+    endpoint: store.url, region: "us-east-1", forcePathStyle: true, maxAttempts: 5,
+    credentials: { accessKeyId: "AK", secretAccessKey: "SK" },
+  });
+  lease.attach(c);
+  store.s3hook = async (rec, req) => {
+    req.socket.destroy(); // the body is in, the connection reset
+    return true;
+  };
+  const seen = [];
+  onAttemptError(c, async (n, e) => {
+    seen.push(e.code);
+    if (n === 1) await store.close(); // the next attempt is refused at connect
+    if (n === 2) await lease.release();
+  });
+  try {
+    await assert.rejects(c.send(new PutObjectCommand({ Bucket: "b", Key: "sent", Body: "body" })),
+      (e) => outcomeUnknown(lease, e) && e.cause instanceof LeaseLost);
+    assert.deepEqual(seen, ["ECONNRESET", "ECONNREFUSED"]);
+    assert.equal(store.requests.filter((r) => r.method === "PUT").length, 1);
+  } finally {
+    await store.close().catch(() => {});
+  }
+});
+
 test("a client with cacheMiddleware: true is refused (attach and detach would not take effect)", async () => {
   const lease = await gw.lease(fresh(), { leaseMs: 5000 });
   const cached = new S3Client({

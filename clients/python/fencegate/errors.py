@@ -38,7 +38,8 @@ class LeaseLost(FencegateError):
     """The lease is gone (reason: superseded, expired, released or
     unreachable).  Raised by Lease.check(), on entering a lost lease, and by
     an attached S3 client instead of sending a write's first attempt: nothing
-    of the call was sent.  (Before a retry it is WriteOutcomeUnknown.)"""
+    of the call was sent.  (Before a retry it is WriteOutcomeUnknown, unless
+    every earlier attempt failed to connect: then it is still LeaseLost.)"""
 
     def __init__(self, lock, token, reason):
         super().__init__(f"lease on {lock!r} (token {token}) lost: {reason}")

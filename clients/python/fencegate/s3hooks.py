@@ -15,10 +15,15 @@ untouched).
   after the deadline is refused too, but as WriteOutcomeUnknown (with the
   LeaseLost as its cause), not LeaseLost: an earlier attempt of that call
   was sent, and nobody knows whether it landed.  An attempt is a retry when
-  botocore's request context counts it past the first (context["retries"]
-  ["attempt"], set by the endpoint before each attempt in botocore 1.29 and
-  since) or when this hook already let an attempt of the same call through
-  (a mark in that context, which lives as long as the call).
+  an earlier attempt of the call may have been sent: this hook let one
+  through and its outcome was anything but a failure to connect (a mark in
+  the request context, which lives as long as the call).  An attempt whose
+  connection was never made (refused, unreachable, a connect timeout, a
+  name not resolved: botocore's EndpointConnectionError and
+  ConnectTimeoutError) sent nothing, so a loss found after only such
+  attempts is still LeaseLost.  Where needs-retry never said how an attempt
+  ended, botocore's own count (context["retries"]["attempt"] past the
+  first) or the hook's pass mark counts it as sent.
 * needs-retry (registered first): a fencing refusal (409/428 with one of the
   four codes) is raised there as its typed error, so no retry handler, in
   whatever mode or with however many attempts, can send it again.  A refusal
@@ -29,6 +34,8 @@ untouched).
 
 import threading
 import weakref
+
+from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
 
 from .errors import FENCING_ERRORS, LeaseLost, WriteOutcomeUnknown
 
@@ -44,7 +51,9 @@ PART_OPS = frozenset({
 })
 
 _UNIQUE = "fencegate-lease-hooks"
-_PASSED = "fencegate_attempt_passed"  # request context: an attempt of this call went on
+_PASSED = "fencegate_attempt_passed"  # request context: an attempt went on, its end not yet seen
+_SENT = "fencegate_attempt_sent"      # request context: an attempt may have been sent
+_JUDGED = "fencegate_attempts_judged"  # request context: needs-retry saw how each ended
 _slots = weakref.WeakKeyDictionary()  # client -> _Slot
 _slots_lock = threading.Lock()
 
@@ -92,8 +101,15 @@ class _Slot:
         # the call's outcome is still unknown.
         context[_PASSED] = True
 
-    # needs-retry.s3
-    def needs_retry(self, response=None, operation=None, **kwargs):
+    # needs-retry.s3: runs after every attempt, first of its handlers.
+    def needs_retry(self, response=None, operation=None, caught_exception=None,
+                    request_dict=None, **kwargs):
+        context = (request_dict or {}).get("context")
+        if isinstance(context, dict) and context.get(_PASSED):
+            context[_PASSED] = False
+            context[_JUDGED] = True
+            if response is not None or not _never_connected(caught_exception):
+                context[_SENT] = True
         if response is None:
             return None
         http, parsed = response
@@ -107,15 +123,31 @@ class _Slot:
         return None
 
 
+def _never_connected(exc):
+    """True for an attempt's error that means no byte of it left: the
+    connection was never made.  Anything else after the hook let it through
+    (a reset, a read timeout, an answer) may have been sent."""
+    return isinstance(exc, (EndpointConnectionError, ConnectTimeoutError))
+
+
+def _maybe_sent(context):
+    if context.get(_SENT) or context.get(_PASSED):
+        return True
+    if context.get(_JUDGED):
+        return False  # every earlier attempt failed to connect
+    retries = context.get("retries")
+    attempt = retries.get("attempt", 1) if isinstance(retries, dict) else 1
+    return isinstance(attempt, int) and attempt > 1
+
+
 def _check(lease, context):
-    """lease.check() before an attempt: LeaseLost on a call's first attempt
-    (nothing of it sent), WriteOutcomeUnknown on a retry (one was sent)."""
+    """lease.check() before an attempt: LeaseLost when nothing of the call
+    was sent (its first attempt, or a retry after attempts that never
+    connected), WriteOutcomeUnknown on a retry after one that may have been."""
     try:
         lease.check()
     except LeaseLost as e:
-        retries = context.get("retries")
-        attempt = retries.get("attempt", 1) if isinstance(retries, dict) else 1
-        if context.get(_PASSED) or (isinstance(attempt, int) and attempt > 1):
+        if _maybe_sent(context):
             raise WriteOutcomeUnknown(e.lock, e.token, e.reason) from e
         raise
 

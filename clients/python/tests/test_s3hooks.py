@@ -233,3 +233,73 @@ def test_lost_before_a_retry_is_outcome_unknown(fake, lease, mode, answer):
     with pytest.raises(fencegate.LeaseLost):
         c.put_object(Bucket="b", Key="k", Body=b"y")
     assert len(s3_calls(fake)) == 1
+
+
+def dead_url():
+    """An address where nothing listens: every connect is refused."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def s3_at(url, mode, attempts):
+    return boto3.session.Session().client(
+        "s3", endpoint_url=url, aws_access_key_id="AK", aws_secret_access_key="SK",
+        region_name="us-east-1",
+        config=botocore.config.Config(s3={"addressing_style": "path"},
+                                      retries={"mode": mode, "total_max_attempts": attempts}))
+
+
+def after_each_attempt(client, fn):
+    """fn(n) after the n-th attempt's end, once the hooks have judged it."""
+    seen = []
+
+    def hook(**kwargs):
+        seen.append(1)
+        fn(len(seen))
+    client.meta.events.register("needs-retry.s3", hook)
+
+
+@pytest.mark.parametrize("mode", ["standard", "legacy"])
+def test_lost_after_refused_connects_is_lease_lost(fake, lease, mode):
+    """Every attempt so far was refused at connect (the gateway restarting):
+    nothing of the write left, so a loss found before the retry is LeaseLost,
+    exact, not an unknown outcome."""
+    c = s3_at(dead_url(), mode, 5)
+    lease.attach(c)
+
+    def attempt_ended(n):
+        if n == 2:
+            lease._clock = lambda: time.monotonic() + 60
+    after_each_attempt(c, attempt_ended)
+    with pytest.raises(fencegate.LeaseLost) as e:
+        c.put_object(Bucket="b", Key="k", Body=b"x")
+    assert not isinstance(e.value, fencegate.WriteOutcomeUnknown)
+    assert e.value.reason == "expired"
+
+
+def test_lost_after_a_sent_attempt_then_refused_is_outcome_unknown(fake, lease):
+    """The first attempt reached the store and was reset, the next was
+    refused at connect: the first may have landed, so the loss is still
+    WriteOutcomeUnknown."""
+    store = type(fake)()
+    store.routes[("PUT", "")] = reset
+    c = s3_at(store.url, "standard", 5)
+    lease.attach(c)
+
+    def attempt_ended(n):
+        if n == 1:
+            store.close()                 # later attempts are refused at connect
+        if n == 2:
+            lease._clock = lambda: time.monotonic() + 60
+    after_each_attempt(c, attempt_ended)
+    try:
+        with pytest.raises(fencegate.WriteOutcomeUnknown) as e:
+            c.put_object(Bucket="b", Key="k", Body=b"x")
+    finally:
+        store.close()
+    assert isinstance(e.value.__cause__, fencegate.LeaseLost)
+    assert len([r for r in store.requests if r[0] == "PUT"]) == 1
