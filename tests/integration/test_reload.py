@@ -167,3 +167,26 @@ def test_reload_moving_a_prefix_to_another_lock_awaits_a_write_whose_client_left
         assert events.index("forwarded-delayed") < events.index("forwarded-put"), events
     finally:
         relay.close()
+
+
+def test_a_head_split_across_a_reload_is_judged_under_the_new_rules(gateway, rgw, bucket):
+    """A request whose head began before a reload that fences its prefix and
+    ended after it: classified under the rules in force when its head ended
+    (the router's turn), so it is refused for want of a token and nothing
+    reaches RGW.  Under the rules of its first byte it would go unfenced."""
+    gw = gateway({"fences": [{"bucket": bucket, "prefix": "other/", "lock": LOCK,
+                              "require_token": True}]})
+    s = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+    try:
+        s.sendall(f"PUT /{bucket}/data/split HTTP/1.1\r\nHost: {gw.host}\r\n".encode())
+        time.sleep(0.3)  # the head's first half is parsed under the old rules
+        gw.config["fences"].append({"bucket": bucket, "prefix": "data/", "lock": LOCK,
+                                    "require_token": True})
+        _reload(gw, 1)
+        time.sleep(0.5)  # every loop has switched (a message each, at once)
+        s.sendall(b"Content-Length: 5\r\n\r\nsplit")
+        head, body = read_response(s)
+    finally:
+        s.close()
+    assert status(head) == 428 and b"MissingFencingToken" in body, (head, body)
+    assert rgw_body(rgw, bucket, "data/split") is None, "the write landed unfenced"
