@@ -149,7 +149,7 @@ integration-one-loop:
 
 integration-tsan: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) \
-	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=5 -m 'not slow' $(TSAN_INTEGRATION) $(PYTEST_ARGS)
+	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=5 -m 'not slow' $(PYTEST_XDIST) $(TSAN_INTEGRATION) $(PYTEST_ARGS)
 
 # deploy/'s alerting rules (promtool check + test rules) and Grafana dashboard
 # (queries parse, name only exported metrics); needs Debian's prometheus.
@@ -209,10 +209,16 @@ INTEGRATION_CLIENTS := $(PY_STAMP) $(GO_WORKER)
 else
 INTEGRATION_CLIENTS := py-client go-client
 endif
+# The integration tests wait far more than they compute (about 15 % of two
+# CPUs busy, run one at a time): pytest-xdist runs them PYTEST_JOBS at a time,
+# a file per process (--dist loadfile keeps a file's module fixtures and its
+# order), each process with its own RGW.  PYTEST_JOBS=1 runs them in one.
+PYTEST_JOBS ?= 2
+PYTEST_XDIST = $(if $(filter-out 0 1,$(PYTEST_JOBS)),-n $(PYTEST_JOBS) --dist loadfile)
 integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client $(INTEGRATION_CLIENTS)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) FENCEGATE_PYVENV=$(CURDIR)/$(PYVENV) \
 	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) FENCEGATE_GOWORKER=$(CURDIR)/$(GO_WORKER) \
-	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 tests/integration $(PYTEST_ARGS)
+	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 $(PYTEST_XDIST) tests/integration $(PYTEST_ARGS)
 
 # npm packages the JS client tests drive, pinned by tests/js/package-lock.json,
 # installed into the build tree (never into the repository).

@@ -7,7 +7,7 @@ PKGS=(
     libevent-dev libcurl4-openssl-dev libssl-dev libjansson-dev liblmdb-dev
     libexpat1-dev node-llhttp libcmocka-dev lmdb-utils
     clang libclang-rt-14-dev clang-format clang-tidy cppcheck
-    python3 python3-pytest python3-boto3 python3-requests awscli s3cmd rclone
+    python3 python3-pytest python3-pytest-xdist python3-boto3 python3-requests awscli s3cmd rclone
     radosgw ceph-mon ceph-osd
     nginx-light wrk linux-perf
     python3-venv python3-setuptools python3-wheel python3-pip prometheus chromium
