@@ -391,6 +391,7 @@ load_json(const char *text, size_t len, const char *path, struct gw_config **out
     if (rc != 0) {
         goto fail;
     }
+    gw_config_fences_digest(cfg, cfg->fences_digest);
     if (path != NULL) {
         cfg->path = strdup(path);
         if (cfg->path == NULL) {
@@ -565,6 +566,54 @@ bucket_rules_equal(const struct gw_config *a, const struct gw_config *b, const c
             return false;
         }
     }
+}
+
+#define FNV64_OFFSET 0xcbf29ce484222325ULL
+#define FNV64_PRIME  0x100000001b3ULL
+
+/* FNV-1a over len bytes at p, the terminating NUL of a string included by the callers */
+static uint64_t
+fnv64(uint64_t h, const void *p, size_t len)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ c[i]) * FNV64_PRIME;
+    }
+    return h;
+}
+
+static uint64_t
+fnv64_str(uint64_t h, const char *s)
+{
+    return fnv64(h, s, strlen(s) + 1);
+}
+
+void
+gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIGEST_LEN + 1])
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < cfg->nfences; i++) {
+        const char *bucket = cfg->fences[i].bucket;
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++) {
+            first = strcmp(cfg->fences[k].bucket, bucket) != 0;
+        }
+        if (!first) {
+            continue; /* hashed with its bucket's first rule */
+        }
+        uint64_t h = fnv64_str(FNV64_OFFSET, bucket);
+        for (size_t k = i; k < cfg->nfences; k++) {
+            const struct gw_fence_rule *r = &cfg->fences[k];
+            if (strcmp(r->bucket, bucket) != 0) {
+                continue;
+            }
+            unsigned char opts[2] = {r->require_token ? 1 : 0,
+                                     (unsigned char)r->conditional_writes};
+            h = fnv64(fnv64_str(fnv64_str(h, r->prefix), r->lock), opts, sizeof(opts));
+        }
+        sum += h;
+    }
+    (void)snprintf(out, GW_CONFIG_DIGEST_LEN + 1, "%016llx", (unsigned long long)sum);
 }
 
 size_t

@@ -95,6 +95,8 @@ enum gw_upstream_client {
     GW_UPSTREAM_CLIENT_CURL = 1, /* libcurl, the fallback */
 };
 
+#define GW_CONFIG_DIGEST_LEN 16 /* hex digits of gw_config_fences_digest */
+
 struct gw_config {
     char *path; /* owned; the file it was loaded from, or NULL */
 
@@ -164,6 +166,9 @@ struct gw_config {
 
     struct gw_fence_rule *fences; /* owned array of nfences, first match wins */
     size_t nfences;
+    /* What the rules decide, as 16 hex digits (gw_config_fences_digest, at load): equal for
+     * two files whose rules put every key under the same lock with the same options. */
+    char fences_digest[GW_CONFIG_DIGEST_LEN + 1];
 
     struct {
         bool allow_unfenced_writes; /* writes no rule covers and with no token pass; default true */
@@ -265,6 +270,15 @@ const struct gw_principal *gw_config_principal_by_key(const struct gw_config *cf
  */
 const struct gw_fence_rule *gw_config_fence_rule(const struct gw_config *cfg, const char *bucket,
                                                  const char *key);
+
+/*
+ * gw_config_fences_digest - what cfg's fence rules decide, as GW_CONFIG_DIGEST_LEN lowercase
+ * hex digits and a NUL into out: a 64-bit FNV-1a of each bucket's rules in their order (prefix,
+ * lock, require_token, conditional_writes), the buckets' hashes added, so the order of rules
+ * of different buckets does not count (gw_config_fence_rule takes the first match within a
+ * bucket only).  Not a secret's hash: for seeing that gateways agree (fencegate_config_info).
+ */
+void gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIGEST_LEN + 1]);
 
 /*
  * gw_config_locks_widened - the locks to may cover keys that from did not

@@ -293,6 +293,8 @@ struct gw_metrics_live {
     uint64_t audit_appended;        /* audit appends committed by the store (all kinds;
                                        repeats counted into a run too) */
     bool ready;                     /* /readyz would answer 200 */
+    const char *fences_digest;      /* the configuration's (gw_config_fences_digest); NULL: "" */
+    uint32_t config_generation;     /* reloads that took effect (struct gw_config's generation) */
 };
 
 /* gw_metrics_render - append the Prometheus text exposition to out.

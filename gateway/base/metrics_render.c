@@ -360,6 +360,13 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
     label(&o, "{", "version", FENCEGATE_VERSION);
     label(&o, ",", "commit", FENCEGATE_COMMIT);
     text(&o, "} 1\n");
+    family(&o, "fencegate_config_info", "gauge",
+           "Always 1: a digest of the fence rules in force (equal on gateways that agree).");
+    text(&o, "fencegate_config_info");
+    label(&o, "{", "fences", live->fences_digest != NULL ? live->fences_digest : "");
+    text(&o, "} 1\n");
+    scalar(&o, "fencegate_config_reloads_total", "counter",
+           "Reloads (SIGHUP) whose configuration took effect.", live->config_generation);
     scalar(&o, "fencegate_ready", "gauge", "1 while GET /readyz answers 200.", live->ready ? 1 : 0);
     requests(&o, live, m);
     scalar(&o, "fencegate_requests_received_total", "counter", "Request heads parsed.",

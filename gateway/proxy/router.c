@@ -84,6 +84,8 @@ serve_metrics(struct gw_router *rt, struct gw_req *req)
     }
     /* the text's bound grows with the locks that may have series (metrics.h) */
     const struct gw_config *cfg = gw_req_config(req);
+    live.fences_digest = cfg->fences_digest;
+    live.config_generation = cfg->generation;
     struct buf b;
     buf_init(&b, GW_METRICS_RENDER_BASE +
                      (cfg->metrics.max_locks + cfg->nfences + 2) * GW_METRICS_RENDER_PER_LOCK);

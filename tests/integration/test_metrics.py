@@ -20,7 +20,8 @@ LOCK = "orders"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"  # Debian's prometheus (make deps)
 
 FAMILIES = [
-    "fencegate_build_info", "fencegate_ready", "fencegate_requests_total",
+    "fencegate_build_info", "fencegate_config_info", "fencegate_config_reloads_total",
+    "fencegate_ready", "fencegate_requests_total",
     "fencegate_request_duration_seconds", "fencegate_upstream_duration_seconds",
     "fencegate_fence_hold_seconds", "fencegate_audit_commit_seconds",
     "fencegate_election_backend_seconds", "fencegate_fence_refusals_total",

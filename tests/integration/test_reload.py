@@ -190,3 +190,40 @@ def test_a_head_split_across_a_reload_is_judged_under_the_new_rules(gateway, rgw
         s.close()
     assert status(head) == 428 and b"MissingFencingToken" in body, (head, body)
     assert rgw_body(rgw, bucket, "data/split") is None, "the write landed unfenced"
+
+
+def _fences_digest(gw):
+    text = requests.get(f"{gw.url}/metrics", timeout=10).text
+    info = [ln for ln in text.splitlines() if ln.startswith("fencegate_config_info{")]
+    reloads = [ln for ln in text.splitlines() if ln.startswith("fencegate_config_reloads_total ")]
+    assert len(info) == 1 and len(reloads) == 1, text[:2000]
+    digest = info[0].split('fences="', 1)[1].split('"', 1)[0]
+    assert len(digest) == 16 and info[0].endswith("} 1"), info
+    return digest, int(reloads[0].split()[1])
+
+
+def test_the_fences_digest_shows_which_gateways_agree(gateway, rgw, bucket):
+    """fencegate_config_info{fences} is equal on two gateways with the same
+    rules (whatever else their files say), differs once one of them is
+    reloaded with another rule, and agrees again when the other is too;
+    fencegate_config_reloads_total counts the reloads that took effect."""
+    rules = [{"bucket": bucket, "prefix": "orders/", "lock": LOCK, "require_token": True}]
+    a = gateway({"fences": list(rules)})
+    b = gateway({"fences": list(rules), "workers": 1})
+    da, na = _fences_digest(a)
+    db, nb = _fences_digest(b)
+    assert da == db and na == nb == 0
+    for gw in (a, b):
+        gw.config["fences"].append({"bucket": bucket, "prefix": "data/", "lock": LOCK})
+    _reload(a, 1)
+    time.sleep(0.5)  # every loop has switched
+    da2, na2 = _fences_digest(a)
+    assert da2 != db and na2 == 1, (da2, db)
+    _reload(b, 1)
+    time.sleep(0.5)
+    db2, nb2 = _fences_digest(b)
+    assert db2 == da2 and nb2 == 1
+    # a reload of the same file: the rules' digest unchanged, one more reload
+    _reload(a, 2)
+    time.sleep(0.5)
+    assert _fences_digest(a) == (da2, 2)

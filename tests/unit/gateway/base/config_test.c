@@ -858,6 +858,72 @@ test_locks_widened_by_a_reload(void **state)
     expect_widened("[]", "[" RULE("b", "", "A") "," RULE("c", "", "A") "]", "A,");
 }
 
+/* The fences' digest of a config with the rules r (a JSON array) and extra top-level keys. */
+static void
+digest_of(const char *r, const char *extra, char out[GW_CONFIG_DIGEST_LEN + 1])
+{
+    char json[1024];
+    (void)snprintf(json, sizeof(json), MIN_PREFIX ",\"fences\":%s%s}", r, extra);
+    struct gw_config *cfg = load_ok(json);
+    assert_int_equal(strlen(cfg->fences_digest), GW_CONFIG_DIGEST_LEN);
+    assert_int_equal(strspn(cfg->fences_digest, "0123456789abcdef"), GW_CONFIG_DIGEST_LEN);
+    char again[GW_CONFIG_DIGEST_LEN + 1];
+    gw_config_fences_digest(cfg, again);
+    assert_string_equal(again, cfg->fences_digest);
+    (void)snprintf(out, GW_CONFIG_DIGEST_LEN + 1, "%s", cfg->fences_digest);
+    gw_config_free(cfg);
+}
+
+static void
+expect_digests(const char *a, const char *b, bool equal)
+{
+    char da[GW_CONFIG_DIGEST_LEN + 1];
+    char db[GW_CONFIG_DIGEST_LEN + 1];
+    digest_of(a, "", da);
+    digest_of(b, "", db);
+    if ((strcmp(da, db) == 0) != equal) {
+        fail_msg("%s (%s) and %s (%s): want them %s", a, da, b, db, equal ? "equal" : "different");
+    }
+}
+
+static void
+test_fences_digest(void **state)
+{
+    (void)state;
+    const char *base = "[" RULE("b", "x/", "A") "," RULE("b", "", "B") "," RULE("c", "", "C") "]";
+    expect_digests(base, base, true);
+    /* what is not a rule does not count */
+    char d1[GW_CONFIG_DIGEST_LEN + 1];
+    char d2[GW_CONFIG_DIGEST_LEN + 1];
+    digest_of(base, "", d1);
+    digest_of(base, ",\"workers\":3,\"limits\":{\"max_connections\":77}", d2);
+    assert_string_equal(d1, d2);
+    /* the order of different buckets' rules does not decide anything */
+    expect_digests(base, "[" RULE("c", "", "C") "," RULE("b", "x/", "A") "," RULE("b", "", "B") "]",
+                   true);
+    expect_digests(base, "[" RULE("b", "x/", "A") "," RULE("c", "", "C") "," RULE("b", "", "B") "]",
+                   true);
+    /* within a bucket the first match wins: the order counts */
+    expect_digests(base, "[" RULE("b", "", "B") "," RULE("b", "x/", "A") "," RULE("c", "", "C") "]",
+                   false);
+    /* each field of a rule counts */
+    expect_digests(base, "[" RULE("b", "y/", "A") "," RULE("b", "", "B") "," RULE("c", "", "C") "]",
+                   false);
+    expect_digests(base, "[" RULE("b", "x/", "Z") "," RULE("b", "", "B") "," RULE("c", "", "C") "]",
+                   false);
+    expect_digests(base, "[" RULE("b", "x/", "A") "," RULE("b", "", "B") "," RULE("d", "", "C") "]",
+                   false);
+    expect_digests("[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":true}]",
+                   "[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":false}]", false);
+    expect_digests("[{\"bucket\":\"b\",\"lock\":\"A\"}]",
+                   "[{\"bucket\":\"b\",\"lock\":\"A\",\"conditional_writes\":\"off\"}]", false);
+    /* the strings' ends count: "ab"+"c" is not "a"+"bc" */
+    expect_digests("[" RULE("b", "ab", "c") "]", "[" RULE("b", "a", "bc") "]", false);
+    /* a rule added or removed */
+    expect_digests(base, "[" RULE("b", "x/", "A") "," RULE("b", "", "B") "]", false);
+    expect_digests("[]", "[" RULE("b", "", "B") "]", false);
+}
+
 int
 main(void)
 {
@@ -880,6 +946,7 @@ main(void)
         cmocka_unit_test_setup(test_admin_listen, clean_env),
         cmocka_unit_test_setup(test_fence_rule_lookup, clean_env),
         cmocka_unit_test_setup(test_locks_widened_by_a_reload, clean_env),
+        cmocka_unit_test_setup(test_fences_digest, clean_env),
         cmocka_unit_test_setup(test_syntax_errors, clean_env),
         cmocka_unit_test_setup(test_load_file_errors, clean_env),
     };
