@@ -368,8 +368,9 @@ gw_http_fair_idle(struct gw_conn *c)
     }
     c->is_idle = idle;
     c->idle_linger = linger;
-    /* across loops, the hand-out sheds the oldest first (gate.c): by the clock */
-    c->idle_at = linger || srv->handout == NULL ? 0 : gw_http_now_ms();
+    /* across loops, the hand-out sheds the oldest first (gate.c): by the process's order,
+     * not the coarse clock, whose tick two loops' connections can share */
+    c->idle_at = linger || srv->handout == NULL ? 0 : gw_http_handout_idle_seq(srv->handout);
     if (linger) {
         /* closing anyway, its answer flushed: shed before any kept-alive connection */
         TAILQ_INSERT_HEAD(&srv->idle, c, idle_link);

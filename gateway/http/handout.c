@@ -7,16 +7,19 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gateway/http/internal.h"
 
 struct gw_handout *
 gw_handout_new(size_t loops, struct gw_loopq *ctlq)
 {
-    struct gw_handout *h = calloc(1, sizeof(*h));
+    /* aligned for idle_seq's line (sizeof is a multiple of the alignment) */
+    struct gw_handout *h = aligned_alloc(_Alignof(struct gw_handout), sizeof(*h));
     if (h == NULL) {
         return NULL;
     }
+    memset(h, 0, sizeof(*h));
     size_t cap = loops > 0 ? loops : 1;
     h->slot = aligned_alloc(_Alignof(struct gw_handout_slot), cap * sizeof(*h->slot));
     if (h->slot == NULL) {
@@ -33,7 +36,14 @@ gw_handout_new(size_t loops, struct gw_loopq *ctlq)
     h->cap = cap;
     h->ctlq = ctlq;
     atomic_init(&h->paused, false);
+    atomic_init(&h->idle_seq, 0);
     return h;
+}
+
+uint64_t
+gw_http_handout_idle_seq(struct gw_handout *h)
+{
+    return atomic_fetch_add_explicit(&h->idle_seq, 1, memory_order_relaxed) + 1;
 }
 
 void

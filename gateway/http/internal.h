@@ -215,7 +215,14 @@ struct gw_handout {
     size_t next;                  /* the acceptor's: where the next tie-break starts */
     struct gw_loopq *ctlq;        /* the acceptor's loop's queue */
     atomic_bool paused;           /* the acceptor paused its listeners: no loop had room */
+    /* the process's order of connections going idle (gw_http_handout_idle_seq), on a line
+     * of its own: the loops' clocks tick too coarsely to order them */
+    _Atomic uint64_t idle_seq __attribute__((aligned(64)));
 };
+
+/* gw_http_handout_idle_seq - the next place in the order connections went idle on any
+ * loop of h (from 1; a relaxed fetch-and-add, once a connection goes idle). */
+uint64_t gw_http_handout_idle_seq(struct gw_handout *h);
 
 /*
  * gw_http_handout_join - srv (created on the control thread, before the loops
@@ -240,7 +247,8 @@ struct gw_conn {
     TAILQ_ENTRY(gw_conn) idle_link; /* in srv->idle while is_idle */
     bool is_idle;                /* in srv->idle: nothing in progress, or lingering: may be shed */
     bool idle_linger;            /* in srv->idle as a lingering connection (at its head) */
-    uint64_t idle_at;            /* when it joined srv->idle (mono ms; 0 lingering: shed first) */
+    uint64_t idle_at;            /* its place in the order it joined srv->idle, across loops
+                                    (gw_http_handout_idle_seq; 0 lingering: shed first) */
     struct gw_client *client;    /* its address's entry (one reference), or NULL */
     uint64_t rate_since;         /* start of the current min_body_rate window (mono ms) */
     uint64_t rate_bytes;         /* req->body_received at rate_since */
