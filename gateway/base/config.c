@@ -616,6 +616,20 @@ gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIGEST_L
     (void)snprintf(out, GW_CONFIG_DIGEST_LEN + 1, "%016llx", (unsigned long long)sum);
 }
 
+uint64_t
+gw_config_buckets_widened(const struct gw_config *from, const struct gw_config *to)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < to->nfences; i++) {
+        const char *bucket = to->fences[i].bucket;
+        uint64_t bit = (uint64_t)1 << gw_inflight_slot(bucket);
+        if ((mask & bit) == 0 && !bucket_rules_equal(from, to, bucket)) {
+            mask |= bit;
+        }
+    }
+    return mask;
+}
+
 size_t
 gw_config_locks_widened(const struct gw_config *from, const struct gw_config *to, const char **out,
                         size_t max)

@@ -291,4 +291,12 @@ void gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIG
 size_t gw_config_locks_widened(const struct gw_config *from, const struct gw_config *to,
                                const char **out, size_t max);
 
+/*
+ * gw_config_buckets_widened - the buckets of gw_config_locks_widened, as a
+ * mask of their slots (bit gw_inflight_slot(bucket)): to's buckets whose
+ * rules differ from from's.  The older writes a reload's hold waits for are
+ * those into these slots.  0: no rule changed.
+ */
+uint64_t gw_config_buckets_widened(const struct gw_config *from, const struct gw_config *to);
+
 #endif

@@ -39,6 +39,12 @@
  * may still point into them.  Reloads are rare; the list is capped. */
 #define SERVE_MAX_OLD_CONFIGS 64
 
+/* A reload's hold: what it waits for (DESIGN "The reload hold"). */
+struct serve_hold {
+    uint32_t gen;   /* the reload's configuration generation */
+    uint64_t slots; /* the writes it waits for: those into its changed buckets' slots */
+};
+
 struct serve {
     struct event_base *base;                      /* the one event loop */
     struct gw_config *cfg;                        /* owned; in force */
@@ -80,10 +86,10 @@ struct serve {
     struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
     struct gw_upstream_cap *cap;      /* owned; the loops' cap on upstream connections, or NULL */
     bool drained;                     /* this loop's connections and detached writes have ended */
-    uint32_t holding[SERVE_MAX_OLD_CONFIGS]; /* reloads whose hold waits for older writes */
-    size_t nholding;                         /* their number */
-    struct event *hold_ev;                   /* owned; polls those writes while any waits */
-    bool workers_ended;                      /* every worker loop has ended */
+    struct serve_hold holding[SERVE_MAX_OLD_CONFIGS]; /* reloads waiting for older writes */
+    size_t nholding;                                  /* their number */
+    struct event *hold_ev; /* owned; polls those writes while any waits */
+    bool workers_ended;    /* every worker loop has ended */
 };
 
 /* Exits once this loop's connections and every worker loop have ended: a
@@ -285,13 +291,14 @@ arm_hold_poll(struct serve *s)
     (void)evtimer_add(s->hold_ev, &tv);
 }
 
-/* Whether every object write classified under a configuration older than gen has
- * ended (the configurations replaced so far are s->old[], generations 0..nold-1). */
+/* Whether every object write into h's buckets' slots classified under a configuration
+ * older than h's has ended (the configurations replaced so far are s->old[],
+ * generations 0..nold-1). */
 static bool
-older_writes_ended(const struct serve *s, uint32_t gen)
+older_writes_ended(const struct serve *s, const struct serve_hold *h)
 {
-    for (size_t i = 0; i < s->nold && s->old[i]->generation < gen; i++) {
-        if (!gw_inflight_ended(s->old[i]->inflight, NULL)) {
+    for (size_t i = 0; i < s->nold && s->old[i]->generation < h->gen; i++) {
+        if (!gw_inflight_ended(s->old[i]->inflight, h->slots, NULL)) {
             return false;
         }
     }
@@ -307,11 +314,11 @@ on_hold_poll(evutil_socket_t fd, short what, void *arg)
     (void)what;
     size_t kept = 0;
     for (size_t i = 0; i < s->nholding; i++) {
-        if (older_writes_ended(s, s->holding[i])) {
+        if (older_writes_ended(s, &s->holding[i])) {
             log_info("reload %u: the object writes begun before it have ended; the locks it "
                      "widened take fenced writes again after the commit margin",
-                     (unsigned)s->holding[i]);
-            gw_fence_reload_ended(s->fence, s->holding[i]);
+                     (unsigned)s->holding[i].gen);
+            gw_fence_reload_ended(s->fence, s->holding[i].gen);
         } else {
             s->holding[kept++] = s->holding[i];
         }
@@ -325,9 +332,10 @@ on_hold_poll(evutil_socket_t fd, short what, void *arg)
 /*
  * The reload to cfg widens some locks (a key's lock changed, or a key is fenced that
  * was not): their fenced writes under cfg wait, in the fence, until every object
- * write classified under an older configuration has ended, on every loop, and then
- * the commit margin (DESIGN "The reload hold").  Called before any loop serves
- * cfg.  Returns 0, or an error: the reload must not go on.
+ * write classified under an older configuration into a bucket whose rules changed
+ * has ended, on every loop, and then the commit margin (DESIGN "The reload hold").
+ * Called before any loop serves cfg.  Returns 0, or an error: the reload must not
+ * go on.
  */
 static int
 hold_widened(struct serve *s, const struct gw_config *cfg)
@@ -346,9 +354,12 @@ hold_widened(struct serve *s, const struct gw_config *cfg)
     int rc = gw_fence_reload_hold(s->fence, cfg->generation, locks, n);
     if (rc == 0) {
         log_info("reload %u: %zu lock(s) cover keys they did not (%s%s): their fenced writes "
-                 "wait until the object writes begun before the reload have ended",
+                 "wait until the object writes begun before the reload into the buckets whose "
+                 "rules changed have ended",
                  (unsigned)cfg->generation, n, locks[0], n > 1 ? ", ..." : "");
-        s->holding[s->nholding++] = cfg->generation;
+        struct serve_hold *h = &s->holding[s->nholding++];
+        h->gen = cfg->generation;
+        h->slots = gw_config_buckets_widened(s->cfg, cfg); /* the older writes it waits for */
         arm_hold_poll(s);
     }
     free(locks);

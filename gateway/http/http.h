@@ -280,21 +280,22 @@ const struct gw_config *
 gw_req_config(const struct gw_req *req); /* config in force for this request */
 
 /*
- * gw_req_write_begin - req is an object write: it counts as in flight under
- * its configuration (gateway/base/inflight.h) from now until it is freed, or
- * until gw_req_write_take hands the count over.  Call it in the turn that
- * received the request's head (the router's), so a loop that has moved on to
- * a newer configuration begins nothing under the older one.  Once only.
+ * gw_req_write_begin - req is an object write into bucket: it counts as in
+ * flight under its configuration (gateway/base/inflight.h) from now until it
+ * is freed, or until gw_req_write_take hands the count over.  Call it in the
+ * turn that received the request's head (the router's), so a loop that has
+ * moved on to a newer configuration begins nothing under the older one.
+ * Once only.
  */
-void gw_req_write_begin(struct gw_req *req);
+void gw_req_write_begin(struct gw_req *req, const char *bucket);
 
 /*
  * gw_req_write_take - the configuration req's write counts under, taken over
  * by a caller whose work outlives req (a transfer that runs on without its
- * client); NULL if none.  The caller ends it, on this loop, with
- * gw_inflight_end(cfg->inflight, gw_loopctx_index()).
+ * client), and in *slot its bucket's slot; NULL if none.  The caller ends it,
+ * on this loop, with gw_inflight_end(cfg->inflight, gw_loopctx_index(), slot).
  */
-const struct gw_config *gw_req_write_take(struct gw_req *req);
+const struct gw_config *gw_req_write_take(struct gw_req *req, unsigned *slot);
 
 /* gw_req_header - the value of the first header named name (case-insensitive), or NULL. */
 const char *gw_req_header(const struct gw_req *req, const char *name);

@@ -304,6 +304,7 @@ struct gw_req {
     struct gw_conn *conn;              /* the connection; outlives the req */
     const struct gw_config *cfg;       /* config in force for this request (borrowed) */
     const struct gw_config *write_cfg; /* gw_req_write_begin's: counted in flight under it */
+    unsigned write_slot;               /* ... in this slot (gw_inflight_slot of its bucket) */
     const struct gw_req_ops *ops;      /* handler callbacks, NULL until set */
     void *ops_arg;                     /* their argument */
     char id[GW_HTTP_ID_MAX + 1];       /* request id (gw_http_new_id's, or gw_req_set_id's) */

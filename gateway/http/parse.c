@@ -534,7 +534,7 @@ gw_http_req_free(struct gw_req *req)
     }
     gw_metrics_req_end(&req->acct); /* counted once, when the request is over */
     if (req->write_cfg != NULL) {
-        gw_inflight_end(req->write_cfg->inflight, gw_loopctx_index());
+        gw_inflight_end(req->write_cfg->inflight, gw_loopctx_index(), req->write_slot);
     }
     if (req->body != NULL) {
         evbuffer_free(req->body);

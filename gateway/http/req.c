@@ -113,18 +113,20 @@ gw_req_config(const struct gw_req *req)
 }
 
 void
-gw_req_write_begin(struct gw_req *req)
+gw_req_write_begin(struct gw_req *req, const char *bucket)
 {
     if (req->write_cfg == NULL) {
         req->write_cfg = req->cfg;
-        gw_inflight_begin(req->cfg->inflight, gw_loopctx_index());
+        req->write_slot = gw_inflight_slot(bucket);
+        gw_inflight_begin(req->cfg->inflight, gw_loopctx_index(), req->write_slot);
     }
 }
 
 const struct gw_config *
-gw_req_write_take(struct gw_req *req)
+gw_req_write_take(struct gw_req *req, unsigned *slot)
 {
     const struct gw_config *cfg = req->write_cfg;
+    *slot = req->write_slot;
     req->write_cfg = NULL;
     return cfg;
 }

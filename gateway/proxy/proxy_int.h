@@ -109,6 +109,7 @@ struct preq {
     char reqid[24];           /* detached: the request id, for the log */
     const struct gw_config *write_cfg; /* detached: the write counts in flight under it
                                           until the transfer ends (gw_req_write_take) */
+    unsigned write_slot;               /* ... in this bucket slot (gw_inflight_slot) */
     struct gw_cond_head *head;         /* the HEAD for the key's ETag while it runs */
     struct fwd *fwd;                   /* owned while the HEAD runs: the steps left to forward */
     struct gw_cond_hdr cond_hdr;       /* our condition */

@@ -49,7 +49,7 @@ gw_proxy_preq_free(struct preq *p)
     gw_http_fair_transfer_end(p->client); /* the upstream slot is free again */
     gw_fport_release(p->ticket);          /* after the cancel: the write is over at S3 */
     if (p->write_cfg != NULL) {
-        gw_inflight_end(p->write_cfg->inflight, gw_loopctx_index()); /* likewise */
+        gw_inflight_end(p->write_cfg->inflight, gw_loopctx_index(), p->write_slot); /* likewise */
     }
     gw_s3client_msg_cleanup(&p->msg);
     struct gw_proxy *px = p->px;
@@ -507,7 +507,7 @@ detach(struct preq *p, struct gw_req *req)
     str_copy(p->reqid, sizeof(p->reqid), gw_req_id(req));
     gw_body_free(p->body); /* it reads from req; every byte of it was read */
     p->body = NULL;
-    p->write_cfg = gw_req_write_take(req); /* the reload hold waits for the transfer too */
+    p->write_cfg = gw_req_write_take(req, &p->write_slot); /* the hold waits for it too */
     p->req = NULL;
     p->detached = true;
     TAILQ_INSERT_TAIL(&p->px->detached, p, link);

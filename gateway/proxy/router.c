@@ -417,7 +417,7 @@ fence_then_forward(struct gw_router *rt, struct gw_req *req, const struct gw_s3r
     if (s3->object_write) {
         /* counted from this turn: a reload's hold on a lock that now covers its key
          * waits for it, fenced or not (gateway/base/inflight.h) */
-        gw_req_write_begin(req);
+        gw_req_write_begin(req, s3->bucket);
     }
     if (s3->bucket_write && !cfg->fencing.allow_bucket_writes) {
         if (s3->op == GW_S3_OP_CREATE_BUCKET && rt->relay != NULL) {

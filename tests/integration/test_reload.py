@@ -143,6 +143,74 @@ def test_reload_fencing_a_prefix_awaits_the_writes_begun_before_it(gateway, rgw,
     assert time.monotonic() - t0 < 2
 
 
+def _inflight_slot(bucket):
+    """gw_inflight_slot (gateway/base/inflight.c): the slot a bucket's writes count in."""
+    h = 0xcbf29ce484222325
+    for c in bucket.encode():
+        h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h % 64
+
+
+def test_reload_does_not_wait_for_writes_into_buckets_whose_rules_did_not_change(
+        gateway, rgw, bucket):
+    """A key's lock changes only where its bucket's rules do: a reload that
+    fences a prefix of one bucket does not hold the new lock's writes for a
+    long write into another bucket (one with no rule here),
+    and still holds them for one into the changed bucket."""
+    other = next(f"{bucket}-o{i}" for i in range(64)
+                 if _inflight_slot(f"{bucket}-o{i}") != _inflight_slot(bucket))
+    rgw.client().create_bucket(Bucket=other)
+    gw = gateway({"fences": [{"bucket": bucket, "prefix": "other/", "lock": LOCK,
+                              "require_token": True}]})
+    grant(gw, 1)
+    size = 2 * 1024 * 1024
+    s = _start_slow_put(gw, other, "big", size)  # unfenced, into the other bucket
+    time.sleep(0.3)
+    gw.config["fences"].append({"bucket": bucket, "prefix": "data/", "lock": LOCK,
+                                "require_token": True})
+    _reload(gw, 1)
+    assert "cover keys they did not" in gw.log()
+    done = {}
+
+    def fenced(key, body):
+        try:
+            boto3_with_token(gw, 1).put_object(Bucket=bucket, Key=key, Body=body)
+            done["ok"] = time.monotonic()
+        except Exception as e:  # noqa: BLE001 - reported below
+            done["err"] = e
+    th = threading.Thread(target=fenced, args=("data/k", b"fenced"))
+    th.start()
+    th.join(2)
+    early = dict(done)  # judged after the other write has ended
+    s.sendall(b"o" * (size // 2))
+    head, _ = read_response(s)
+    s.close()
+    th.join(30)
+    assert status(head) == 200, head
+    assert "ok" in early, f"the fenced write waited for a write into another bucket: {done}"
+    assert rgw_body(rgw, bucket, "data/k") == b"fenced"
+    assert len(rgw_body(rgw, other, "big")) == size
+
+    # the same with a write into the changed bucket still in flight: held until it ends
+    s = _start_slow_put(gw, bucket, "free/late", size)  # unfenced
+    time.sleep(0.3)
+    gw.config["fences"].append({"bucket": bucket, "prefix": "more/", "lock": LOCK,
+                                "require_token": True})
+    _reload(gw, 2)
+    done.clear()
+    th = threading.Thread(target=fenced, args=("more/k", b"x"))
+    th.start()
+    time.sleep(1.5)
+    early = dict(done)
+    s.sendall(b"o" * (size // 2))
+    head, _ = read_response(s)
+    s.close()
+    th.join(30)
+    assert status(head) == 200, head
+    assert "ok" in done, done
+    assert not early, f"the fenced write did not wait for the write into its bucket: {early}"
+
+
 def test_reload_moving_a_prefix_to_another_lock_awaits_a_write_whose_client_left(
         gateway, rgw, bucket):
     """A reload that moves orders/ from one lock to another: the new lock's

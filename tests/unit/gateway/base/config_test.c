@@ -17,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include "common/buf.h"
 #include "gateway/base/config.h"
+#include "gateway/base/inflight.h"
 #include "gateway/base/metrics.h"
 #include "tests/unit/gateway/config_harness.h"
 
@@ -804,9 +806,10 @@ test_load_file_errors(void **state)
 }
 
 /* The locks gw_config_locks_widened names going from the rules a to the rules b
- * (JSON arrays), as "l1,l2," in b's order. */
+ * (JSON arrays), as "l1,l2," in b's order, and the buckets whose slots
+ * gw_config_buckets_widened gives, as "b1,b2," (any order). */
 static void
-expect_widened(const char *a, const char *b, const char *want)
+expect_widened(const char *a, const char *b, const char *want, const char *want_buckets)
 {
     char json[1024];
     (void)snprintf(json, sizeof(json), MIN_PREFIX ",\"fences\":%s}", a);
@@ -824,6 +827,19 @@ expect_widened(const char *a, const char *b, const char *want)
         fail_msg("%s -> %s: widened \"%s\", want \"%s\"", a, b, got, want);
     }
     assert_int_equal(gw_config_locks_widened(from, to, NULL, 0), n); /* counted without room */
+    uint64_t mask = 0;
+    char names[256];
+    str_copy(names, sizeof(names), want_buckets);
+    char *save = NULL;
+    for (char *t = strtok_r(names, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        mask |= (uint64_t)1 << gw_inflight_slot(t);
+    }
+    uint64_t got_mask = gw_config_buckets_widened(from, to);
+    if (got_mask != mask) {
+        fail_msg("%s -> %s: bucket slots %016llx, want %016llx (%s)", a, b,
+                 (unsigned long long)got_mask, (unsigned long long)mask, want_buckets);
+    }
+    assert_int_equal(n == 0, mask == 0); /* a lock widened where, and only where, a bucket is */
     gw_config_free(from);
     gw_config_free(to);
 }
@@ -835,27 +851,30 @@ test_locks_widened_by_a_reload(void **state)
 {
     (void)state;
     /* the same rules: nothing (a logrotate SIGHUP holds no write) */
-    expect_widened("[" RULE("b", "x/", "A") "]", "[" RULE("b", "x/", "A") "]", "");
-    expect_widened("[]", "[]", "");
+    expect_widened("[" RULE("b", "x/", "A") "]", "[" RULE("b", "x/", "A") "]", "", "");
+    expect_widened("[]", "[]", "", "");
     /* a new prefix fenced: its lock, and every lock of that bucket; not another bucket's */
     expect_widened("[" RULE("b", "x/", "A") "," RULE("c", "", "C") "]",
                    "[" RULE("b", "x/", "A") "," RULE("b", "data/", "B") "," RULE("c", "", "C") "]",
-                   "A,B,");
+                   "A,B,", "b,");
     /* a narrower rule removed: the wider one takes its keys */
     expect_widened("[" RULE("b", "d/x/", "X") "," RULE("b", "d/", "A") "]",
-                   "[" RULE("b", "d/", "A") "]", "A,");
+                   "[" RULE("b", "d/", "A") "]", "A,", "b,");
     /* the order changed (first match wins) */
     expect_widened("[" RULE("b", "d/", "A") "," RULE("b", "d/x/", "X") "]",
-                   "[" RULE("b", "d/x/", "X") "," RULE("b", "d/", "A") "]", "X,A,");
+                   "[" RULE("b", "d/x/", "X") "," RULE("b", "d/", "A") "]", "X,A,", "b,");
     /* a lock renamed; a rule's token now required */
-    expect_widened("[" RULE("b", "", "A") "]", "[" RULE("b", "", "B") "]", "B,");
+    expect_widened("[" RULE("b", "", "A") "]", "[" RULE("b", "", "B") "]", "B,", "b,");
     expect_widened("[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":false}]",
-                   "[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":true}]", "A,");
+                   "[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":true}]", "A,", "b,");
     /* every rule of a bucket removed: no lock gains a key */
     expect_widened("[" RULE("b", "", "A") "," RULE("c", "", "C") "]", "[" RULE("c", "", "C") "]",
-                   "");
-    /* one lock named by rules of two changed buckets: once */
-    expect_widened("[]", "[" RULE("b", "", "A") "," RULE("c", "", "A") "]", "A,");
+                   "", "");
+    /* one lock named by rules of two changed buckets: once; both buckets */
+    expect_widened("[]", "[" RULE("b", "", "A") "," RULE("c", "", "A") "]", "A,", "b,c,");
+    /* a bucket fenced that had no rule, beside an unchanged one */
+    expect_widened("[" RULE("c", "", "C") "]", "[" RULE("c", "", "C") "," RULE("d", "", "D") "]",
+                   "D,", "d,");
 }
 
 /* The fences' digest of a config with the rules r (a JSON array) and extra top-level keys. */
