@@ -542,30 +542,108 @@ gw_config_fence_rule(const struct gw_config *cfg, const char *bucket, const char
     return NULL;
 }
 
-/* Whether the rules of bucket read the same in a and b: prefix, lock and
- * require_token, in order (first match wins). */
+/*
+ * What a bucket's rules decide does not hang on their order except where it
+ * shows (first match wins): a rule whose prefix starts with an earlier rule's
+ * prefix (of its bucket) never matches, and of the rules that can match, two
+ * both match a key only when one's prefix starts with the other's, and then
+ * the longer comes first, so the first match is the longest matching prefix.
+ * The live rules, as a set, decide.  (Redundant ones still count: "d/x/" under
+ * "d/" with the same lock decides nothing "d/" does not, and makes the set
+ * differ: a digest that differs or a hold that waits, never the reverse.)
+ */
+
+size_t
+gw_config_fence_shadowed(const struct gw_config *cfg, size_t i)
+{
+    const struct gw_fence_rule *r = &cfg->fences[i];
+    for (size_t k = 0; k < i; k++) {
+        const struct gw_fence_rule *e = &cfg->fences[k];
+        if (strcmp(e->bucket, r->bucket) == 0 &&
+            strncmp(r->prefix, e->prefix, strlen(e->prefix)) == 0) {
+            return k;
+        }
+    }
+    return SIZE_MAX;
+}
+
+/* Whether cfg's rule i never matches: an earlier rule of its bucket takes its keys. */
+static bool
+rule_shadowed(const struct gw_config *cfg, size_t i)
+{
+    return gw_config_fence_shadowed(cfg, i) != SIZE_MAX;
+}
+
+void
+gw_config_warnings(const struct gw_config *cfg, gw_config_warn_fn *warn, void *arg)
+{
+    for (size_t i = 0; i < cfg->nfences; i++) {
+        size_t k = gw_config_fence_shadowed(cfg, i);
+        if (k == SIZE_MAX) {
+            continue;
+        }
+        char text[512];
+        (void)snprintf(text, sizeof(text),
+                       "fences[%zu] (bucket \"%s\", prefix \"%s\") never matches: fences[%zu] "
+                       "(prefix \"%s\") comes first and takes its keys (first match wins)",
+                       i, cfg->fences[i].bucket, cfg->fences[i].prefix, k, cfg->fences[k].prefix);
+        warn(arg, text);
+    }
+}
+
+/* cfg's live rule of bucket with exactly prefix (the first with it, if not shadowed), or NULL. */
+static const struct gw_fence_rule *
+live_rule(const struct gw_config *cfg, const char *bucket, const char *prefix)
+{
+    for (size_t i = 0; i < cfg->nfences; i++) {
+        const struct gw_fence_rule *r = &cfg->fences[i];
+        if (strcmp(r->bucket, bucket) == 0 && strcmp(r->prefix, prefix) == 0) {
+            return rule_shadowed(cfg, i) ? NULL : r;
+        }
+    }
+    return NULL;
+}
+
+/* How many live rules bucket has in cfg. */
+static size_t
+live_rules(const struct gw_config *cfg, const char *bucket)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->nfences; i++) {
+        n += strcmp(cfg->fences[i].bucket, bucket) == 0 && !rule_shadowed(cfg, i);
+    }
+    return n;
+}
+
+/* Whether the live rules of bucket are the same in a and b: prefix, lock and
+ * require_token, in any order (O(rules^2), once a reload). */
 static bool
 bucket_rules_equal(const struct gw_config *a, const struct gw_config *b, const char *bucket)
 {
-    size_t i = 0;
-    size_t j = 0;
-    for (;;) {
-        while (i < a->nfences && strcmp(a->fences[i].bucket, bucket) != 0) {
-            i++;
+    for (size_t i = 0; i < a->nfences; i++) {
+        const struct gw_fence_rule *x = &a->fences[i];
+        if (strcmp(x->bucket, bucket) != 0 || rule_shadowed(a, i)) {
+            continue;
         }
-        while (j < b->nfences && strcmp(b->fences[j].bucket, bucket) != 0) {
-            j++;
-        }
-        if (i == a->nfences || j == b->nfences) {
-            return i == a->nfences && j == b->nfences;
-        }
-        const struct gw_fence_rule *x = &a->fences[i++];
-        const struct gw_fence_rule *y = &b->fences[j++];
-        if (strcmp(x->prefix, y->prefix) != 0 || strcmp(x->lock, y->lock) != 0 ||
-            x->require_token != y->require_token) {
+        const struct gw_fence_rule *y = live_rule(b, bucket, x->prefix);
+        if (y == NULL || strcmp(x->lock, y->lock) != 0 || x->require_token != y->require_token) {
             return false;
         }
     }
+    /* each of a's live rules has its own in b (a bucket's live prefixes differ) */
+    return live_rules(a, bucket) == live_rules(b, bucket);
+}
+
+/* Whether cfg's rule i is the first of its bucket. */
+static bool
+first_of_bucket(const struct gw_config *cfg, size_t i)
+{
+    for (size_t k = 0; k < i; k++) {
+        if (strcmp(cfg->fences[k].bucket, cfg->fences[i].bucket) == 0) {
+            return false;
+        }
+    }
+    return true;
 }
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
@@ -591,27 +669,15 @@ fnv64_str(uint64_t h, const char *s)
 void
 gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIGEST_LEN + 1])
 {
-    uint64_t sum = 0;
+    uint64_t sum = 0; /* of each live rule's hash: neither order counts */
     for (size_t i = 0; i < cfg->nfences; i++) {
-        const char *bucket = cfg->fences[i].bucket;
-        bool first = true;
-        for (size_t k = 0; k < i && first; k++) {
-            first = strcmp(cfg->fences[k].bucket, bucket) != 0;
+        const struct gw_fence_rule *r = &cfg->fences[i];
+        if (rule_shadowed(cfg, i)) {
+            continue;
         }
-        if (!first) {
-            continue; /* hashed with its bucket's first rule */
-        }
-        uint64_t h = fnv64_str(FNV64_OFFSET, bucket);
-        for (size_t k = i; k < cfg->nfences; k++) {
-            const struct gw_fence_rule *r = &cfg->fences[k];
-            if (strcmp(r->bucket, bucket) != 0) {
-                continue;
-            }
-            unsigned char opts[2] = {r->require_token ? 1 : 0,
-                                     (unsigned char)r->conditional_writes};
-            h = fnv64(fnv64_str(fnv64_str(h, r->prefix), r->lock), opts, sizeof(opts));
-        }
-        sum += h;
+        unsigned char opts[2] = {r->require_token ? 1 : 0, (unsigned char)r->conditional_writes};
+        uint64_t h = fnv64_str(fnv64_str(fnv64_str(FNV64_OFFSET, r->bucket), r->prefix), r->lock);
+        sum += fnv64(h, opts, sizeof(opts));
     }
     (void)snprintf(out, GW_CONFIG_DIGEST_LEN + 1, "%016llx", (unsigned long long)sum);
 }
@@ -623,7 +689,7 @@ gw_config_buckets_widened(const struct gw_config *from, const struct gw_config *
     for (size_t i = 0; i < to->nfences; i++) {
         const char *bucket = to->fences[i].bucket;
         uint64_t bit = (uint64_t)1 << gw_inflight_slot(bucket);
-        if ((mask & bit) == 0 && !bucket_rules_equal(from, to, bucket)) {
+        if ((mask & bit) == 0 && first_of_bucket(to, i) && !bucket_rules_equal(from, to, bucket)) {
             mask |= bit;
         }
     }

@@ -273,18 +273,33 @@ const struct gw_fence_rule *gw_config_fence_rule(const struct gw_config *cfg, co
 
 /*
  * gw_config_fences_digest - what cfg's fence rules decide, as GW_CONFIG_DIGEST_LEN lowercase
- * hex digits and a NUL into out: a 64-bit FNV-1a of each bucket's rules in their order (prefix,
- * lock, require_token, conditional_writes), the buckets' hashes added, so the order of rules
- * of different buckets does not count (gw_config_fence_rule takes the first match within a
- * bucket only).  Not a secret's hash: for seeing that gateways agree (fencegate_config_info).
+ * hex digits and a NUL into out: the sum of a 64-bit FNV-1a of each live rule (bucket, prefix,
+ * lock, require_token, conditional_writes).  A rule is live unless an earlier rule of its
+ * bucket has a prefix its own starts with (first match wins: it never matches); the live
+ * rules decide alike in any order, so no order counts.  Not a secret's hash: for seeing that
+ * gateways agree (fencegate_config_info).
  */
 void gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIGEST_LEN + 1]);
 
 /*
+ * gw_config_fence_shadowed - the index of the earlier rule of rule i's bucket
+ * whose prefix rule i's prefix starts with: it takes every key rule i would, so
+ * rule i never matches (first match wins).  SIZE_MAX: rule i is live.
+ */
+size_t gw_config_fence_shadowed(const struct gw_config *cfg, size_t i);
+
+/* What is allowed in a configuration but most likely not meant: one line of text a call. */
+typedef void gw_config_warn_fn(void *arg, const char *text);
+
+/* gw_config_warnings - warn(arg, text) for each rule that never matches (check-config, serve). */
+void gw_config_warnings(const struct gw_config *cfg, gw_config_warn_fn *warn, void *arg);
+
+/*
  * gw_config_locks_widened - the locks to may cover keys that from did not
- * map to them: every lock of to's rules in a bucket whose rules (prefix and
- * lock, in order: first match wins) differ between the two.  A key's lock can
- * change only in such a bucket, so no other lock gains a key.
+ * map to them: every lock of to's rules in a bucket whose live rules (prefix,
+ * lock and require_token; live as in gw_config_fences_digest, in any order)
+ * differ between the two.  A key's lock can change only in such a bucket, so
+ * no other lock gains a key.
  * [out] out  up to max lock names, borrowed from to, each once
  * Returns how many (may exceed max: then out holds the first max).
  */

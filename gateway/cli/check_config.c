@@ -16,6 +16,13 @@ gw_cli_config_path(int argc, char **argv)
     return NULL;
 }
 
+/* gw_config_warn_fn: "FILE: warning: ..." on stderr; the file is still OK */
+static void
+print_warning(void *arg, const char *text)
+{
+    (void)fprintf(stderr, "%s: warning: %s\n", (const char *)arg, text);
+}
+
 int
 gw_cmd_check_config(int argc, char **argv)
 {
@@ -30,6 +37,7 @@ gw_cmd_check_config(int argc, char **argv)
         (void)fprintf(stderr, "%s: %s\n", path, errbuf);
         return 1;
     }
+    gw_config_warnings(cfg, print_warning, (void *)path);
     gw_config_free(cfg);
     (void)printf("configuration OK\n");
     return 0;

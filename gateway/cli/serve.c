@@ -281,6 +281,14 @@ start_cond(struct serve *s)
     return 0;
 }
 
+/* gw_config_warn_fn: a configuration's warning, in the log */
+static void
+log_config_warning(void *arg, const char *text)
+{
+    (void)arg;
+    log_warn("configuration: %s", text);
+}
+
 /* How often a reload's hold looks at the writes it waits for. */
 #define SERVE_HOLD_POLL_MS 50L
 
@@ -450,6 +458,7 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
         GW_GAUGE_SET(conditional_writes, gw_proxy_cond_active(s->proxy) ? 1 : 0);
     }
     log_info("configuration reloaded from %s", cfg->path);
+    gw_config_warnings(cfg, log_config_warning, NULL);
     (void)gw_sdnotify_send("READY=1\nSTATUS=serving");
 }
 
@@ -807,6 +816,7 @@ gw_cmd_serve(int argc, char **argv)
     }
 
     (void)log_set_format(s.cfg->log_format);
+    gw_config_warnings(s.cfg, log_config_warning, NULL);
     (void)signal(SIGPIPE, SIG_IGN);
     /* before the first thread (the access log's writer): a thread's first malloc binds its arena */
     gw_http_heap_tune(s.loops);

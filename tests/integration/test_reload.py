@@ -12,11 +12,13 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 
 import requests
 
+from conftest import gateway_bin
 from rawhttp import read_response, status
 from test_fencing import (LOCK, boto3_with_token, grant, put_then_reset, relay_gateway, rgw_body,
                           wait_relay)
@@ -295,3 +297,28 @@ def test_the_fences_digest_shows_which_gateways_agree(gateway, rgw, bucket):
     _reload(a, 2)
     time.sleep(0.5)
     assert _fences_digest(a) == (da2, 2)
+
+
+def test_a_rule_that_never_matches_is_warned_about(gateway, bucket, tmp_path):
+    """First match wins: a rule behind one whose prefix starts its own decides
+    nothing.  check-config says so (and still passes the file), serve logs it
+    (at start, and as here at a reload), a reload adding it holds nothing, and
+    the fences digest does not count it."""
+    rules = [{"bucket": bucket, "prefix": "d/", "lock": LOCK, "require_token": True}]
+    gw = gateway({"fences": rules})
+    before, _ = _fences_digest(gw)
+    gw.config["fences"].append({"bucket": bucket, "prefix": "d/x/", "lock": "other-lock",
+                                "require_token": True})
+    p = tmp_path / "shadowed.json"
+    p.write_text(json.dumps(gw.config))
+    env = dict(os.environ, FG_UP_AK="ak", FG_UP_SK="sk")  # named by the gateway's config
+    out = subprocess.run([gateway_bin(), "check-config", "-c", str(p)],
+                         capture_output=True, text=True, timeout=30, env=env)
+    want = (f'fences[1] (bucket "{bucket}", prefix "d/x/") never matches: fences[0] '
+            '(prefix "d/") comes first and takes its keys')
+    assert out.returncode == 0 and "configuration OK" in out.stdout, out
+    assert want in out.stderr, out.stderr
+    _reload(gw, 1)
+    wait_for("the warning logged", lambda: want in gw.log())
+    assert "cover keys they did not" not in gw.log()  # nothing it decides changed
+    assert _fences_digest(gw) == (before, 1)

@@ -867,6 +867,14 @@ test_locks_widened_by_a_reload(void **state)
     expect_widened("[" RULE("b", "", "A") "]", "[" RULE("b", "", "B") "]", "B,", "b,");
     expect_widened("[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":false}]",
                    "[{\"bucket\":\"b\",\"lock\":\"A\",\"require_token\":true}]", "A,", "b,");
+    /* a reorder of prefixes that never match one key, or a rule added that never
+     * matches (behind one whose prefix starts it): no key changes its lock */
+    expect_widened("[" RULE("b", "x/", "A") "," RULE("b", "y/", "B") "]",
+                   "[" RULE("b", "y/", "B") "," RULE("b", "x/", "A") "]", "", "");
+    expect_widened("[" RULE("b", "d/", "A") "]",
+                   "[" RULE("b", "d/", "A") "," RULE("b", "d/x/", "X") "]", "", "");
+    expect_widened("[" RULE("b", "d/", "A") "]",
+                   "[" RULE("b", "d/", "A") "," RULE("b", "d/", "X") "]", "", "");
     /* every rule of a bucket removed: no lock gains a key */
     expect_widened("[" RULE("b", "", "A") "," RULE("c", "", "C") "]", "[" RULE("c", "", "C") "]",
                    "", "");
@@ -875,6 +883,41 @@ test_locks_widened_by_a_reload(void **state)
     /* a bucket fenced that had no rule, beside an unchanged one */
     expect_widened("[" RULE("c", "", "C") "]", "[" RULE("c", "", "C") "," RULE("d", "", "D") "]",
                    "D,", "d,");
+}
+
+/* gw_config_warn_fn: the warnings, one a line */
+static void
+collect_warning(void *arg, const char *text)
+{
+    char *out = arg;
+    (void)strncat(out, text, 1023 - strlen(out));
+    (void)strncat(out, "\n", 1023 - strlen(out));
+}
+
+static void
+test_rules_that_never_match_are_warned_about(void **state)
+{
+    (void)state;
+    struct gw_config *cfg =
+        load_ok(MIN_PREFIX ",\"fences\":[" RULE("b", "d/", "A") "," RULE("c", "d/x/", "C") "," RULE(
+            "b", "d/x/", "X") "," RULE("b", "e/", "E") "," RULE("b", "d/", "Z") "]}");
+    assert_int_equal(gw_config_fence_shadowed(cfg, 0), SIZE_MAX);
+    assert_int_equal(gw_config_fence_shadowed(cfg, 1), SIZE_MAX); /* another bucket */
+    assert_int_equal(gw_config_fence_shadowed(cfg, 2), 0);
+    assert_int_equal(gw_config_fence_shadowed(cfg, 3), SIZE_MAX);
+    assert_int_equal(gw_config_fence_shadowed(cfg, 4), 0); /* the same prefix again */
+    char got[1024] = "";
+    gw_config_warnings(cfg, collect_warning, got);
+    assert_string_equal(got, "fences[2] (bucket \"b\", prefix \"d/x/\") never matches: fences[0] "
+                             "(prefix \"d/\") comes first and takes its keys (first match wins)\n"
+                             "fences[4] (bucket \"b\", prefix \"d/\") never matches: fences[0] "
+                             "(prefix \"d/\") comes first and takes its keys (first match wins)\n");
+    gw_config_free(cfg);
+    cfg = load_ok(MIN_PREFIX ",\"fences\":[" RULE("b", "d/x/", "X") "," RULE("b", "d/", "A") "]}");
+    got[0] = '\0';
+    gw_config_warnings(cfg, collect_warning, got);
+    assert_string_equal(got, ""); /* the longer first: both match keys */
+    gw_config_free(cfg);
 }
 
 /* The fences' digest of a config with the rules r (a JSON array) and extra top-level keys. */
@@ -922,9 +965,24 @@ test_fences_digest(void **state)
                    true);
     expect_digests(base, "[" RULE("b", "x/", "A") "," RULE("c", "", "C") "," RULE("b", "", "B") "]",
                    true);
-    /* within a bucket the first match wins: the order counts */
+    /* within a bucket the first match wins: the order counts where one prefix starts
+     * another (here "x/" comes to nothing behind "") */
     expect_digests(base, "[" RULE("b", "", "B") "," RULE("b", "x/", "A") "," RULE("c", "", "C") "]",
                    false);
+    expect_digests("[" RULE("b", "", "B") "]", "[" RULE("b", "", "B") "," RULE("b", "x/", "A") "]",
+                   true);
+    expect_digests("[" RULE("b", "x/", "A") "]",
+                   "[" RULE("b", "x/", "A") "," RULE("b", "x/", "Z") "]", true);
+    /* and nowhere else: prefixes that never match one key, in either order */
+    expect_digests("[" RULE("b", "x/", "A") "," RULE("b", "y/", "B") "," RULE("b", "", "C") "]",
+                   "[" RULE("b", "y/", "B") "," RULE("b", "x/", "A") "," RULE("b", "", "C") "]",
+                   true);
+    expect_digests("[" RULE("b", "x/", "A") "," RULE("b", "y/", "B") "]",
+                   "[" RULE("b", "x/", "A") "," RULE("b", "", "C") "," RULE("b", "y/", "B") "]",
+                   false);
+    /* a rule's fields count within their bucket only: two buckets' rules swapped */
+    expect_digests("[" RULE("b", "x/", "A") "," RULE("c", "y/", "B") "]",
+                   "[" RULE("b", "y/", "B") "," RULE("c", "x/", "A") "]", false);
     /* each field of a rule counts */
     expect_digests(base, "[" RULE("b", "y/", "A") "," RULE("b", "", "B") "," RULE("c", "", "C") "]",
                    false);
@@ -965,6 +1023,7 @@ main(void)
         cmocka_unit_test_setup(test_admin_listen, clean_env),
         cmocka_unit_test_setup(test_fence_rule_lookup, clean_env),
         cmocka_unit_test_setup(test_locks_widened_by_a_reload, clean_env),
+        cmocka_unit_test_setup(test_rules_that_never_match_are_warned_about, clean_env),
         cmocka_unit_test_setup(test_fences_digest, clean_env),
         cmocka_unit_test_setup(test_syntax_errors, clean_env),
         cmocka_unit_test_setup(test_load_file_errors, clean_env),
