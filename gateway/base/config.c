@@ -392,6 +392,19 @@ load_json(const char *text, size_t len, const char *path, struct gw_config **out
         goto fail;
     }
     gw_config_fences_digest(cfg, cfg->fences_digest);
+    /* what it was made of: the text, then what else was read (gw_config_same_source) */
+    size_t extra = c->inputs != NULL ? c->inputs->len : 0;
+    cfg->source_len = len + 1 + extra;
+    cfg->source = malloc(cfg->source_len);
+    if (cfg->source == NULL) {
+        rc = gw_json_table_nomem(c);
+        goto fail;
+    }
+    memcpy(cfg->source, text, len);
+    cfg->source[len] = '\0';
+    if (extra > 0) {
+        memcpy(cfg->source + len + 1, c->inputs->data, extra);
+    }
     if (path != NULL) {
         cfg->path = strdup(path);
         if (cfg->path == NULL) {
@@ -411,17 +424,23 @@ fail:
 int
 gw_config_load_string(const char *json, struct gw_config **out, char *errbuf, size_t errlen)
 {
-    struct gw_json_table_ctx c = {errbuf, errlen};
+    struct buf inputs;
+    buf_init(&inputs, CONFIG_MAX_FILE_BYTES);
+    struct gw_json_table_ctx c = {errbuf, errlen, &inputs};
     if (errbuf != NULL && errlen > 0) {
         errbuf[0] = '\0';
     }
-    return load_json(json, strlen(json), NULL, out, &c);
+    int rc = load_json(json, strlen(json), NULL, out, &c);
+    buf_cleanse(&inputs); /* secrets */
+    return rc;
 }
 
 int
 gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t errlen)
 {
-    struct gw_json_table_ctx c = {errbuf, errlen};
+    struct buf inputs;
+    buf_init(&inputs, CONFIG_MAX_FILE_BYTES);
+    struct gw_json_table_ctx c = {errbuf, errlen, &inputs};
     struct buf text;
     int rc = 0;
 
@@ -433,6 +452,8 @@ gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t er
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         (void)gw_json_table_err(&c, path, "cannot open: %s", strerror(errno));
+        buf_cleanup(&text);
+        buf_cleanup(&inputs);
         return ERR_IO;
     }
     for (;;) {
@@ -461,8 +482,9 @@ gw_config_load(const char *path, struct gw_config **out, char *errbuf, size_t er
     }
     rc = load_json(buf_cstr(&text), text.len, path, out, &c);
 fail:
-    /* the file may hold inline secrets */
+    /* the file may hold inline secrets, the inputs secret files' */
     buf_cleanse(&text);
+    buf_cleanse(&inputs);
     (void)close(fd);
     return rc;
 }
@@ -474,6 +496,10 @@ gw_config_free(struct gw_config *cfg)
         return;
     }
     free(cfg->path);
+    if (cfg->source != NULL) {
+        gw_config_wipe(cfg->source, cfg->source_len); /* it may hold secrets */
+        free(cfg->source);
+    }
     for (size_t i = 0; i < cfg->nlisten; i++) {
         free(cfg->listen[i].host);
         free(cfg->listen[i].tls_cert);
@@ -680,6 +706,13 @@ gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIGEST_L
         sum += fnv64(h, opts, sizeof(opts));
     }
     (void)snprintf(out, GW_CONFIG_DIGEST_LEN + 1, "%016llx", (unsigned long long)sum);
+}
+
+bool
+gw_config_same_source(const struct gw_config *a, const struct gw_config *b)
+{
+    return a->source != NULL && b->source != NULL && a->source_len == b->source_len &&
+           memcmp(a->source, b->source, a->source_len) == 0;
 }
 
 uint64_t

@@ -169,6 +169,10 @@ struct gw_config {
     /* What the rules decide, as 16 hex digits (gw_config_fences_digest, at load): equal for
      * two files whose rules put every key under the same lock with the same options. */
     char fences_digest[GW_CONFIG_DIGEST_LEN + 1];
+    /* What it was made of (owned): the text, a NUL, then each secret file's path and
+     * bytes, NUL-terminated, as read (gw_config_same_source); wiped when freed. */
+    char *source;
+    size_t source_len;
 
     struct {
         bool allow_unfenced_writes; /* writes no rule covers and with no token pass; default true */
@@ -280,6 +284,14 @@ const struct gw_fence_rule *gw_config_fence_rule(const struct gw_config *cfg, co
  * gateways agree (fencegate_config_info).
  */
 void gw_config_fences_digest(const struct gw_config *cfg, char out[GW_CONFIG_DIGEST_LEN + 1]);
+
+/*
+ * gw_config_same_source - a and b were made of the same bytes: the same text and the
+ * same secret files' contents (the environment a process reads does not change), so
+ * they hold the same settings.  A reload of an unchanged file (logrotate's SIGHUP)
+ * keeps the configuration in force.
+ */
+bool gw_config_same_source(const struct gw_config *a, const struct gw_config *b);
 
 /*
  * gw_config_fence_shadowed - the index of the earlier rule of rule i's bucket

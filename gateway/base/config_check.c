@@ -189,6 +189,13 @@ gw_config_secret_from_file(struct gw_json_table_ctx *c, const char *path, const 
     }
     memcpy(copy, tmp, len);
     copy[len] = '\0';
+    if (c->inputs != NULL && (buf_append(c->inputs, fpath, strlen(fpath) + 1) != 0 ||
+                              buf_append(c->inputs, copy, len + 1) != 0)) {
+        gw_config_wipe(copy, len);
+        free(copy);
+        rc = gw_json_table_nomem(c);
+        goto fail;
+    }
     *out = copy;
 fail:
     gw_config_wipe(tmp, sizeof(tmp));

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "common/err.h"
 
 struct json_t; /* jansson's json_t */
@@ -45,8 +46,10 @@ enum gw_json_table_type {
 
 /* Where errors go. */
 struct gw_json_table_ctx {
-    char *errbuf;  /* borrowed; the one error line (may be NULL) */
-    size_t errlen; /* size of errbuf */
+    char *errbuf;       /* borrowed; the one error line (may be NULL) */
+    size_t errlen;      /* size of errbuf */
+    struct buf *inputs; /* borrowed, may be NULL: what a load read besides its text (each
+                           secret file's path and bytes), for gw_config_same_source */
 };
 
 /* One JSON spelling of a GW_JSON_TABLE_ENUM value. */

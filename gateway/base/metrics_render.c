@@ -366,7 +366,8 @@ gw_metrics_render(struct buf *b, const struct gw_metrics_live *live)
     label(&o, "{", "fences", live->fences_digest != NULL ? live->fences_digest : "");
     text(&o, "} 1\n");
     scalar(&o, "fencegate_config_reloads_total", "counter",
-           "Reloads (SIGHUP) whose configuration took effect.", live->config_generation);
+           "Reloads (SIGHUP) whose configuration took effect (an unchanged file replaces nothing).",
+           live->config_generation);
     scalar(&o, "fencegate_ready", "gauge", "1 while GET /readyz answers 200.", live->ready ? 1 : 0);
     requests(&o, live, m);
     scalar(&o, "fencegate_requests_received_total", "counter", "Request heads parsed.",

@@ -36,8 +36,8 @@
 #include "store/store.h"
 
 /* Configurations replaced by SIGHUP stay alive until exit: requests in flight
- * may still point into them.  Reloads are rare; the list is capped. */
-#define SERVE_MAX_OLD_CONFIGS 64
+ * may still point into them.  A reload of an unchanged file (logrotate's) replaces
+ * nothing, so only edits add one (a few KB each, and 576 bytes per loop). */
 
 /* A reload's hold: what it waits for (DESIGN "The reload hold"). */
 struct serve_hold {
@@ -46,9 +46,9 @@ struct serve_hold {
 };
 
 struct serve {
-    struct event_base *base;                      /* the one event loop */
-    struct gw_config *cfg;                        /* owned; in force */
-    struct gw_config *old[SERVE_MAX_OLD_CONFIGS]; /* owned; replaced, freed at exit */
+    struct event_base *base; /* the one event loop */
+    struct gw_config *cfg;   /* owned; in force */
+    struct gw_config **old;  /* owned; replaced ones (generations 0..nold-1), freed at exit */
     size_t nold;
     struct gw_upstream *up;           /* owned; the proxy's (upstream.client) */
     struct gw_upstream *up_s3;        /* owned; libcurl, the S3 client's; or up if that is curl */
@@ -86,10 +86,10 @@ struct serve {
     struct gw_upstream_streak *reach; /* owned; the unreachable streak the loops share, or NULL */
     struct gw_upstream_cap *cap;      /* owned; the loops' cap on upstream connections, or NULL */
     bool drained;                     /* this loop's connections and detached writes have ended */
-    struct serve_hold holding[SERVE_MAX_OLD_CONFIGS]; /* reloads waiting for older writes */
-    size_t nholding;                                  /* their number */
-    struct event *hold_ev; /* owned; polls those writes while any waits */
-    bool workers_ended;    /* every worker loop has ended */
+    struct serve_hold holding[GW_FENCE_HOLDS_MAX]; /* reloads waiting for older writes */
+    size_t nholding;                               /* their number */
+    struct event *hold_ev;                         /* owned; polls those writes while any waits */
+    bool workers_ended;                            /* every worker loop has ended */
 };
 
 /* Exits once this loop's connections and every worker loop have ended: a
@@ -385,11 +385,6 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     /* systemd hears of every reload, failed or not: READY=1 ends it either way */
     (void)gw_sdnotify_reloading();
-    if (s->nold == SERVE_MAX_OLD_CONFIGS) {
-        log_error("reload refused: too many reloads in this process; restart it");
-        (void)gw_sdnotify_send("READY=1\nSTATUS=reload refused: too many reloads; restart");
-        return;
-    }
     if (gw_config_load(s->cfg->path, &cfg, errbuf, sizeof(errbuf)) != 0) {
         log_error("reload failed, keeping the running configuration: %s", errbuf);
         (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
@@ -406,6 +401,25 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
         (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
         return;
     }
+    if (gw_config_same_source(s->cfg, cfg)) {
+        /* the same bytes, the same settings: nothing to swap or hold */
+        gw_config_free(cfg);
+        if (gw_access_open(s->cfg->access_log, errbuf, sizeof(errbuf)) != 0) {
+            log_error("%s; the access log goes on as before", errbuf);
+        }
+        log_info("configuration reloaded from %s (unchanged: the access log reopened)",
+                 s->cfg->path);
+        (void)gw_sdnotify_send("READY=1\nSTATUS=serving");
+        return;
+    }
+    struct gw_config **old = realloc(s->old, (s->nold + 1) * sizeof(struct gw_config *));
+    if (old == NULL) {
+        log_error("reload refused, keeping the running configuration: out of memory");
+        gw_config_free(cfg);
+        (void)gw_sdnotify_send("READY=1\nSTATUS=reload failed; the previous configuration runs");
+        return;
+    }
+    s->old = old;
     cfg->generation = s->cfg->generation + 1;
     int hrc =
         (cfg->inflight = gw_inflight_new(s->loops)) == NULL ? ERR_NOMEM : hold_widened(s, cfg);
@@ -709,6 +723,7 @@ serve_cleanup(struct serve *s)
     for (size_t i = 0; i < s->nold; i++) {
         gw_config_free(s->old[i]);
     }
+    free(s->old);
     gw_config_free(s->cfg);
 }
 

@@ -276,7 +276,8 @@ def test_the_fences_digest_shows_which_gateways_agree(gateway, rgw, bucket):
     """fencegate_config_info{fences} is equal on two gateways with the same
     rules (whatever else their files say), differs once one of them is
     reloaded with another rule, and agrees again when the other is too;
-    fencegate_config_reloads_total counts the reloads that took effect."""
+    fencegate_config_reloads_total counts the reloads that took effect (not
+    one of an unchanged file)."""
     rules = [{"bucket": bucket, "prefix": "orders/", "lock": LOCK, "require_token": True}]
     a = gateway({"fences": list(rules)})
     b = gateway({"fences": list(rules), "workers": 1})
@@ -293,8 +294,13 @@ def test_the_fences_digest_shows_which_gateways_agree(gateway, rgw, bucket):
     time.sleep(0.5)
     db2, nb2 = _fences_digest(b)
     assert db2 == da2 and nb2 == 1
-    # a reload of the same file: the rules' digest unchanged, one more reload
+    # a reload of the same file replaces nothing: neither the digest nor the count moves
     _reload(a, 2)
+    time.sleep(0.5)
+    assert _fences_digest(a) == (da2, 1)
+    # an edit beside the rules: the digest unchanged, one more reload
+    a.config["metrics"] = {"max_locks": 123}
+    _reload(a, 3)
     time.sleep(0.5)
     assert _fences_digest(a) == (da2, 2)
 
@@ -322,3 +328,45 @@ def test_a_rule_that_never_matches_is_warned_about(gateway, bucket, tmp_path):
     wait_for("the warning logged", lambda: want in gw.log())
     assert "cover keys they did not" not in gw.log()  # nothing it decides changed
     assert _fences_digest(gw) == (before, 1)
+
+
+def _metric(gw, name):
+    for ln in requests.get(f"{gw.url}/metrics", timeout=10).text.splitlines():
+        if ln.startswith(name + " "):
+            return float(ln.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_reloads_go_on_past_any_count_and_an_unchanged_file_replaces_nothing(
+        gateway, bucket, tmp_path):
+    """A gateway reloaded daily by logrotate, or often by config management, keeps
+    reloading: an unchanged file (its bytes and its secret files') keeps the
+    configuration in force and only reopens the access log, and edits are not
+    capped.  The first 64 reloads of an earlier build were the last."""
+    log = tmp_path / "access.log"
+    secret = tmp_path / "p.secret"
+    secret.write_text("s3cr3t-one\n")
+    gw = gateway({"access_log": str(log),
+                  "principals": [{"name": "p", "access_key": "AKIDRELOADTEST", "secret_key_file":
+                                  str(secret)}],
+                  "allow_anonymous": True,
+                  "metrics": {"max_locks": 100}})
+    for n in range(1, 71):  # logrotate's SIGHUP, 70 times: nothing replaced
+        _reload(gw, n)
+    assert gw.log().count("(unchanged: the access log reopened)") == 70
+    assert _metric(gw, "fencegate_config_reloads_total") == 0
+    secret.write_text("s3cr3t-two\n")  # the file's bytes the same, a secret file's not
+    _reload(gw, 71)
+    assert gw.log().count("(unchanged") == 70
+    assert _metric(gw, "fencegate_config_reloads_total") == 1
+    for n in range(72, 142):  # 70 edits: past the 64 an earlier build allowed
+        gw.config["metrics"]["max_locks"] = 100 + n
+        _reload(gw, n)
+    assert "reload refused" not in gw.log()
+    assert _metric(gw, "fencegate_config_reloads_total") == 71
+    os.rename(log, str(log) + ".1")  # and logrotate still works
+    _reload(gw, 142)
+    r = requests.get(f"{gw.url}/{bucket}/free/after-rotation", timeout=10)
+    rid = r.headers["x-amz-request-id"]
+    wait_for("the request in the new access log",
+             lambda: log.exists() and rid in log.read_text())

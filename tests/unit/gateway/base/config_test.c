@@ -635,6 +635,28 @@ test_principal_secrets(void **state)
     (void)snprintf(json, sizeof(json), "%s,\"secret_key_file\":\"%s\"}]}", pfx, path);
     cfg = load_ok(json);
     assert_string_equal(cfg->principals[0].secret_key, "from-file");
+    /* made of the same bytes: the text and the secret file's (gw_config_same_source) */
+    struct gw_config *again = load_ok(json);
+    assert_true(gw_config_same_source(cfg, again));
+    gw_config_free(again);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs("from-file-2\n", f) >= 0);
+    assert_int_equal(fclose(f), 0);
+    again = load_ok(json); /* the same text, another secret */
+    assert_false(gw_config_same_source(cfg, again));
+    gw_config_free(again);
+    again = load_ok(json);
+    struct gw_config *spaced = NULL;
+    {
+        char json2[sizeof(json) + 2];
+        (void)snprintf(json2, sizeof(json2), "%s ", json); /* one byte more */
+        spaced = load_ok(json2);
+    }
+    assert_true(gw_config_same_source(again, again));
+    assert_false(gw_config_same_source(again, spaced));
+    gw_config_free(again);
+    gw_config_free(spaced);
     gw_config_free(cfg);
     assert_int_equal(unlink(path), 0);
     char want[256];
