@@ -10,9 +10,10 @@
  * send buffer is full.
  *
  * The response is parsed by llhttp in HTTP_RESPONSE mode, with our own
- * line-by-line pass over the head: each head line goes to llhttp and to
+ * line-by-line pass over the head: each head line goes to
  * gateway/upstream/upmsg.c (the same head checks and collector the curl
- * engine uses), and the two must agree on where the final head ends.  Body
+ * engine uses) and to llhttp (the lines that came in one read in one call),
+ * and the two must agree on where the final head ends.  Body
  * bytes go to llhttp in whole buffer extents; its on_body hands them to the
  * caller without a copy.  llhttp knows the framing: Content-Length, chunked,
  * close-delimited (ended by llhttp_finish at EOF), and no body for 1xx, 204,
@@ -74,7 +75,7 @@ on_body(llhttp_t *p, const char *at, size_t len)
     struct lean_conn *c = p->data;
     struct gw_lean_xfer *x = c->x;
     if (!x->head_done) {
-        return -1; /* cannot happen: head_line stops where llhttp's head ends */
+        return -1; /* llhttp ended the head before upmsg did: head_lines calls it a mismatch */
     }
     if (len == 0) {
         return 0; /* llhttp flushing an empty span (a run on no input) */
@@ -145,26 +146,44 @@ enum line_out {
     LINE_MISMATCH, /* the two parsers disagree on where the head ends */
 };
 
+/*
+ * The head's next n bytes, whole lines that upmsg read (rc: what it said of
+ * the last), through llhttp, and what they came to.  The two parsers must
+ * agree on where the final head ends: llhttp must end a final head exactly
+ * where upmsg did, and no other.  A head that ended earlier for llhttp shows
+ * as body bytes before head_done (on_body fails: HPE_USER), a message paused
+ * before the last byte, or final_head set while upmsg's head goes on.
+ */
+static enum line_out
+head_parse(struct gw_lean_xfer *x, const char *at, size_t n, int rc, llhttp_errno_t *e)
+{
+    struct lean_conn *c = x->c;
+    enum line_out o = rc == 1 ? LINE_FINAL : LINE_MORE;
+    *e = llhttp_execute(&c->parser, at, n);
+    if (*e == HPE_PAUSED) {
+        /* the end of a message without a body: upmsg's final head must end there too */
+        if (llhttp_get_error_pos(&c->parser) != at + n) {
+            o = LINE_MISMATCH;
+        }
+        llhttp_resume(&c->parser);
+    } else if (*e == HPE_USER) {
+        return LINE_MISMATCH;
+    } else if (*e != HPE_OK) {
+        return LINE_BAD_HTTP;
+    }
+    return (rc == 1) != c->final_head ? LINE_MISMATCH : o;
+}
+
 /* The line's n bytes (its LF included) through both parsers. */
 static enum line_out
 line_parse(struct gw_lean_xfer *x, const char *line, size_t n, int *rc, llhttp_errno_t *e)
 {
-    struct lean_conn *c = x->c;
     *rc = gw_upmsg_head_line(&x->head, line, n);
     *e = HPE_OK;
     if (*rc < 0) {
         return LINE_BAD_HEAD;
     }
-    *e = llhttp_execute(&c->parser, line, n);
-    if (*e == HPE_PAUSED) {
-        llhttp_resume(&c->parser); /* the end of a message without a body */
-    } else if (*e != HPE_OK) {
-        return LINE_BAD_HTTP;
-    }
-    if ((*rc == 1) != c->final_head) {
-        return LINE_MISMATCH;
-    }
-    return *rc == 1 ? LINE_FINAL : LINE_MORE;
+    return head_parse(x, line, n, *rc, e);
 }
 
 /* Acts on a drained line's outcome (which may end x).  Returns true to go on. */
@@ -237,10 +256,12 @@ head_line(struct gw_lean_xfer *x, struct evbuffer *in)
 
 /*
  * The response head's lines that lie whole in the buffer's first extent (a
- * head usually comes in one read): parsed in place, drained at once, and the
+ * head usually comes in one read): each line through upmsg up to the end of
+ * the final head, then all of them through llhttp in one call (a call per
+ * line cost a tenth of a small request's parsing), drained at once, and the
  * outcome acted on only then, since acting may end x and free the buffer.
- * A line across extents, or none yet, goes to head_line.  Returns true to
- * go on, false to stop.
+ * A line across extents, or none yet, goes to head_line.  Returns true to go
+ * on, false to stop.
  */
 static bool
 head_lines(struct gw_lean_xfer *x, struct evbuffer *in)
@@ -251,26 +272,30 @@ head_lines(struct gw_lean_xfer *x, struct evbuffer *in)
     }
     const char *base = v.iov_base;
     size_t used = 0;
+    int rc = 0;
     for (;;) {
         const char *nl = memchr(base + used, '\n', v.iov_len - used);
         if (nl == NULL) {
             break;
         }
         size_t n = (size_t)(nl - (base + used)) + 1;
-        int rc = 0;
-        llhttp_errno_t e = HPE_OK;
-        enum line_out o = line_parse(x, base + used, n, &rc, &e);
+        rc = gw_upmsg_head_line(&x->head, base + used, n);
+        if (rc < 0) {
+            (void)evbuffer_drain(in, used + n);
+            return line_act(x, LINE_BAD_HEAD, rc, HPE_OK);
+        }
         used += n;
-        if (o != LINE_MORE || x->ended || x->cancelled || x->complete || x->recv_paused) {
-            (void)evbuffer_drain(in, used);
-            return line_act(x, o, rc, e);
+        if (rc == 1) {
+            break;
         }
     }
     if (used == 0) {
         return head_line(x, in);
     }
+    llhttp_errno_t e = HPE_OK;
+    enum line_out o = head_parse(x, base, used, rc, &e);
     (void)evbuffer_drain(in, used);
-    return true;
+    return line_act(x, o, rc, e);
 }
 
 /*

@@ -308,6 +308,55 @@ test_head_in_pieces(void **state)
     assert_int_equal(f->c.heads, 0);
 }
 
+/* A head that llhttp ends before upmsg does ("\r\r\n" ends it at the CR for
+ * llhttp, at the LF for upmsg) is refused, whole (the lines in one llhttp
+ * call) and a byte at a time (a call per line): the body bytes llhttp would
+ * take from the head (on_body before the head), a message without a body that
+ * ends a byte early (Content-Length: 0, 304), or a chunk size it cannot read.
+ * Nothing reaches on_head.  And the same heads with "\r\n" pass. */
+static void
+test_head_ending_elsewhere_for_llhttp_refused(void **state)
+{
+    struct fx *f = *state;
+    static const char *const bad[] = {
+        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\r\nabc",
+        "HTTP/1.1 200 OK\r\nX-Reply: yes\r\nContent-Length: 0\r\n\r\r\n",
+        "HTTP/1.1 304 Not Modified\r\nX-Reply: yes\r\n\r\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\r\n0\r\n\r\n",
+    };
+    static const char *const good[] = {
+        "HTTP/1.1 200 OK\r\nX-Reply: yes\r\nContent-Length: 3\r\n\r\nabc",
+        "HTTP/1.1 200 OK\r\nX-Reply: yes\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 304 Not Modified\r\nX-Reply: yes\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nX-Reply: yes\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    };
+    static const size_t steps[] = {0, 1};
+    if (harness_engine != GW_UPSTREAM_LEAN) {
+        return; /* two parsers of one head are the lean engine's */
+    }
+    f->srv.mode = M_TRICKLE;
+    for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+        f->srv.trickle_step = steps[s];
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            f->srv.trickle_text = bad[i];
+            cli_init(&f->c, f);
+            assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+            assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+            if (f->c.err == 0 || f->c.heads != 0) {
+                fail_msg("step %zu, answer %zu: err %d, heads %d", steps[s], i, f->c.err,
+                         f->c.heads);
+            }
+            f->srv.trickle_text = good[i];
+            cli_init(&f->c, f);
+            assert_int_equal(start(&f->c, "GET", "/b/k", -1), 0);
+            assert_true(run_until(f->base, &f->c.dones, 1, 5000));
+            assert_int_equal(f->c.err, 0);
+            assert_int_equal(f->c.heads, 1);
+            assert_string_equal(f->c.reply, "yes");
+        }
+    }
+}
+
 static void
 test_start_from_callbacks(void **state)
 {
@@ -391,6 +440,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_path_sent_as_is, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exact_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_head_in_pieces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_head_ending_elsewhere_for_llhttp_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_interim_responses_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_start_from_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_delimited, setup, teardown),
