@@ -296,14 +296,16 @@ bench-request-cost: $(BIN)
 
 # Worker loops against nginx worker processes: signed-payload PUT 1 MiB at each
 # count in BENCH_CORES (tests/bench/cores_bench.sh; about 2 minutes for "1 2").
+# BENCH_ORIGIN=sink: to an origin that keeps no body (tests/bench/sink_origin.c).
 BENCH_CORES ?= 1 2
-bench-cores: $(BIN)
-	FENCEGATE_BIN=$(CURDIR)/$(BIN) bash tests/bench/cores_bench.sh $(BENCH_CORES)
+bench-cores: $(BIN) $(BUILD)/tests/bench/sink_origin
+	FENCEGATE_BIN=$(CURDIR)/$(BIN) BENCH_SINK=$(CURDIR)/$(BUILD)/tests/bench/sink_origin \
+	  bash tests/bench/cores_bench.sh $(BENCH_CORES)
 
 # $(BUILD)/cores-kit: the gateway, wrk, nginx and curl with their libraries and
 # loader, to run bench-cores on a machine without Debian 12 (tests/bench/cores_kit.sh).
-bench-cores-kit: $(BIN)
-	bash tests/bench/cores_kit.sh $(BUILD)/cores-kit $(BIN)
+bench-cores-kit: $(BIN) $(BUILD)/tests/bench/sink_origin
+	bash tests/bench/cores_kit.sh $(BUILD)/cores-kit $(BIN) $(BUILD)/tests/bench/sink_origin
 
 # Side by side against nginx and direct RGW (boots RGW and nginx; about 2 minutes).
 bench-proxy-rgw: $(BIN)

@@ -7,7 +7,10 @@
 # every byte to check it, then verifies the SigV4 signature, re-signs and
 # streams the body upstream), replayed by wrk: the headers are signed once
 # per run, with a fixed x-amz-date the gateway accepts for 15 minutes.  The
-# origin is nginx's dav module writing to tmpfs; the peer is nginx as a
+# origin is nginx's dav module writing to tmpfs (BENCH_ORIGIN=sink: the sink
+# origin, tests/bench/sink_origin.c, which reads each body to its end in the
+# kernel and keeps none of it: an origin that costs the shared CPUs little
+# beside the target and wrk); the peer is nginx as a
 # streaming reverse proxy to it (it checks no signature and hashes nothing:
 # the side-by-side shows what the gateway's own work costs).
 #
@@ -17,8 +20,12 @@
 # BENCH_REPEATS times (alternating).  Printed per target and N: req/s, MiB/s,
 # p50/p99, CPU µs per request (utime+stime of every process and thread of the
 # target), CPUs busy (the target's CPU seconds per second: below N, the load
-# generator or the origin was the bottleneck), and the scaling ratio (req/s at
-# N over req/s at the first N).
+# generator or the origin was the bottleneck), the scaling ratio (req/s at
+# N over req/s at the first N), the load's CPU µs per request (wrk's and the
+# origin's), and the ceiling: the req/s the machine's CPUs allow at the
+# target's and the load's CPU per request, and that ceiling's scaling.  On a
+# machine where they share CPUs the ceiling, not the target, may bound the
+# scaling: at N >= the CPU count it is CPUs / (target + load) per request.
 #
 # CPUs: with N below the machine's CPU count, the target runs on CPUs 0..N-1
 # and wrk and the origin on the others (taskset); at N >= the CPU count all
@@ -45,7 +52,8 @@
 # elsewhere less than 15 minutes before the last run (AK and SK below).
 # Tuning: BENCH_SECS (10), BENCH_REPEATS (2), BENCH_BYTES (1048576),
 # BENCH_CONNS (per N: 8 x N, at least 16), BENCH_WRK_THREADS (the load CPUs,
-# at most 8), BENCH_ORIGIN_WORKERS (half the CPUs, at least 1), BENCH_KEEP=1.
+# at most 8), BENCH_ORIGIN_WORKERS (half the CPUs, at least 1; dav), BENCH_KEEP=1,
+# BENCH_ORIGIN (dav or sink), BENCH_SINK (build/tests/bench/sink_origin).
 # BENCH_ACCEPT: "accept" modes to run beside the build's default (target gw):
 # "acceptor" and/or "reuseport", as targets gw-acceptor and gw-reuseport, at
 # N > 1 only (their scaling is against gw at the first N).  BENCH_CLOSE=1: every request on a new
@@ -95,6 +103,13 @@ done
 MAXN=0
 for n in "${COUNTS[@]}"; do [ "$n" -gt "$MAXN" ] && MAXN=$n; done
 ORIGIN_WORKERS=${BENCH_ORIGIN_WORKERS:-$(((NCPU + 1) / 2))}
+ORIGIN=${BENCH_ORIGIN:-dav}
+SINK=${BENCH_SINK:-$ROOT/build/tests/bench/sink_origin}
+case $ORIGIN in
+dav) ;;
+sink) [ -x "$SINK" ] || die "$SINK not found (make $ROOT/build/tests/bench/sink_origin, or set BENCH_SINK)" ;;
+*) die "BENCH_ORIGIN: dav or sink, not '$ORIGIN'" ;;
+esac
 
 T=$(mktemp -d "${BENCH_TMP:-/dev/shm}/fg-cores.XXXXXX")
 ORG_PID="" TGT_PID="" TGT_NGINX=""
@@ -127,7 +142,7 @@ cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     stop_target
-    stop_nginx origin "$ORG_PID"
+    if [ "$ORIGIN" = sink ]; then stop_pid "$ORG_PID"; else stop_nginx origin "$ORG_PID"; fi
     finish_tmp "$rc" "gw-*.log, nginx-*/error.log"
 }
 trap cleanup EXIT
@@ -142,6 +157,9 @@ cpus() {
         echo "0-$((NCPU - 1)) 0-$((NCPU - 1))"
     fi
 }
+# child_ticks: utime+stime of this shell's children that have been waited for
+# (wrk runs in the foreground, so the difference around it is wrk's own)
+child_ticks() { awk '{print $16 + $17}' "/proc/$$/stat"; }
 # pin LIST PID...: every thread of each PID onto LIST
 pin() {
     local l=$1 p
@@ -162,11 +180,17 @@ else
     head -c "$BYTES" /dev/urandom >"$T/body"
 fi
 
-nginx_conf origin "$ORG_PORT" "$ORIGIN_WORKERS" "root $T/origin;
+if [ "$ORIGIN" = sink ]; then
+    taskset -c "0-$((NCPU - 1))" "$SINK" "$ORG_PORT" "$T/sink.pid" </dev/null >"$T/sink.log" 2>&1 &
+    ORG_PID=$!
+    wait_code "http://127.0.0.1:$ORG_PORT/sink-stats" 200 || die "sink origin does not answer: $(tail -3 "$T/sink.log")"
+else
+    nginx_conf origin "$ORG_PORT" "$ORIGIN_WORKERS" "root $T/origin;
         location / { dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw; }"
-start_nginx origin "0-$((NCPU - 1))"
-ORG_PID=$!
-wait_code "http://127.0.0.1:$ORG_PORT/bench/" 403 || die "origin does not answer: $(tail -3 "$T/nginx-origin/error.log")"
+    start_nginx origin "0-$((NCPU - 1))"
+    ORG_PID=$!
+    wait_code "http://127.0.0.1:$ORG_PORT/bench/" 403 || die "origin does not answer: $(tail -3 "$T/nginx-origin/error.log")"
+fi
 
 # Does this build know "workers"?  (check-config refuses unknown keys.)
 gw_json() { # N PORT [ACCEPT]: a gateway config; "workers" only when the build has it
@@ -215,7 +239,9 @@ start_target() {
             "upstream origin { server 127.0.0.1:$ORG_PORT; keepalive 128; keepalive_requests 10000000; }"
         start_nginx "peer-$n" "$srv"
         TGT_PID=$! TGT_NGINX=peer-$n
-        wait_code "http://127.0.0.1:$TGT_PORT/bench/" 403 || die "nginx does not answer"
+        # the origin's answer to GET /bench/: dav 403 (a folder), the sink 200
+        wait_code "http://127.0.0.1:$TGT_PORT/bench/" "$([ "$ORIGIN" = sink ] && echo 200 || echo 403)" ||
+            die "nginx does not answer"
     else
         local acc=""
         case $tg in gw-*) acc=${tg#gw-} ;; esac
@@ -247,14 +273,30 @@ check() {
     headers "$tg"
     while IFS= read -r l; do hdr+=(-H "$l"); done <"$T/headers"
     rm -f "$T/origin/bench/obj"
+    local s0 s1
+    s0=$(sink_stats)
     got=$(curl -s -o /dev/null -w '%{http_code}' -T "$T/body" "${hdr[@]}" "http://127.0.0.1:$TGT_PORT/bench/obj")
     case $got in 200 | 201 | 204) ;; *) die "PUT via $tg: HTTP $got" ;; esac
-    cmp -s "$T/origin/bench/obj" "$T/body" || die "PUT via $tg: the origin holds other bytes"
+    if [ "$ORIGIN" = sink ]; then
+        s1=$(sink_stats)
+        [ "${s1% *}" = "$((${s0%% *} + 1)) $BYTES" ] ||
+            die "PUT via $tg: the sink saw \"$s0\" then \"$s1\" (requests, last body, total), want one more of $BYTES bytes"
+    else
+        cmp -s "$T/origin/bench/obj" "$T/body" || die "PUT via $tg: the origin holds other bytes"
+    fi
     if [ "$tg" != nginx ]; then
         head -c "$BYTES" /dev/urandom >"$T/other"
+        s0=$(sink_stats)
         got=$(curl -s -o /dev/null -w '%{http_code}' -T "$T/other" "${hdr[@]}" "http://127.0.0.1:$TGT_PORT/bench/obj")
         case $got in 4??) ;; *) die "PUT of other bytes under the signed hash via gw: HTTP $got, want 4xx" ;; esac
+        s1=$(sink_stats)
+        [ "${s1%% *}" = "${s0%% *}" ] || die "PUT of other bytes via gw: refused, but the sink got a whole request ($s0 -> $s1)"
     fi
+}
+# sink_stats: "REQUESTS LAST TOTAL" of the sink origin (nothing for dav)
+sink_stats() {
+    [ "$ORIGIN" = sink ] || return 0
+    curl -s --max-time 5 "http://127.0.0.1:$ORG_PORT/sink-stats"
 }
 
 TARGETS=(gw)
@@ -293,15 +335,21 @@ for ((r = 0; r < REPEATS; r++)); do
             headers "$tg"
             # shellcheck disable=SC2046
             c0=$(cpu_ticks $(target_pids "$tg"))
+            # shellcheck disable=SC2046
+            o0=$(cpu_ticks $(nginx_pids "$ORG_PID"))
+            w0=$(child_ticks)
             BENCH_BODY=$T/body BENCH_HEADERS=$T/headers BENCH_CLOSE=${BENCH_CLOSE:-0} taskset -c "$load" "$WRK" -t"$thr" -c"$conns" \
                 -d"${SECS}s" --latency -s "$T/wrk.lua" "http://127.0.0.1:$TGT_PORT/bench/obj" >"$T/wrk.out" 2>&1 ||
                 die "wrk failed: $(cat "$T/wrk.out")"
+            w1=$(child_ticks)
             # shellcheck disable=SC2046
             c1=$(cpu_ticks $(target_pids "$tg"))
+            # shellcheck disable=SC2046
+            o1=$(cpu_ticks $(nginx_pids "$ORG_PID"))
             read -r rps p50 p99 nreq errs <<<"$(wrkstats "$T/wrk.out")"
             [ "$errs" = 0 ] || die "$tg N=$n: $errs errors ($(grep -E 'Non-2xx|Socket' "$T/wrk.out" | tr '\n' ' '))"
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tg" "$n" "$rps" "$p50" "$p99" "$nreq" "$((c1 - c0))" \
-                "$conns" >>"$RES"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tg" "$n" "$rps" "$p50" "$p99" "$nreq" "$((c1 - c0))" \
+                "$conns" "$((w1 - w0))" "$((o1 - o0))" >>"$RES"
             stop_target
         done
     done
@@ -309,13 +357,13 @@ done
 ELAPSED=$(($(date +%s) - T0))
 
 echo
-echo "== fencegate cores benchmark: signed-payload PUT $((BYTES / 1024)) KiB, $(date -u +%Y-%m-%d)," \
+echo "== fencegate cores benchmark: signed-payload PUT $((BYTES / 1024)) KiB to the $ORIGIN origin, $(date -u +%Y-%m-%d)," \
     "$NCPU CPUs, ${SECS}s x $REPEATS repeats, $ELAPSED s, load average $(cut -d' ' -f1-3 /proc/loadavg)" \
     "$([ "${BENCH_CLOSE:-0}" = 1 ] && echo ", a new connection per request")"
 echo
 # medians over the repeats of req/s, p50, p99 and CPU per request; ratio: req/s over the first N's
 awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}" -v counts="${COUNTS[*]}" \
-    -v hasw="$HAS_WORKERS" -v targets="${TARGETS[*]}" '
+    -v hasw="$HAS_WORKERS" -v targets="${TARGETS[*]}" -v ncpu="$NCPU" '
     function med(s,   a, k, i, j, t) {
         k = split(s, a, " ")
         for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -323,10 +371,19 @@ awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}"
     }
     { key = $1 SUBSEP $2; rps[key] = rps[key] " " $3; p50[key] = p50[key] " " $4; p99[key] = p99[key] " " $5
       cpu[key] = cpu[key] " " ($6 > 0 ? $7 * 1e6 / hz / $6 : 0); conns[key] = $8
-      busy[key] = busy[key] " " ($7 / hz / secs) }
+      busy[key] = busy[key] " " ($7 / hz / secs)
+      wl[key] = wl[key] " " ($6 > 0 ? $9 * 1e6 / hz / $6 : 0)
+      ol[key] = ol[key] " " ($6 > 0 ? $10 * 1e6 / hz / $6 : 0) }
+    # the req/s this machine allows at these costs per request (us): the target on
+    # its N CPUs and the load on the rest, or all of them shared at N >= the CPUs
+    function ceiling(n, g, l) {
+        if (g <= 0 || l <= 0) return 0
+        if (n < ncpu) return (n / g < (ncpu - n) / l ? n / g : (ncpu - n) / l) * 1e6
+        return ncpu / (g + l) * 1e6
+    }
     END {
-        printf "| target | N | conns | req/s | MiB/s | p50 ms | p99 ms | CPU us/req | CPUs busy | scaling | gw/nginx CPU |\n"
-        printf "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        printf "| target | N | conns | req/s | MiB/s | p50 ms | p99 ms | CPU us/req | CPUs busy | scaling | gw/nginx CPU | load CPU us/req (wrk + origin) | ceiling req/s | ceiling scaling |\n"
+        printf "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
         nc = split(counts, cs, " ")
         nt = split(targets, ts, " ")
         for (t = 1; t <= nt; t++) {
@@ -334,20 +391,27 @@ awk -F'\t' -v hz="$HZ" -v secs="$SECS" -v bytes="$BYTES" -v first="${COUNTS[0]}"
             for (i = 1; i <= nc; i++) {
                 n = cs[i]; key = tg SUBSEP n
                 if (tg ~ /^gw-/ && n == 1) continue
-                if (!(key in rps)) { printf "| %s | %s | - | n/a (no workers key) | | | | | | | |\n", tg, n; continue }
+                if (!(key in rps)) { printf "| %s | %s | - | n/a (no workers key) | | | | | | | | | | |\n", tg, n; continue }
                 r = med(rps[key]); c = med(cpu[key])
                 f = (tg ~ /^gw-/ ? "gw" : tg) SUBSEP first
                 sc = (f in rps) && med(rps[f]) > 0 ? sprintf("%.2fx", r / med(rps[f])) : "-"
                 rel = "-"
                 if (tg != "nginx" && (("nginx" SUBSEP n) in cpu) && med(cpu["nginx" SUBSEP n]) > 0)
                     rel = sprintf("%.2fx", c / med(cpu["nginx" SUBSEP n]))
-                printf "| %s | %s | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %.2f | %s | %s |\n", tg, n, conns[key], r,
-                    r * bytes / 1048576, med(p50[key]), med(p99[key]), c, med(busy[key]), sc, rel
+                lw = med(wl[key]); lo = med(ol[key]); l = lw + lo; cl = ceiling(n, c, l)
+                csc = (f in rps) && med(rps[f]) > 0 && cl > 0 ? sprintf("%.2fx", cl / med(rps[f])) : "-"
+                printf "| %s | %s | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %.2f | %s | %s | %.0f (%.0f + %.0f) | %.0f | %s |\n",
+                    tg, n, conns[key], r, r * bytes / 1048576, med(p50[key]), med(p99[key]), c, med(busy[key]), sc, rel,
+                    l, lw, lo, cl, csc
+
             }
         }
     }' "$RES"
 echo
 echo "CPUs busy: the target's CPU seconds per second of the run (below N: the load generator or the origin held it back);"
 echo "scaling: req/s at N over req/s at N=${COUNTS[0]}, same target; gw/nginx CPU: CPU per request, gateway over nginx at the same N"
-echo "command: FENCEGATE_BIN=$BIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS BENCH_ACCEPT=\"${BENCH_ACCEPT:-}\"" \
+echo "load CPU: wrk's and the origin's CPU per request; ceiling: the req/s $NCPU CPUs allow at the target's and the load's"
+echo "CPU per request (the target on its N CPUs and the load on the rest, or all shared when N >= $NCPU), and that over the"
+echo "first N's measured req/s: a scaling the run cannot exceed however well the target scales"
+echo "command: FENCEGATE_BIN=$BIN BENCH_ORIGIN=$ORIGIN BENCH_SECS=$SECS BENCH_REPEATS=$REPEATS BENCH_ACCEPT=\"${BENCH_ACCEPT:-}\"" \
     "BENCH_CLOSE=${BENCH_CLOSE:-0}${BENCH_CONNS:+ BENCH_CONNS=$BENCH_CONNS} bash tests/bench/cores_bench.sh ${COUNTS[*]}"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# cores_kit.sh DIR [FENCEGATE_BIN]: a folder that runs make bench-cores's
+# cores_kit.sh DIR [FENCEGATE_BIN [SINK]]: a folder that runs make bench-cores's
 # programs on a machine without Debian 12's packages (make bench-cores-kit).
 #
-# DIR/real/   the gateway, wrk, nginx and curl, as built or installed here
+# DIR/real/   the gateway, wrk, nginx and curl, as built or installed here,
+#             and the sink origin (SINK: tests/bench/sink_origin.c) when given
 # DIR/lib/    every shared library they load, and Debian 12's loader
 # DIR/bin/    one wrapper each, which starts the program under the carried
 #             loader with the carried libraries (so neither the other
@@ -11,14 +12,16 @@
 # BENCH_PRESIGNED, see cores_bench.sh):
 #   PATH=DIR/bin:$PATH FENCEGATE_BIN=DIR/bin/fencegate NGINX=DIR/bin/nginx \
 #     WRK=DIR/bin/wrk bash tests/bench/cores_bench.sh 1 2 4 8 16
+# (with BENCH_ORIGIN=sink BENCH_SINK=DIR/bin/sink_origin for the sink origin)
 set -euo pipefail
 [ $# -ge 1 ] || {
-    echo "usage: cores_kit.sh DIR [FENCEGATE_BIN]" >&2
+    echo "usage: cores_kit.sh DIR [FENCEGATE_BIN [SINK]]" >&2
     exit 2
 }
 DIR=$1
 BIN=${2:-build/fencegate}
 progs=("$BIN" "$(command -v wrk)" "${NGINX:-/usr/sbin/nginx}" "$(command -v curl)")
+[ -n "${3:-}" ] && progs+=("$3")
 rm -rf "$DIR"
 mkdir -p "$DIR/real" "$DIR/lib" "$DIR/bin"
 for p in "${progs[@]}"; do
