@@ -296,7 +296,7 @@ bench-request-cost: $(BIN)
 
 # Worker loops against nginx worker processes: signed-payload PUT 1 MiB at each
 # count in BENCH_CORES (tests/bench/cores_bench.sh; about 2 minutes for "1 2").
-# BENCH_ORIGIN=sink: to an origin that keeps no body (tests/bench/sink_origin.c).
+# BENCH_ORIGIN: sink (an origin that keeps no body, tests/bench/sink_origin.c) or dav.
 BENCH_CORES ?= 1 2
 bench-cores: $(BIN) $(BUILD)/tests/bench/sink_origin
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) BENCH_SINK=$(CURDIR)/$(BUILD)/tests/bench/sink_origin \

@@ -7,12 +7,15 @@
 # every byte to check it, then verifies the SigV4 signature, re-signs and
 # streams the body upstream), replayed by wrk: the headers are signed once
 # per run, with a fixed x-amz-date the gateway accepts for 15 minutes.  The
-# origin is nginx's dav module writing to tmpfs (BENCH_ORIGIN=sink: the sink
-# origin, tests/bench/sink_origin.c, which reads each body to its end in the
-# kernel and keeps none of it: an origin that costs the shared CPUs little
-# beside the target and wrk); the peer is nginx as a
-# streaming reverse proxy to it (it checks no signature and hashes nothing:
-# the side-by-side shows what the gateway's own work costs).
+# origin (BENCH_ORIGIN) is the sink, tests/bench/sink_origin.c, which reads
+# each body to its end in the kernel and keeps none of it, so that the origin
+# takes little of the CPUs the target is to scale onto; or "dav", nginx's dav
+# module writing each body to a file on tmpfs, which on some hosts costs more
+# per request than the gateway itself.  The peer is nginx as a streaming
+# reverse proxy to it (it checks no signature and hashes nothing: the
+# side-by-side shows what the gateway's own work costs).  With the dav origin
+# a PUT's bytes are compared with the file it wrote; with the sink, its byte
+# count, and a PUT refused for its hash must never reach the sink whole.
 #
 # For each N: the gateway with "workers": N (when this build has the key; a
 # build without it runs N=1 only and prints n/a for the others) and nginx
@@ -53,7 +56,7 @@
 # Tuning: BENCH_SECS (10), BENCH_REPEATS (2), BENCH_BYTES (1048576),
 # BENCH_CONNS (per N: 8 x N, at least 16), BENCH_WRK_THREADS (the load CPUs,
 # at most 8), BENCH_ORIGIN_WORKERS (half the CPUs, at least 1; dav), BENCH_KEEP=1,
-# BENCH_ORIGIN (dav or sink), BENCH_SINK (build/tests/bench/sink_origin).
+# BENCH_ORIGIN (sink or dav; sink), BENCH_SINK (build/tests/bench/sink_origin).
 # BENCH_ACCEPT: "accept" modes to run beside the build's default (target gw):
 # "acceptor" and/or "reuseport", as targets gw-acceptor and gw-reuseport, at
 # N > 1 only (their scaling is against gw at the first N).  BENCH_CLOSE=1: every request on a new
@@ -103,12 +106,12 @@ done
 MAXN=0
 for n in "${COUNTS[@]}"; do [ "$n" -gt "$MAXN" ] && MAXN=$n; done
 ORIGIN_WORKERS=${BENCH_ORIGIN_WORKERS:-$(((NCPU + 1) / 2))}
-ORIGIN=${BENCH_ORIGIN:-dav}
+ORIGIN=${BENCH_ORIGIN:-sink}
 SINK=${BENCH_SINK:-$ROOT/build/tests/bench/sink_origin}
 case $ORIGIN in
 dav) ;;
 sink) [ -x "$SINK" ] || die "$SINK not found (make $ROOT/build/tests/bench/sink_origin, or set BENCH_SINK)" ;;
-*) die "BENCH_ORIGIN: dav or sink, not '$ORIGIN'" ;;
+*) die "BENCH_ORIGIN: sink or dav, not '$ORIGIN'" ;;
 esac
 
 T=$(mktemp -d "${BENCH_TMP:-/dev/shm}/fg-cores.XXXXXX")
