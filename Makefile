@@ -66,7 +66,7 @@ PRELOAD_LIBS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.so)
         bench-windows bench-stays-up bench-scale \
         fault-long fault-bypass fault-cond deps run demo clean format lint-refs install install-files uninstall deb
 
-all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS)
+all: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) $(BUILD)/tests/bench/sink_origin
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -215,7 +215,7 @@ endif
 # order), each process with its own RGW.  PYTEST_JOBS=1 runs them in one.
 PYTEST_JOBS ?= 2
 PYTEST_XDIST = $(if $(filter-out 0 1,$(PYTEST_JOBS)),-n $(PYTEST_JOBS) --dist loadfile)
-integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) js-deps js-client $(INTEGRATION_CLIENTS)
+integration: $(BIN) $(HELPER_BINS) $(PRELOAD_LIBS) $(BUILD)/tests/bench/sink_origin js-deps js-client $(INTEGRATION_CLIENTS)
 	FENCEGATE_BIN=$(CURDIR)/$(BIN) FENCEGATE_BUILD=$(CURDIR)/$(BUILD) FENCEGATE_PYVENV=$(CURDIR)/$(PYVENV) \
 	  FENCEGATE_JSCLIENT=$(CURDIR)/$(JSC_DIR) FENCEGATE_GOWORKER=$(CURDIR)/$(GO_WORKER) \
 	  $(PYTHON) -m pytest -p no:cacheprovider -q -ra --durations=12 $(PYTEST_XDIST) tests/integration $(PYTEST_ARGS)

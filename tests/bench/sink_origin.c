@@ -228,9 +228,12 @@ main(int argc, char **argv)
         perror("sink_origin: listen");
         return 1;
     }
-    if (argc == 3) {
-        FILE *f = fopen(argv[2], "w");
-        if (f == NULL || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
+    if (argc == 3) { /* written whole, then renamed into place: never seen half-written */
+        char tmp[4096];
+        FILE *f = NULL;
+        if (snprintf(tmp, sizeof(tmp), "%s.tmp", argv[2]) >= (int)sizeof(tmp) ||
+            (f = fopen(tmp, "w")) == NULL || fprintf(f, "%ld\n", (long)getpid()) < 0 ||
+            fclose(f) != 0 || rename(tmp, argv[2]) != 0) {
             perror(argv[2]);
             return 1;
         }
